@@ -1,0 +1,72 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// messages for the errors Fiber and fasthttp raise themselves, so that clients
+// never see framework wording such as "Cannot GET /x".
+var frameworkMessages = map[int]string{
+	http.StatusBadRequest:                  "Malformed request",
+	http.StatusNotFound:                    "Route not found",
+	http.StatusMethodNotAllowed:            "Method not allowed on this route",
+	http.StatusRequestTimeout:              "Request timed out",
+	http.StatusRequestEntityTooLarge:       "Request body too large",
+	http.StatusRequestHeaderFieldsTooLarge: "Request headers too large",
+	http.StatusUnsupportedMediaType:        "Unsupported media type",
+	http.StatusBadGateway:                  "Upstream service unavailable",
+	http.StatusServiceUnavailable:          "Service unavailable",
+	http.StatusGatewayTimeout:              "Upstream service timed out",
+}
+
+// ErrorHandler is the one place where an error becomes a response. Coded
+// errors (*Error) are written as they are; Fiber's own errors get the matching
+// code; a context deadline is a 504 timeout; anything else is logged once and
+// answered as a 500 server_error without leaking its text.
+func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
+	return func(c *fiber.Ctx, err error) error {
+		e := Classify(err)
+		if e.Status >= 500 {
+			log.ErrorContext(c.UserContext(), "request failed",
+				"status", e.Status, "method", c.Method(), "route", RouteTemplate(c),
+				"request_id", RequestID(c), "error", err.Error())
+		}
+		return WriteError(c, e)
+	}
+}
+
+// Classify turns any error into the *Error it is answered with.
+func Classify(err error) *Error {
+	if e, ok := AsError(err); ok {
+		return e
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		msg, ok := frameworkMessages[fe.Code]
+		if !ok {
+			msg = http.StatusText(fe.Code)
+		}
+		if fe.Code >= 500 && fe.Code != http.StatusBadGateway && fe.Code != http.StatusServiceUnavailable && fe.Code != http.StatusGatewayTimeout {
+			msg = "Internal server error"
+		}
+		return &Error{Status: fe.Code, Code: CodeForStatus(fe.Code), Message: msg}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Status: http.StatusGatewayTimeout, Code: CodeTimeout, Message: "The request took too long and was cancelled"}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeServerError, Message: "Internal server error"}
+}
+
+// RouteTemplate is the matched route pattern (never the raw path, which would
+// carry ids), for logs and metric labels.
+func RouteTemplate(c *fiber.Ctx) string {
+	if r := c.Route(); r != nil && r.Path != "" && r.Path != "/" {
+		return r.Path
+	}
+	return "unmatched"
+}

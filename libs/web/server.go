@@ -1,0 +1,217 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Config is the HTTP part of every service's configuration; services embed it.
+type Config struct {
+	HTTPAddr        string        `env:"HTTP_ADDR" envDefault:":8080"`
+	AdminAddr       string        `env:"ADMIN_ADDR" envDefault:":9090"`
+	BodyLimitBytes  int           `env:"BODY_LIMIT_BYTES" envDefault:"1048576"`
+	ReadTimeout     time.Duration `env:"READ_TIMEOUT" envDefault:"5s"`
+	WriteTimeout    time.Duration `env:"WRITE_TIMEOUT" envDefault:"15s"`
+	IdleTimeout     time.Duration `env:"IDLE_TIMEOUT" envDefault:"60s"`
+	RequestTimeout  time.Duration `env:"REQUEST_TIMEOUT" envDefault:"5s"`
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s"`
+	// Concurrency caps open connections so that overload queues in the kernel
+	// instead of growing the heap.
+	Concurrency int `env:"HTTP_CONCURRENCY" envDefault:"4096"`
+}
+
+// Validate checks the values that would make the server misbehave.
+func (c Config) Validate() error {
+	var errs []error
+	if c.HTTPAddr == "" {
+		errs = append(errs, errors.New("HTTP_ADDR is empty"))
+	}
+	if c.BodyLimitBytes < 1024 {
+		errs = append(errs, errors.New("BODY_LIMIT_BYTES must be at least 1024"))
+	}
+	for name, d := range map[string]time.Duration{"READ_TIMEOUT": c.ReadTimeout, "WRITE_TIMEOUT": c.WriteTimeout,
+		"IDLE_TIMEOUT": c.IdleTimeout, "REQUEST_TIMEOUT": c.RequestTimeout, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive", name))
+		}
+	}
+	if c.Concurrency < 1 {
+		errs = append(errs, errors.New("HTTP_CONCURRENCY must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Check is one readiness dependency (a database ping, say).
+type Check func(ctx context.Context) error
+
+// Server is a Fiber app with the probes and shutdown behaviour every service needs.
+type Server struct {
+	App      *fiber.App
+	cfg      Config
+	log      *slog.Logger
+	draining atomic.Bool
+
+	mu     sync.Mutex
+	checks map[string]Check
+}
+
+// HeaderRequestID carries the request id between client, gateway and backends.
+const HeaderRequestID = "X-Request-ID"
+
+// New builds the app: envelope error handler, recover, request id, a deadline
+// on every request's context, and /livez + /readyz.
+func New(cfg Config, log *slog.Logger, name string) *Server {
+	s := &Server{cfg: cfg, log: log, checks: map[string]Check{}}
+	s.App = fiber.New(fiber.Config{
+		AppName:               name,
+		ErrorHandler:          ErrorHandler(log),
+		BodyLimit:             cfg.BodyLimitBytes,
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		Concurrency:           cfg.Concurrency,
+		DisableStartupMessage: true,
+		// Strict routing keeps one canonical path per route, so /v2/jobs/ is a 404
+		// rather than a silent alias.
+		StrictRouting: true,
+		CaseSensitive: true,
+	})
+	s.App.Use(s.recover, requestID, deadline(cfg.RequestTimeout))
+	s.App.Get("/livez", func(c *fiber.Ctx) error {
+		return OK(c, http.StatusOK, fiber.Map{"status": "ok"})
+	})
+	s.App.Get("/readyz", s.ready)
+	return s
+}
+
+// AddCheck registers a readiness dependency.
+func (s *Server) AddCheck(name string, check Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks[name] = check
+}
+
+func (s *Server) ready(c *fiber.Ctx) error {
+	if s.draining.Load() {
+		return WriteError(c, &Error{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavailable, Message: "shutting down"})
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	s.mu.Lock()
+	checks := make(map[string]Check, len(s.checks))
+	for k, v := range s.checks {
+		checks[k] = v
+	}
+	s.mu.Unlock()
+	results := map[string]string{}
+	failed := false
+	for name, check := range checks {
+		if err := check(ctx); err != nil {
+			results[name] = "down"
+			failed = true
+			continue
+		}
+		results[name] = "up"
+	}
+	if failed {
+		return WriteError(c, &Error{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavailable,
+			Message: "a dependency is down", Details: results})
+	}
+	return OK(c, http.StatusOK, fiber.Map{"status": "ok", "checks": results})
+}
+
+// recover turns a panic into a 500 envelope and logs the stack once.
+func (s *Server) recover(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.ErrorContext(c.UserContext(), "panic", "panic", fmt.Sprint(r), "request_id", RequestID(c),
+				"route", RouteTemplate(c), "stack", string(debug.Stack()))
+			err = &Error{Status: http.StatusInternalServerError, Code: CodeServerError, Message: "Internal server error"}
+		}
+	}()
+	return c.Next()
+}
+
+// requestID keeps a well-formed incoming id (so one id follows a request from
+// the gateway through the backends) and makes one otherwise.
+func requestID(c *fiber.Ctx) error {
+	id := c.Get(HeaderRequestID)
+	if !validRequestID(id) {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	c.Locals(HeaderRequestID, id)
+	c.Set(HeaderRequestID, id)
+	return c.Next()
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_' || b == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// RequestID returns the id of the current request.
+func RequestID(c *fiber.Ctx) string {
+	id, _ := c.Locals(HeaderRequestID).(string)
+	return id
+}
+
+// deadline gives every request's context a deadline that reaches the database,
+// so that no query outlives its request.
+func deadline(d time.Duration) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		ctx, cancel := context.WithTimeout(c.UserContext(), d)
+		defer cancel()
+		c.SetUserContext(ctx)
+		return c.Next()
+	}
+}
+
+// Run serves until ctx ends, then stops accepting, fails readiness, and waits
+// up to ShutdownTimeout for in-flight requests to finish.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", s.cfg.HTTPAddr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on an existing listener (tests listen on port 0).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.App.Listener(ln) }()
+	s.log.Info("http server started", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout.String())
+	if err := s.App.ShutdownWithTimeout(s.cfg.ShutdownTimeout); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

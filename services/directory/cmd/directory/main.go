@@ -1,0 +1,75 @@
+// Command directory serves cities, spaces and city_spaces, and the internal
+// look-ups the jobs service makes while creating a job.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/coworkjobs/coworkjobs/libs/config"
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/logx"
+	"github.com/coworkjobs/coworkjobs/libs/metrics"
+	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/directory/migrations"
+)
+
+const schema = "directory"
+
+type appConfig struct {
+	config.Common
+	Web web.Config
+}
+
+func (c appConfig) Validate() error { return errors.Join(c.Common.Validate(), c.Web.Validate()) }
+
+func main() {
+	log := logx.New(schema, os.Getenv("LOG_LEVEL"))
+	if err := run(context.Background(), log); err != nil {
+		log.Error("stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log *slog.Logger) error {
+	var cfg appConfig
+	if err := config.Parse(&cfg); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
+		return err
+	}
+	codec, err := identity.NewCodec(cfg.IdentitySecret)
+	if err != nil {
+		return fmt.Errorf("identity: %w", err)
+	}
+
+	m := metrics.New()
+	srv := web.New(cfg.Web, log, schema)
+	srv.AddCheck("postgres", pg.Check(pool))
+	srv.App.Use(m.Middleware())
+	srv.App.Group("/v2", codec.Middleware())
+	srv.App.Group("/internal", codec.Middleware(), identity.RequireKind(identity.KindService))
+	srv.Fallback()
+
+	go func() {
+		if err := metrics.ServeAdmin(ctx, cfg.Web.AdminAddr, m.Registry, log); err != nil {
+			log.Error("admin server", "error", err)
+		}
+	}()
+	return srv.Run(ctx)
+}
