@@ -1,0 +1,50 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// SendCacheable writes a 200 envelope with a weak ETag over its bytes and a
+// public Cache-Control, and answers 304 with no body when the client already
+// holds that version (If-None-Match). The public feeds use it.
+func SendCacheable(c *fiber.Ctx, data any, maxAgeSeconds int) error {
+	body, err := json.Marshal(Envelope{Success: true, Status: http.StatusOK, Data: data})
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(body)
+	etag := `W/"` + strconv.FormatUint(h.Sum64(), 36) + `"`
+	c.Set(fiber.HeaderETag, etag)
+	c.Set(fiber.HeaderCacheControl, "public, max-age="+strconv.Itoa(maxAgeSeconds))
+	c.Set(fiber.HeaderVary, "Accept-Encoding")
+	if etagMatches(c.Get(fiber.HeaderIfNoneMatch), etag) {
+		return c.SendStatus(http.StatusNotModified)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(http.StatusOK).Send(body)
+}
+
+// etagMatches implements the weak comparison of If-None-Match (RFC 9110 13.1.2).
+func etagMatches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	if strings.TrimSpace(header) == "*" {
+		return true
+	}
+	want := strings.TrimPrefix(etag, "W/")
+	for _, part := range strings.Split(header, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(part), "W/") == want {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,61 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// DecodeJSON reads the request body into dst. A body that is not one JSON
+// value answers 400 bad_request; a field of the wrong type answers 422
+// validation_error naming the field, since the JSON itself was fine.
+func DecodeJSON(c *fiber.Ctx, dst any) error {
+	return DecodeJSONBytes(c.Body(), dst)
+}
+
+// DecodeJSONBytes is DecodeJSON for a body already read (fuzz targets use it).
+func DecodeJSONBytes(body []byte, dst any) error {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return BadRequest("Request body is empty; a JSON object is expected")
+	}
+	if !utf8.Valid(body) {
+		return BadRequest("Request body is not valid UTF-8")
+	}
+	if body[0] != '{' {
+		return BadRequest("Request body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(dst); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return Validation("Validation failed", []string{fmt.Sprintf("%s must be a %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))})
+		}
+		return BadRequest("Request body is not valid JSON")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return BadRequest("Request body must hold exactly one JSON object")
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "integer"
+	case "float32", "float64":
+		return "number"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	}
+	return "value of the documented type"
+}
