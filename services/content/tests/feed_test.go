@@ -1,0 +1,138 @@
+package tests
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+)
+
+type feedItem struct {
+	ID            string   `json:"id"`
+	URL           string   `json:"url"`
+	Title         string   `json:"title"`
+	Summary       string   `json:"summary"`
+	DatePublished string   `json:"date_published"`
+	Tags          []string `json:"tags"`
+	Post          *struct {
+		Authors     []author `json:"authors"`
+		ReadingTime int      `json:"reading_time"`
+	} `json:"_post"`
+}
+
+type feed struct {
+	Version     string     `json:"version"`
+	Title       string     `json:"title"`
+	FeedURL     string     `json:"feed_url"`
+	HomePageURL string     `json:"home_page_url"`
+	Items       []feedItem `json:"items"`
+}
+
+func TestFeed(t *testing.T) {
+	t.Parallel()
+	resp, env := get(t, "/v2/vine/blog")
+	if resp.StatusCode != http.StatusOK || !env.Success {
+		t.Fatalf("status %d %+v", resp.StatusCode, env.Error)
+	}
+	if cc := resp.Header.Get("Cache-Control"); cc != "public, max-age=60" {
+		t.Errorf("Cache-Control = %q", cc)
+	}
+	if et := resp.Header.Get("ETag"); !strings.HasPrefix(et, `W/"`) {
+		t.Errorf("ETag = %q, want a weak tag", et)
+	}
+	f := decode[feed](t, env.Data)
+	if f.Version != "vine/1" || f.FeedURL != baseURL+"/v2/vine/blog" || f.HomePageURL != baseURL+"/blog" || f.Title == "" {
+		t.Errorf("feed header = %+v", f)
+	}
+	var got []string
+	for _, it := range f.Items {
+		got = append(got, strings.TrimPrefix(it.URL, baseURL+"/blog/"))
+		if !strings.HasPrefix(it.ID, "post:") || it.Post == nil || it.Post.ReadingTime < 1 || len(it.Post.Authors) == 0 ||
+			it.Tags == nil || len([]rune(it.Summary)) > 280 || it.DatePublished == "" {
+			t.Errorf("item %+v", it)
+		}
+	}
+	if want := []string{"alpha", "bravo", "delta", "charlie", "unsafe"}; !slices.Equal(got, want) {
+		t.Errorf("feed posts = %v, want %v (published only, newest first)", got, want)
+	}
+	first := f.Items[0]
+	if first.Title != "Alpha" || !reflect.DeepEqual(first.Tags, []string{"Events", "Hiring"}) ||
+		!reflect.DeepEqual(first.Post.Authors, []author{{"Mara Lindqvist", "mara"}, {"Jonas Becker", "jonas"}}) {
+		t.Errorf("first item = %+v", first)
+	}
+	// The item carries exactly the shared feed fields plus _post.
+	var raw struct {
+		Items []map[string]json.RawMessage `json:"items"`
+	}
+	_ = json.Unmarshal(env.Data, &raw)
+	var keys []string
+	for k := range raw.Items[0] {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if want := []string{"_post", "date_published", "id", "summary", "tags", "title", "url"}; !slices.Equal(keys, want) {
+		t.Errorf("item keys = %v, want %v", keys, want)
+	}
+}
+
+func TestFeedLimit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		query  string
+		status int
+		items  int
+	}{
+		{"feed200Limit2", "?limit=2", 200, 2},
+		{"feed200Limit50", "?limit=50", 200, 5},
+		{"feed422LimitZero", "?limit=0", 422, 0},
+		{"feed422LimitAboveMax", "?limit=51", 422, 0},
+		{"feed422LimitNotInteger", "?limit=x", 422, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			resp, env := get(t, "/v2/vine/blog"+tc.query)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if tc.status == 422 {
+				if env.Error == nil || env.Error.Code != "validation_error" ||
+					!slices.Equal(env.Error.Details, []string{"limit must be an integer from 1 to 50"}) {
+					t.Errorf("envelope %+v", env.Error)
+				}
+				return
+			}
+			if n := len(decode[feed](t, env.Data).Items); n != tc.items {
+				t.Errorf("items = %d, want %d", n, tc.items)
+			}
+		})
+	}
+}
+
+func TestFeedETag304(t *testing.T) {
+	t.Parallel()
+	resp, _ := get(t, "/v2/vine/blog?limit=3")
+	etag := resp.Header.Get("ETag")
+	if etag == "" {
+		t.Fatal("no ETag")
+	}
+	h := map[string]string{identity.Header: publicIdentity(t), "If-None-Match": etag}
+	resp, _, body := do(t, http.MethodGet, "/v2/vine/blog?limit=3", h)
+	if resp.StatusCode != http.StatusNotModified || len(body) != 0 || resp.Header.Get("ETag") != etag {
+		t.Errorf("matching If-None-Match: status %d, body %q, ETag %q", resp.StatusCode, body, resp.Header.Get("ETag"))
+	}
+	h["If-None-Match"] = `W/"something-else"`
+	resp, _, _ = do(t, http.MethodGet, "/v2/vine/blog?limit=3", h)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("stale If-None-Match: status %d, want 200", resp.StatusCode)
+	}
+	// Another limit is another document with another tag.
+	resp, _ = get(t, "/v2/vine/blog?limit=2")
+	if resp.Header.Get("ETag") == etag {
+		t.Error("different feed contents share an ETag")
+	}
+}
