@@ -189,7 +189,7 @@ func Demo(now time.Time) []postbus.NewPost {
 			BodyHTML: paragraphs(
 				"This report is still being written. It will cover membership prices, the growth of suburban spaces and the rise of corporate memberships.",
 			),
-			Status: postbus.StatusDraft,
+			Status:  postbus.StatusDraft,
 			Authors: []postbus.Author{mara}, Categories: []postbus.Term{catRemote},
 			Tags: tags("trends", "survey"),
 		},

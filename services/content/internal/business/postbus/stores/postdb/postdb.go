@@ -76,7 +76,7 @@ FROM posts p`
 // public is the one definition of a post anyone may see; $1 is now.
 const public = ` p.status = 'published' AND p.published_at <= $1`
 
-// filters: $2 category and $3 tag, each a slug or a name (case-insensitive); '' for none.
+// filters: $2 category and $3 tag, each a slug or a name (case-insensitive), or empty for none.
 const filters = `
   AND ($2 = '' OR EXISTS (SELECT 1 FROM post_categories pc JOIN categories c ON c.id = pc.category_id
                           WHERE pc.post_id = p.id AND (c.slug = $2 OR lower(c.name) = lower($2))))
