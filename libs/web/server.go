@@ -30,6 +30,10 @@ type Config struct {
 	// Concurrency caps open connections so that overload queues in the kernel
 	// instead of growing the heap.
 	Concurrency int `env:"HTTP_CONCURRENCY" envDefault:"4096"`
+	// ProxyHeader names the header holding the client address (X-Forwarded-For
+	// behind an ingress); it is honoured only from TrustedProxies.
+	ProxyHeader    string   `env:"PROXY_HEADER"`
+	TrustedProxies []string `env:"TRUSTED_PROXIES" envSeparator:","`
 }
 
 // Validate checks the values that would make the server misbehave.
@@ -85,8 +89,11 @@ func New(cfg Config, log *slog.Logger, name string) *Server {
 		DisableStartupMessage: true,
 		// Strict routing keeps one canonical path per route, so /v2/jobs/ is a 404
 		// rather than a silent alias.
-		StrictRouting: true,
-		CaseSensitive: true,
+		StrictRouting:           true,
+		CaseSensitive:           true,
+		ProxyHeader:             cfg.ProxyHeader,
+		EnableTrustedProxyCheck: cfg.ProxyHeader != "",
+		TrustedProxies:          cfg.TrustedProxies,
 	})
 	s.App.Use(s.recover, requestID, deadline(cfg.RequestTimeout))
 	s.App.Get("/livez", func(c *fiber.Ctx) error {

@@ -1,0 +1,150 @@
+// Command gateway is the only public entry of coworkjobs: it authenticates API
+// keys, enforces scopes and rate limits, and forwards to the backends.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/api"
+	"github.com/coworkjobs/coworkjobs/libs/config"
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/logx"
+	"github.com/coworkjobs/coworkjobs/libs/metrics"
+	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/redisx"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus/stores/keydb"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/ratelimit"
+	"github.com/coworkjobs/coworkjobs/services/gateway/migrations"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "2.0.0-dev"
+
+const schema = "gateway"
+
+type appConfig struct {
+	config.Common
+	Web web.Config
+
+	RedisURL       string `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"`
+	RedisKeyPrefix string `env:"REDIS_KEY_PREFIX" envDefault:"cj:rl:"`
+
+	JobsURL      string `env:"JOBS_URL" envDefault:"http://127.0.0.1:8081"`
+	DirectoryURL string `env:"DIRECTORY_URL" envDefault:"http://127.0.0.1:8082"`
+	ContentURL   string `env:"CONTENT_URL" envDefault:"http://127.0.0.1:8083"`
+	CommunityURL string `env:"COMMUNITY_URL" envDefault:"http://127.0.0.1:8084"`
+
+	UpstreamTimeout  time.Duration `env:"UPSTREAM_TIMEOUT" envDefault:"4s"`
+	UpstreamMaxConns int           `env:"UPSTREAM_MAX_CONNS" envDefault:"256"`
+
+	WriteLimitPerMinute  int           `env:"WRITE_RATE_LIMIT_PER_MINUTE" envDefault:"120"`
+	PublicLimitPerMinute int           `env:"PUBLIC_POST_RATE_LIMIT_PER_MINUTE" envDefault:"10"`
+	RateLimitWindow      time.Duration `env:"RATE_LIMIT_WINDOW" envDefault:"60s"`
+	KeyCacheTTL          time.Duration `env:"KEY_CACHE_TTL" envDefault:"10s"`
+
+	PublicBaseURL    string `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080"`
+	CORSAllowOrigins string `env:"CORS_ALLOW_ORIGINS" envDefault:"*"`
+	AccessLog        bool   `env:"ACCESS_LOG" envDefault:"true"`
+}
+
+func (c appConfig) Validate() error {
+	errs := []error{c.Common.Validate(), c.Web.Validate()}
+	if c.WriteLimitPerMinute < 1 || c.PublicLimitPerMinute < 1 {
+		errs = append(errs, errors.New("rate limits must be positive"))
+	}
+	if c.RateLimitWindow < time.Second {
+		errs = append(errs, errors.New("RATE_LIMIT_WINDOW must be at least 1s"))
+	}
+	if c.KeyCacheTTL < 0 {
+		errs = append(errs, errors.New("KEY_CACHE_TTL must not be negative"))
+	}
+	if c.UpstreamTimeout <= 0 || c.UpstreamTimeout >= c.Web.RequestTimeout+time.Second {
+		errs = append(errs, errors.New("UPSTREAM_TIMEOUT must be positive and not exceed REQUEST_TIMEOUT"))
+	}
+	if c.UpstreamMaxConns < 1 {
+		errs = append(errs, errors.New("UPSTREAM_MAX_CONNS must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func main() {
+	log := logx.New(schema, os.Getenv("LOG_LEVEL"))
+	if err := run(context.Background(), log); err != nil {
+		log.Error("stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log *slog.Logger) error {
+	var cfg appConfig
+	if err := config.Parse(&cfg); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
+		return err
+	}
+	rdb, err := redisx.Open(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	codec, err := identity.NewCodec(cfg.IdentitySecret)
+	if err != nil {
+		return fmt.Errorf("identity: %w", err)
+	}
+	backends := map[string]*gatewayapp.Backend{}
+	for name, u := range map[string]string{
+		gatewayapp.BackendJobs: cfg.JobsURL, gatewayapp.BackendDirectory: cfg.DirectoryURL,
+		gatewayapp.BackendContent: cfg.ContentURL, gatewayapp.BackendCommunity: cfg.CommunityURL,
+	} {
+		b, err := gatewayapp.NewBackend(name, u, cfg.UpstreamTimeout, cfg.UpstreamMaxConns)
+		if err != nil {
+			return err
+		}
+		backends[name] = b
+	}
+
+	keys := keybus.NewBusiness(keydb.New(pool), log, cfg.KeyCacheTTL)
+	m := metrics.New()
+	srv := web.New(cfg.Web, log, schema)
+	srv.AddCheck("postgres", pg.Check(pool))
+	srv.App.Use(m.Middleware())
+	gw, err := gatewayapp.Mount(srv.App, gatewayapp.Config{
+		Log: log, Keys: keys, Codec: codec, Redis: rdb, Backends: backends, Registry: m.Registry,
+		Limiter:             ratelimit.New(rdb, cfg.RedisKeyPrefix, cfg.RateLimitWindow, log),
+		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,
+		PublicBaseURL: cfg.PublicBaseURL, Version: version, OpenAPIYAML: api.OpenAPIYAML,
+		AccessLog: cfg.AccessLog, CORSAllowOrigins: cfg.CORSAllowOrigins,
+	})
+	if err != nil {
+		return err
+	}
+	srv.Fallback()
+
+	gw.RunBackground(ctx)
+	go keys.RunLastUsedFlusher(ctx, 10*time.Second)
+	go func() {
+		if err := metrics.ServeAdmin(ctx, cfg.Web.AdminAddr, m.Registry, log); err != nil {
+			log.Error("admin server", "error", err)
+		}
+	}()
+	return srv.Run(ctx)
+}

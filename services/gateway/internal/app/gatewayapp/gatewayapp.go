@@ -1,0 +1,281 @@
+// Package gatewayapp is the gateway's HTTP layer: it authenticates keys,
+// enforces the route table's scopes, applies rate limits, and forwards to the
+// backends with a signed identity.
+package gatewayapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/cors"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/ratelimit"
+)
+
+// Config is what the HTTP layer needs.
+type Config struct {
+	Log      *slog.Logger
+	Keys     *keybus.Business
+	Limiter  *ratelimit.Limiter
+	Codec    *identity.Codec
+	Redis    *redis.Client // for health; nil when not configured
+	Backends map[string]*Backend
+	// Registry receives the gateway's own instruments (nil: none).
+	Registry *prometheus.Registry
+
+	WriteLimitPerMinute int
+	PublicLimitPerMinute int
+	PublicBaseURL       string
+	Version             string
+	OpenAPIYAML         []byte
+	AccessLog           bool
+	// CORSAllowOrigins is a comma-separated list, or "*".
+	CORSAllowOrigins string
+}
+
+// App holds the gateway's handlers.
+type App struct {
+	cfg      Config
+	openapi  openapiDocs
+	health   *healthChecker
+	limitHit *prometheus.CounterVec
+}
+
+// Mount registers the route table on app.
+func Mount(app *fiber.App, cfg Config) (*App, error) {
+	docs, err := loadOpenAPI(cfg.OpenAPIYAML)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, openapi: docs, health: newHealthChecker(cfg)}
+	a.limitHit = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gateway_rate_limit_decisions_total",
+		Help: "Rate-limit checks by limit class, outcome (allowed, denied) and store (redis, local).",
+	}, []string{"class", "outcome", "store"})
+	if cfg.Registry != nil {
+		cfg.Registry.MustRegister(a.limitHit)
+	}
+	app.Use(cors.New(cors.Config{
+		AllowOrigins:  cfg.CORSAllowOrigins,
+		AllowMethods:  "GET,POST,HEAD,OPTIONS",
+		AllowHeaders:  "X-API-Key, Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-ID",
+		ExposeHeaders: "X-Request-ID, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed, ETag",
+		MaxAge:        600,
+	}))
+	app.Use(securityHeaders)
+	if cfg.AccessLog {
+		app.Use(a.accessLog)
+	}
+	for _, r := range Table {
+		if r.Backend != local {
+			if _, ok := cfg.Backends[r.Backend]; !ok {
+				return nil, fmt.Errorf("route %s %s: no backend %q configured", r.Method, r.Path, r.Backend)
+			}
+		}
+		app.Add(r.Method, r.Path, a.handler(r))
+	}
+	return a, nil
+}
+
+// local handlers by path.
+func (a *App) localHandler(path string) fiber.Handler {
+	switch path {
+	case "/v2":
+		return a.info
+	case "/v2/health":
+		return a.healthHandler
+	case "/v2/openapi.json":
+		return a.openapi.serveJSON
+	case "/v2/openapi.yaml":
+		return a.openapi.serveYAML
+	}
+	panic("no local handler for " + path)
+}
+
+func (a *App) handler(r Route) fiber.Handler {
+	var localH fiber.Handler
+	var backend *Backend
+	if r.Backend == local {
+		localH = a.localHandler(r.Path)
+	} else {
+		backend = a.cfg.Backends[r.Backend]
+	}
+	return func(c *fiber.Ctx) error {
+		id := identity.Identity{Kind: identity.KindPublic, ClientIP: c.IP(), RequestID: web.RequestID(c)}
+		var decision *ratelimit.Decision
+		if r.Public() {
+			if r.Limit == LimitPublicIP {
+				d := a.cfg.Limiter.Allow(c.UserContext(), "ip:"+c.IP()+":"+r.Path, a.cfg.PublicLimitPerMinute)
+				a.limitHit.WithLabelValues(r.Limit, outcome(d), d.Source).Inc()
+				decision = &d
+			}
+		} else {
+			key, err := a.authenticate(c, r)
+			if err != nil {
+				return err
+			}
+			c.Locals(localsKeyID, key.ID)
+			id.Kind = identity.KindRestricted
+			if key.Live() {
+				id.Kind = identity.KindLive
+			}
+			id.KeyID, id.SpaceID, id.Scopes, id.TrustedImporter = key.ID, key.SpaceID, key.Scopes, key.TrustedImporter
+			if r.Limit == LimitKeyWrite {
+				limit := a.cfg.WriteLimitPerMinute
+				if key.RateLimitPerMinute > 0 {
+					limit = key.RateLimitPerMinute
+				}
+				d := a.cfg.Limiter.Allow(c.UserContext(), "key:"+strconv.FormatInt(key.ID, 10)+":write", limit)
+				a.limitHit.WithLabelValues(r.Limit, outcome(d), d.Source).Inc()
+				decision = &d
+			}
+		}
+		if decision != nil && !decision.Allowed {
+			setLimitHeaders(c, *decision)
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(decision.RetryAfterSeconds()))
+			return &web.Error{Status: http.StatusTooManyRequests, Code: web.CodeRateLimitExceeded,
+				Message: "Rate limit exceeded; retry after the given number of seconds",
+				Details: fiber.Map{"limit_per_minute": decision.Limit, "retry_after_seconds": decision.RetryAfterSeconds()}}
+		}
+		var err error
+		if localH != nil {
+			err = localH(c)
+		} else {
+			err = a.forward(c, backend, id)
+		}
+		if decision != nil {
+			// After forwarding: the backend's response replaced ours.
+			setLimitHeaders(c, *decision)
+		}
+		return err
+	}
+}
+
+func outcome(d ratelimit.Decision) string {
+	if d.Allowed {
+		return "allowed"
+	}
+	return "denied"
+}
+
+func setLimitHeaders(c *fiber.Ctx, d ratelimit.Decision) {
+	c.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	c.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	c.Set("X-RateLimit-Reset", strconv.Itoa(d.RetryAfterSeconds()))
+}
+
+const localsKeyID = "gateway.key_id"
+
+// presentedKey picks the key from the request. Precedence when several are
+// sent: X-API-Key, then Authorization: Bearer, then ?api_key=.
+func presentedKey(c *fiber.Ctx) string {
+	if k := c.Get("X-API-Key"); k != "" {
+		return strings.TrimSpace(k)
+	}
+	if auth := c.Get(fiber.HeaderAuthorization); auth != "" {
+		scheme, token, ok := strings.Cut(strings.TrimSpace(auth), " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(token)
+		}
+		return "\x00malformed" // an Authorization header of another scheme is not a key
+	}
+	return c.Query("api_key")
+}
+
+func (a *App) authenticate(c *fiber.Ctx, r Route) (*keybus.Key, error) {
+	key, err := a.cfg.Keys.Authenticate(c.UserContext(), presentedKey(c))
+	switch {
+	case errors.Is(err, keybus.ErrMissing):
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="coworkjobs"`)
+		return nil, web.Unauthorized("An API key is required: send it in the X-API-Key header")
+	case errors.Is(err, keybus.ErrMalformed), errors.Is(err, keybus.ErrUnknown), errors.Is(err, keybus.ErrRevoked):
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="coworkjobs", error="invalid_token"`)
+		return nil, web.Unauthorized("The API key is invalid or has been revoked")
+	case err != nil:
+		a.cfg.Log.ErrorContext(c.UserContext(), "authenticate", "error", err, "request_id", web.RequestID(c))
+		return nil, &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
+			Message: "Authentication is temporarily unavailable; retry shortly"}
+	}
+	if !key.HasAnyScope(r.Scopes) {
+		return nil, web.Forbidden("This API key lacks a scope for " + r.Method + " " + r.Path + "; one of: " + strings.Join(r.Scopes, ", "))
+	}
+	if r.Write && !key.Live() {
+		return nil, web.Forbidden("Restricted keys (svc_rstr_) are read-only")
+	}
+	return key, nil
+}
+
+// securityHeaders are set deliberately on every answer: the API serves JSON
+// only, so nothing may be sniffed, framed or leak a referrer.
+func securityHeaders(c *fiber.Ctx) error {
+	err := c.Next()
+	// Set after the handler: a forwarded response replaces the headers that
+	// were set before it.
+	h := &c.Response().Header
+	h.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	h.Set(fiber.HeaderXFrameOptions, "DENY")
+	h.Set(fiber.HeaderReferrerPolicy, "no-referrer")
+	if len(h.Peek(fiber.HeaderCacheControl)) == 0 {
+		h.Set(fiber.HeaderCacheControl, "no-store")
+	}
+	return err
+}
+
+// accessLog writes one line per request: route template (never the raw path
+// or query, which may carry an api_key), status, duration, key id.
+func (a *App) accessLog(c *fiber.Ctx) error {
+	start := time.Now()
+	err := c.Next()
+	status := c.Response().StatusCode()
+	if err != nil {
+		status = web.Classify(err).Status
+	}
+	keyID, _ := c.Locals(localsKeyID).(int64)
+	a.cfg.Log.LogAttrs(c.UserContext(), slog.LevelInfo, "request",
+		slog.String("method", c.Method()), slog.String("route", web.RouteTemplate(c)),
+		slog.Int("status", status), slog.Int64("duration_us", time.Since(start).Microseconds()),
+		slog.String("request_id", web.RequestID(c)), slog.Int64("key_id", keyID))
+	return err
+}
+
+// info answers GET /v2 from the route table.
+func (a *App) info(c *fiber.Ctx) error {
+	type routeInfo struct {
+		Method      string   `json:"method"`
+		Path        string   `json:"path"`
+		Auth        string   `json:"auth"`
+		Scopes      []string `json:"scopes"`
+		Write       bool     `json:"write"`
+		RateLimited bool     `json:"rate_limited"`
+	}
+	routes := make([]routeInfo, 0, len(Table))
+	for _, r := range Table {
+		ri := routeInfo{Method: r.Method, Path: r.Path, Auth: "public", Scopes: []string{}, Write: r.Write, RateLimited: r.Limit != LimitNone}
+		if !r.Public() {
+			ri.Auth, ri.Scopes = "key", r.Scopes
+		}
+		routes = append(routes, ri)
+	}
+	base := strings.TrimRight(a.cfg.PublicBaseURL, "/")
+	return web.OK(c, http.StatusOK, fiber.Map{
+		"name": "coworkjobs API", "version": a.cfg.Version,
+		"openapi_url": base + "/v2/openapi.json", "routes": routes,
+	})
+}
+
+// RunBackground starts the gateway's background work (health polling).
+func (a *App) RunBackground(ctx context.Context) {
+	go a.health.run(ctx)
+}

@@ -1,0 +1,149 @@
+package gatewayapp
+
+import (
+	"context"
+	"net/http"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/coworkjobs/coworkjobs/libs/web"
+)
+
+// healthChecker polls Redis and each backend's /readyz in the background, so
+// that GET /v2/health costs no fan-out per call and cannot be used to amplify
+// load onto the backends.
+type healthChecker struct {
+	cfg   Config
+	every time.Duration
+
+	mu       sync.RWMutex
+	snapshot healthSnapshot
+	checked  time.Time
+}
+
+type healthSnapshot struct {
+	redisUp      bool
+	redisVersion string
+	services     map[string]string
+}
+
+func newHealthChecker(cfg Config) *healthChecker {
+	return &healthChecker{cfg: cfg, every: 2 * time.Second}
+}
+
+func (h *healthChecker) run(ctx context.Context) {
+	t := time.NewTicker(h.every)
+	defer t.Stop()
+	for {
+		h.refresh(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (h *healthChecker) refresh(ctx context.Context) healthSnapshot {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	s := healthSnapshot{services: map[string]string{}}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for name, b := range h.cfg.Backends {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status := "down"
+			req := fasthttp.AcquireRequest()
+			resp := fasthttp.AcquireResponse()
+			req.SetRequestURI("http://" + b.host + "/readyz")
+			if err := b.client.DoTimeout(req, resp, 800*time.Millisecond); err == nil && resp.StatusCode() == http.StatusOK {
+				status = "up"
+			}
+			fasthttp.ReleaseRequest(req)
+			fasthttp.ReleaseResponse(resp)
+			mu.Lock()
+			s.services[name] = status
+			mu.Unlock()
+		}()
+	}
+	if h.cfg.Redis != nil {
+		if info, err := h.cfg.Redis.Info(ctx, "server").Result(); err == nil {
+			s.redisUp = true
+			s.redisVersion = infoField(info, "redis_version")
+		}
+	}
+	wg.Wait()
+	h.mu.Lock()
+	h.snapshot, h.checked = s, time.Now()
+	h.mu.Unlock()
+	return s
+}
+
+func (h *healthChecker) current(ctx context.Context) healthSnapshot {
+	h.mu.RLock()
+	s, fresh := h.snapshot, time.Since(h.checked) < 2*h.every
+	h.mu.RUnlock()
+	if !fresh {
+		return h.refresh(ctx)
+	}
+	return s
+}
+
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+var heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+
+func (a *App) healthHandler(c *fiber.Ctx) error {
+	s := a.health.current(c.UserContext())
+	// Redis is asked live: "connected" must mean it answers now, not a while ago.
+	s.redisUp = a.cfg.Redis != nil && a.cfg.Redis.Ping(c.UserContext()).Err() == nil
+	if !s.redisUp {
+		s.redisVersion = ""
+	}
+	status := "ok"
+	redisStatus := "connected"
+	if !s.redisUp {
+		redisStatus, status = "disconnected", "degraded"
+	}
+	services := fiber.Map{}
+	for name, st := range s.services {
+		services[name] = fiber.Map{"status": st}
+		if st != "up" {
+			status = "degraded"
+		}
+	}
+	limiter := "redis"
+	if !a.cfg.Limiter.RedisAvailable() || !s.redisUp {
+		limiter = "local"
+	}
+	sample := make([]metrics.Sample, 1)
+	copy(sample, heapSample)
+	metrics.Read(sample)
+	var heap int64
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		heap = int64(sample[0].Value.Uint64())
+	}
+	return web.OK(c, http.StatusOK, fiber.Map{
+		"status":       status,
+		"php_version":  runtime.Version(),
+		"memory_usage": heap,
+		"redis":        fiber.Map{"status": redisStatus, "version": s.redisVersion},
+		"rate_limiter": limiter,
+		"services":     services,
+	})
+}

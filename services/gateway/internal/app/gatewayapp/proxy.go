@@ -1,0 +1,118 @@
+package gatewayapp
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+)
+
+// Backend is one upstream service with a pooled, bounded connection set: the
+// gateway reuses connections (no dial per request) and never opens more than
+// MaxConns to one backend, so overload queues instead of growing memory.
+type Backend struct {
+	Name    string
+	host    string
+	client  *fasthttp.HostClient
+	timeout time.Duration
+}
+
+// NewBackend parses rawURL (http://host:port) and builds the pooled client.
+func NewBackend(name, rawURL string, timeout time.Duration, maxConns int) (*Backend, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("backend %s: invalid URL %q", name, rawURL)
+	}
+	return &Backend{
+		Name: name,
+		host: u.Host,
+		client: &fasthttp.HostClient{
+			Addr:                          u.Host,
+			IsTLS:                         u.Scheme == "https",
+			MaxConns:                      maxConns,
+			MaxConnWaitTimeout:            timeout,
+			MaxIdleConnDuration:           30 * time.Second,
+			ReadTimeout:                   timeout,
+			WriteTimeout:                  timeout,
+			NoDefaultUserAgentHeader:      true,
+			DisableHeaderNamesNormalizing: true,
+			DisablePathNormalizing:        true,
+			// A backend may not answer with a body larger than the gateway will
+			// hold in memory for one request.
+			MaxResponseBodySize: 64 << 20,
+		},
+		timeout: timeout,
+	}, nil
+}
+
+// stripped request headers: credentials stay at the edge, and a client may not
+// forge the identity or forwarding headers.
+var stripped = []string{"X-API-Key", fiber.HeaderAuthorization, identity.Header, fiber.HeaderXForwardedFor,
+	"X-Forwarded-Host", fiber.HeaderXForwardedProto, fiber.HeaderConnection, "Keep-Alive", "Proxy-Authorization",
+	"Te", "Trailer", "Upgrade", fiber.HeaderCookie}
+
+// forward sends the request to backend with id signed, and copies the answer.
+func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
+	signed, err := a.cfg.Codec.Sign(id, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("sign identity: %w", err)
+	}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	c.Request().Header.CopyTo(&req.Header)
+	for _, h := range stripped {
+		req.Header.Del(h)
+	}
+	req.SetBodyRaw(c.Body())
+	// Rebuild the URI: path as routed, query without api_key so the key never
+	// reaches a backend, its logs or its traces.
+	uri := req.URI()
+	uri.SetPath(c.Path())
+	args := c.Request().URI().QueryArgs()
+	if args.Has("api_key") {
+		q := fasthttp.AcquireArgs()
+		args.CopyTo(q)
+		q.Del("api_key")
+		uri.SetQueryStringBytes(q.QueryString())
+		fasthttp.ReleaseArgs(q)
+	} else {
+		uri.SetQueryStringBytes(args.QueryString())
+	}
+	uri.SetScheme("http")
+	uri.SetHost(b.host)
+	req.SetHost(b.host)
+	req.Header.Set(identity.Header, signed)
+	req.Header.Set(web.HeaderRequestID, id.RequestID)
+	req.Header.Set(fiber.HeaderXForwardedFor, id.ClientIP)
+	req.Header.Set(fiber.HeaderXForwardedProto, c.Protocol())
+
+	resp := c.Response()
+	if err := b.client.DoTimeout(req, resp, b.timeout); err != nil {
+		resp.Reset()
+		return upstreamError(b.Name, err)
+	}
+	resp.Header.Del(fiber.HeaderConnection)
+	resp.Header.Del("Keep-Alive")
+	resp.Header.Del(fiber.HeaderServer)
+	return nil
+}
+
+func upstreamError(name string, err error) *web.Error {
+	switch {
+	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout):
+		return &web.Error{Status: http.StatusGatewayTimeout, Code: web.CodeTimeout,
+			Message: "The " + name + " service did not answer in time; retry shortly"}
+	case errors.Is(err, fasthttp.ErrNoFreeConns):
+		return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
+			Message: "The " + name + " service is overloaded; retry shortly"}
+	}
+	return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
+		Message: "The " + name + " service is unavailable; retry shortly"}
+}

@@ -1,0 +1,76 @@
+package gatewayapp
+
+import "github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
+
+// Backends the gateway routes to.
+const (
+	BackendJobs      = "jobs"
+	BackendDirectory = "directory"
+	BackendContent   = "content"
+	BackendCommunity = "community"
+	local            = "" // answered by the gateway itself
+)
+
+// Limit classes.
+const (
+	LimitNone     = ""
+	LimitKeyWrite = "key_write" // the spec's write limit, per API key
+	LimitPublicIP = "public_ip" // spam guard on public POSTs, per client IP
+)
+
+// Route is one line of the route table: the spec's Auth column, written once.
+// The gateway enforces it and GET /v2 lists it.
+type Route struct {
+	Method  string
+	Path    string
+	Backend string
+	// Scopes: any one of them grants access; nil means public.
+	Scopes []string
+	// Write routes refuse svc_rstr_ keys whatever their scopes.
+	Write   bool
+	Limit   string
+	Summary string
+}
+
+// Public reports whether the route needs no key.
+func (r Route) Public() bool { return r.Scopes == nil }
+
+// Scope sets of the spec. jobs:write grants reading jobs too ("another scope
+// granting read"); write implies read everywhere.
+var (
+	jobsRead    = []string{keybus.ScopeJobsRead, keybus.ScopeJobsWrite, keybus.ScopeRead, keybus.ScopeWrite}
+	jobsWrite   = []string{keybus.ScopeJobsWrite, keybus.ScopeWrite}
+	citiesRead  = []string{keybus.ScopeCitiesRead, keybus.ScopeRead, keybus.ScopeWrite}
+	spacesRead  = []string{keybus.ScopeSpacesRead, keybus.ScopeRead, keybus.ScopeWrite}
+	eventsRead  = []string{keybus.ScopeEventsRead, keybus.ScopeRead, keybus.ScopeWrite}
+	broadRead   = []string{keybus.ScopeRead, keybus.ScopeWrite}
+	publicRoute []string
+)
+
+// Table is every public route of the API.
+var Table = []Route{
+	{Method: "GET", Path: "/v2", Backend: local, Scopes: publicRoute, Summary: "API information and routes"},
+	{Method: "GET", Path: "/v2/health", Backend: local, Scopes: broadRead, Summary: "Service health"},
+	{Method: "GET", Path: "/v2/openapi.json", Backend: local, Scopes: publicRoute, Summary: "OpenAPI document (JSON)"},
+	{Method: "GET", Path: "/v2/openapi.yaml", Backend: local, Scopes: publicRoute, Summary: "OpenAPI document (YAML)"},
+
+	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Summary: "List active jobs"},
+	{Method: "POST", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Create or update a job"},
+	{Method: "POST", Path: "/v2/jobs/unpublish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Unpublish a job"},
+	{Method: "GET", Path: "/v2/vine/jobs", Backend: BackendJobs, Scopes: publicRoute, Summary: "Jobs feed"},
+
+	{Method: "GET", Path: "/v2/cities", Backend: BackendDirectory, Scopes: citiesRead, Summary: "Confirmed cities"},
+	{Method: "GET", Path: "/v2/spaces", Backend: BackendDirectory, Scopes: spacesRead, Summary: "Confirmed spaces"},
+	{Method: "GET", Path: "/v2/city_spaces", Backend: BackendDirectory, Scopes: spacesRead, Summary: "Spaces with city metadata"},
+
+	{Method: "GET", Path: "/v2/blog", Backend: BackendContent, Scopes: publicRoute, Summary: "Blog posts"},
+	{Method: "GET", Path: "/v2/vine/blog", Backend: BackendContent, Scopes: publicRoute, Summary: "Blog feed"},
+
+	{Method: "GET", Path: "/v2/events", Backend: BackendCommunity, Scopes: eventsRead, Summary: "Events"},
+	{Method: "GET", Path: "/v2/vine/events", Backend: BackendCommunity, Scopes: publicRoute, Summary: "Events feed"},
+	{Method: "POST", Path: "/v2/feedback", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Send feedback"},
+	{Method: "POST", Path: "/v2/newsletters/subscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Subscribe to the newsletter"},
+	{Method: "GET", Path: "/v2/newsletters/confirm", Backend: BackendCommunity, Scopes: publicRoute, Summary: "Confirm a subscription"},
+	{Method: "GET", Path: "/v2/newsletters/unsubscribe", Backend: BackendCommunity, Scopes: publicRoute, Summary: "Unsubscribe (link form)"},
+	{Method: "POST", Path: "/v2/newsletters/unsubscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Unsubscribe"},
+}

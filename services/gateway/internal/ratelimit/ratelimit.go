@@ -1,0 +1,157 @@
+// Package ratelimit is the gateway's sliding-window limiter. The window lives
+// in Redis (one sorted set per bucket, updated by one Lua script, timed by the
+// Redis clock) so that every gateway replica spends the same budget. When
+// Redis does not answer, each instance falls back to the same algorithm in
+// memory, so writes stay limited per instance, and health reports it.
+package ratelimit
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sources of a decision.
+const (
+	SourceRedis = "redis"
+	SourceLocal = "local"
+)
+
+// Decision is the outcome of one check.
+type Decision struct {
+	Allowed   bool
+	Limit     int
+	Remaining int
+	// ResetAfter is the time until the oldest counted request leaves the window
+	// (when denied: until a slot frees).
+	ResetAfter time.Duration
+	Source     string
+}
+
+// RetryAfterSeconds rounds ResetAfter up to whole seconds, at least 1.
+func (d Decision) RetryAfterSeconds() int {
+	s := int((d.ResetAfter + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
+
+// script: drop entries older than the window, count, admit if under the limit,
+// and return the time until the oldest entry leaves. TIME makes every replica
+// share Redis's clock instead of their own.
+var script = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+local allowed = 0
+if count < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  count = count + 1
+  allowed = 1
+end
+redis.call('PEXPIRE', KEYS[1], window)
+local reset = 0
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if oldest[2] then reset = tonumber(oldest[2]) + window - now end
+return {allowed, count, reset}
+`)
+
+// Limiter checks budgets.
+type Limiter struct {
+	rdb      *redis.Client
+	prefix   string
+	window   time.Duration
+	instance string
+	seq      atomic.Uint64
+	log      *slog.Logger
+
+	// redisDownUntil (unix nanos) skips Redis for a moment after a failure so
+	// that an outage costs one timeout per second, not one per request.
+	redisDownUntil atomic.Int64
+	local          *local
+}
+
+// New returns a limiter over rdb (nil: local only) with keys under prefix.
+func New(rdb *redis.Client, prefix string, window time.Duration, log *slog.Logger) *Limiter {
+	host := strconv.FormatInt(time.Now().UnixNano(), 36)
+	return &Limiter{rdb: rdb, prefix: prefix, window: window, instance: host, log: log, local: newLocal(window)}
+}
+
+// Window is the sliding window length.
+func (l *Limiter) Window() time.Duration { return l.window }
+
+// RedisAvailable reports whether the last attempt reached Redis.
+func (l *Limiter) RedisAvailable() bool {
+	return l.rdb != nil && time.Now().UnixNano() >= l.redisDownUntil.Load()
+}
+
+// Allow spends one unit of bucket's budget of limit per window, if any is left.
+func (l *Limiter) Allow(ctx context.Context, bucket string, limit int) Decision {
+	if l.rdb != nil && time.Now().UnixNano() >= l.redisDownUntil.Load() {
+		member := l.instance + ":" + strconv.FormatUint(l.seq.Add(1), 36)
+		res, err := script.Run(ctx, l.rdb, []string{l.prefix + bucket}, l.window.Milliseconds(), limit, member).Int64Slice()
+		if err == nil && len(res) == 3 {
+			return Decision{
+				Allowed: res[0] == 1, Limit: limit, Remaining: max(limit-int(res[1]), 0),
+				ResetAfter: time.Duration(res[2]) * time.Millisecond, Source: SourceRedis,
+			}
+		}
+		if ctx.Err() == nil {
+			l.redisDownUntil.Store(time.Now().Add(time.Second).UnixNano())
+			l.log.Warn("rate limiter: redis unavailable, limiting per instance", "error", err)
+		}
+	}
+	return l.local.allow(bucket, limit, time.Now())
+}
+
+// local is the in-memory sliding log used while Redis is away.
+type local struct {
+	window time.Duration
+	mu     sync.Mutex
+	logs   map[string][]time.Time
+	sweep  time.Time
+}
+
+func newLocal(window time.Duration) *local {
+	return &local{window: window, logs: map[string][]time.Time{}}
+}
+
+func (l *local) allow(bucket string, limit int, now time.Time) Decision {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.sweep) > l.window {
+		// Forget idle buckets so memory follows active clients only.
+		for k, ts := range l.logs {
+			if len(ts) == 0 || now.Sub(ts[len(ts)-1]) >= l.window {
+				delete(l.logs, k)
+			}
+		}
+		l.sweep = now
+	}
+	ts := l.logs[bucket]
+	cut := 0
+	for cut < len(ts) && now.Sub(ts[cut]) >= l.window {
+		cut++
+	}
+	ts = ts[cut:]
+	d := Decision{Limit: limit, Source: SourceLocal}
+	if len(ts) < limit {
+		ts = append(ts, now)
+		d.Allowed = true
+	}
+	l.logs[bucket] = ts
+	d.Remaining = max(limit-len(ts), 0)
+	if len(ts) > 0 {
+		d.ResetAfter = ts[0].Add(l.window).Sub(now)
+	}
+	return d
+}
