@@ -1,0 +1,42 @@
+// Package communityapp mounts every public route of the community service; the
+// command and the HTTP tests build the same app through it.
+package communityapp
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/services/community/internal/app/eventapp"
+	"github.com/coworkjobs/coworkjobs/services/community/internal/app/feedbackapp"
+	"github.com/coworkjobs/coworkjobs/services/community/internal/app/newsletterapp"
+	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus"
+	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus/stores/eventdb"
+	"github.com/coworkjobs/coworkjobs/services/community/internal/business/feedbackbus"
+	"github.com/coworkjobs/coworkjobs/services/community/internal/business/feedbackbus/stores/feedbackdb"
+	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
+	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus/stores/newsletterdb"
+)
+
+// Config is what the routes need.
+type Config struct {
+	Pool           *pgxpool.Pool
+	Codec          *identity.Codec
+	PublicBaseURL  string
+	Signer         *newsletterbus.Signer
+	ConsentVersion string
+	ResendInterval time.Duration
+}
+
+// Mount registers the /v2 routes on app.
+func Mount(app *fiber.App, cfg Config) {
+	v2 := app.Group("/v2", cfg.Codec.Middleware())
+	eventapp.Routes(v2, eventapp.Config{
+		Events: eventbus.New(eventdb.New(cfg.Pool)), PublicBaseURL: cfg.PublicBaseURL,
+	})
+	feedbackapp.Routes(v2, feedbackapp.Config{Feedback: feedbackbus.New(feedbackdb.New(cfg.Pool))})
+	newsletterapp.Routes(v2, newsletterapp.Config{Newsletter: newsletterbus.New(newsletterdb.New(cfg.Pool), cfg.Signer,
+		newsletterbus.Config{ConsentVersion: cfg.ConsentVersion, ResendInterval: cfg.ResendInterval})})
+}

@@ -1,0 +1,172 @@
+// Package eventdb stores events in PostgreSQL.
+package eventdb
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus"
+)
+
+// Store is the events table.
+type Store struct{ pool *pgxpool.Pool }
+
+// New returns a store over pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+const columns = `id, slug, title, summary, description, starts_at, ends_at, timezone, is_online,
+	online_url, venue_name, venue_address, city_name, city_slug, space_id, space_name,
+	registration_url, is_free, tags, created_at, updated_at`
+
+type row struct {
+	ID              int64
+	Slug            string
+	Title           string
+	Summary         string
+	Description     string
+	StartsAt        time.Time
+	EndsAt          time.Time
+	Timezone        string
+	IsOnline        bool
+	OnlineURL       *string
+	VenueName       *string
+	VenueAddress    *string
+	CityName        *string
+	CitySlug        *string
+	SpaceID         *int64
+	SpaceName       *string
+	RegistrationURL *string
+	IsFree          bool
+	Tags            []string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+func (r row) toBus() eventbus.Event {
+	e := eventbus.Event{
+		ID: r.ID, Slug: r.Slug, Title: r.Title, Summary: r.Summary, Description: r.Description,
+		StartsAt: r.StartsAt, EndsAt: r.EndsAt, Timezone: r.Timezone, Online: r.IsOnline,
+		OnlineURL: deref(r.OnlineURL), VenueName: deref(r.VenueName), VenueAddress: deref(r.VenueAddress),
+		CityName: deref(r.CityName), CitySlug: deref(r.CitySlug), SpaceName: deref(r.SpaceName),
+		RegistrationURL: deref(r.RegistrationURL), IsFree: r.IsFree, Tags: r.Tags,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	if r.SpaceID != nil {
+		e.SpaceID = *r.SpaceID
+	}
+	if e.Tags == nil {
+		e.Tags = []string{}
+	}
+	return e
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func null(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// where builds the WHERE clause of a filter with numbered arguments.
+func where(f eventbus.Filter) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		conds = append(conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	if f.From != nil {
+		add("ends_at >= ?", *f.From)
+	} else {
+		add("ends_at >= ?", f.Now)
+	}
+	if f.To != nil {
+		add("starts_at < ?", *f.To)
+	}
+	if f.CitySlug != "" {
+		add("city_slug = ?", f.CitySlug)
+	}
+	if f.SpaceID != 0 {
+		add("space_id = ?", f.SpaceID)
+	}
+	if len(conds) == 0 {
+		return "", args
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// Count counts the events that match f.
+func (s *Store) Count(ctx context.Context, f eventbus.Filter) (int, error) {
+	w, args := where(f)
+	var n int
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM events"+w, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count events: %w", err)
+	}
+	return n, nil
+}
+
+// Query returns one page of the events that match f, soonest first.
+func (s *Store) Query(ctx context.Context, f eventbus.Filter, offset, limit int) ([]eventbus.Event, error) {
+	w, args := where(f)
+	args = append(args, limit, offset)
+	q := "SELECT " + columns + " FROM events" + w +
+		" ORDER BY starts_at, id LIMIT $" + strconv.Itoa(len(args)-1) + " OFFSET $" + strconv.Itoa(len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query events: %w", err)
+	}
+	rs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		return nil, fmt.Errorf("scan events: %w", err)
+	}
+	out := make([]eventbus.Event, len(rs))
+	for i, r := range rs {
+		out[i] = r.toBus()
+	}
+	return out, nil
+}
+
+// Upsert creates the event or updates the one with the same slug.
+func (s *Store) Upsert(ctx context.Context, e eventbus.Event) (eventbus.Event, error) {
+	var space *int64
+	if e.SpaceID != 0 {
+		space = &e.SpaceID
+	}
+	rows, err := s.pool.Query(ctx, `
+		INSERT INTO events (slug, title, summary, description, starts_at, ends_at, timezone, is_online,
+			online_url, venue_name, venue_address, city_name, city_slug, space_id, space_name,
+			registration_url, is_free, tags)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)
+		ON CONFLICT (slug) DO UPDATE SET title = EXCLUDED.title, summary = EXCLUDED.summary,
+			description = EXCLUDED.description, starts_at = EXCLUDED.starts_at, ends_at = EXCLUDED.ends_at,
+			timezone = EXCLUDED.timezone, is_online = EXCLUDED.is_online, online_url = EXCLUDED.online_url,
+			venue_name = EXCLUDED.venue_name, venue_address = EXCLUDED.venue_address,
+			city_name = EXCLUDED.city_name, city_slug = EXCLUDED.city_slug, space_id = EXCLUDED.space_id,
+			space_name = EXCLUDED.space_name, registration_url = EXCLUDED.registration_url,
+			is_free = EXCLUDED.is_free, tags = EXCLUDED.tags, updated_at = now()
+		RETURNING `+columns,
+		e.Slug, e.Title, e.Summary, e.Description, e.StartsAt, e.EndsAt, e.Timezone, e.Online,
+		null(e.OnlineURL), null(e.VenueName), null(e.VenueAddress), null(e.CityName), null(e.CitySlug),
+		space, null(e.SpaceName), null(e.RegistrationURL), e.IsFree, e.Tags)
+	if err != nil {
+		return eventbus.Event{}, fmt.Errorf("upsert event: %w", err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		return eventbus.Event{}, fmt.Errorf("upsert event: %w", err)
+	}
+	return r.toBus(), nil
+}
