@@ -53,6 +53,27 @@ func paragraphs(texts ...string) string {
 	return b.String()
 }
 
+// lisbonSpaces is the long part of the Lisbon guide.
+func lisbonSpaces() string {
+	spaces := []struct{ name, text string }{
+		{"The Dock House", "A former customs warehouse with long shared tables facing the water, a quiet library upstairs and a kitchen where members cook lunch together on Fridays."},
+		{"Marvila Works", "Three floors of a biscuit factory, with private studios for small teams, a woodshop in the basement and a terrace that looks across the river to Montijo."},
+		{"Rio Lab", "Small and friendly, run by two designers who organise a portfolio review every month and keep a shelf of design books that members may borrow."},
+		{"Cais Collective", "Right next to the station, so it fills up with commuters from Cascais; book a meeting room early, because the ones with a view go first."},
+		{"Alfama Rooftop", "A handful of desks under a pergola on top of an old house, with the best sunset in the city and a strict quiet rule until noon."},
+		{"Santos Studio", "Popular with architects and photographers thanks to its huge windows and north light; the community manager knows every supplier in the neighbourhood."},
+		{"Beato Hub", "Part of the creative district around the old military bakery, with a large event hall, a startup programme and a canteen that serves fish on Thursdays."},
+		{"Ribeira Desk", "A simple, affordable space above a market hall, where a day pass includes soup at lunch and the internet connection is doubled by a fibre backup."},
+		{"Belém Quarters", "Further west, near the monastery; calmer than the centre, with bike storage, showers and a running club that meets at seven every Wednesday."},
+		{"Tejo Commons", "A cooperative owned by its members, who vote on the prices and the events; newcomers are welcomed with a breakfast on their first Monday."},
+	}
+	var b strings.Builder
+	for _, sp := range spaces {
+		b.WriteString("<li><strong>" + sp.name + ".</strong> " + sp.text + "</li>")
+	}
+	return b.String()
+}
+
 // Demo returns the demo posts. Published posts carry fixed dates so that a
 // second run changes nothing; the scheduled post is always 30 days after now,
 // so it stays in the future whenever the seed runs.
@@ -60,8 +81,9 @@ func Demo(now time.Time) []postbus.NewPost {
 	scheduled := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, 30).Add(9 * time.Hour)
 	return []postbus.NewPost{
 		{
-			Title: "How to write a community manager job ad that gets replies",
-			Slug:  "community-manager-job-ad",
+			Title:   "How to write a community manager job ad that gets replies",
+			Slug:    "community-manager-job-ad",
+			Excerpt: "Describe the members, show a typical week, publish the salary range: four habits of job ads that good community managers answer.",
 			BodyHTML: "<h2>Start with the members, not the tasks</h2>\n" + paragraphs(
 				"The best community managers we have hired all told us the same thing: they applied because the ad described the people they would look after. Who are your members? Freelance designers, a climate-tech startup on the second floor, a group of translators who meet every Thursday? Say so in the first paragraph.",
 				"Then describe a normal week. Candidates want to picture Monday morning: opening the space, answering the Slack channel, running the onboarding tour, planning the monthly members' breakfast. A list of twenty responsibilities tells them nothing about the rhythm of the job.",
@@ -80,7 +102,8 @@ func Demo(now time.Time) []postbus.NewPost {
 				"Lisbon has become one of Europe's favourite cities for remote workers, and its coworking scene has grown with it. We visited ten spaces between Cais do Sodré and Marvila that share one thing: you can see the Tagus from your desk.",
 				"Prices range from 12 euros for a day pass to 250 euros a month for a fixed desk. Most spaces include coffee, meeting-room credits and a community event every week. Several have rooftop terraces that double as meeting rooms for most of the year.",
 				"Our favourites were the converted warehouses in Marvila, where the ceilings are high, the rents are still reasonable and the neighbourhood is full of small galleries and breweries. Closer to the centre, the spaces around Cais do Sodré are busier and better connected, with trains to the beaches of Cascais a few minutes away.",
-			) + `<p>See every confirmed space on the <a href="https://coworkjobs.example/cities/lisbon">Lisbon city page</a>.</p>`,
+			) + "<h2>The ten spaces</h2>\n<ol>" + lisbonSpaces() + "</ol>\n" +
+				`<p>See every confirmed space on the <a href="https://coworkjobs.example/cities/lisbon">Lisbon city page</a>.</p>`,
 			Status: postbus.StatusPublished, PublishedAt: at("2026-11-12T08:30:00Z"),
 			Authors: []postbus.Author{tomas}, Categories: []postbus.Term{catSpaces},
 			Tags: tags("lisbon", "portugal", "city-guide"),
