@@ -17,6 +17,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/directory/internal/app/dirapp"
+	"github.com/coworkjobs/coworkjobs/services/directory/internal/business/dirbus"
+	"github.com/coworkjobs/coworkjobs/services/directory/internal/business/dirbus/stores/dirdb"
 	"github.com/coworkjobs/coworkjobs/services/directory/migrations"
 )
 
@@ -62,8 +65,10 @@ func run(ctx context.Context, log *slog.Logger) error {
 	srv := web.New(cfg.Web, log, schema)
 	srv.AddCheck("postgres", pg.Check(pool))
 	srv.App.Use(m.Middleware())
-	srv.App.Group("/v2", codec.Middleware())
-	srv.App.Group("/internal", codec.Middleware(), identity.RequireKind(identity.KindService))
+	dirapp.Routes(srv.App, dirapp.Config{
+		Core:  dirbus.NewCore(dirdb.New(pool)),
+		Codec: codec,
+	})
 	srv.Fallback()
 
 	go func() {

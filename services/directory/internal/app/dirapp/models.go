@@ -1,0 +1,166 @@
+package dirapp
+
+import (
+	"strconv"
+
+	"github.com/coworkjobs/coworkjobs/services/directory/internal/business/dirbus"
+)
+
+// City is the spec's City: ids and coordinates as text.
+type City struct {
+	IDCity    string `json:"id_city"`
+	CityName  string `json:"city_name"`
+	CitySlug  string `json:"city_slug"`
+	Latitude  string `json:"latitude"`
+	Longitude string `json:"longitude"`
+}
+
+func toCity(c dirbus.City) City {
+	return City{
+		IDCity:    strconv.FormatInt(c.ID, 10),
+		CityName:  c.Name,
+		CitySlug:  c.Slug,
+		Latitude:  c.Latitude,
+		Longitude: c.Longitude,
+	}
+}
+
+// Space is the spec's Space, exactly: no ids, no admins, no photos.
+type Space struct {
+	SpaceName    string `json:"space_name"`
+	SpaceURL     string `json:"space_url"`
+	SpaceAddress string `json:"space_address"`
+	Latitude     string `json:"latitude"`
+	Longitude    string `json:"longitude"`
+	CityName     string `json:"city_name"`
+}
+
+func toSpace(s dirbus.Space) Space {
+	return Space{
+		SpaceName:    s.Name,
+		SpaceURL:     s.Slug,
+		SpaceAddress: s.Address,
+		Latitude:     s.Latitude,
+		Longitude:    s.Longitude,
+		CityName:     s.CityName,
+	}
+}
+
+// CitySpace is the City-space entry: the Space fields plus the space and
+// city ids (numeric text, like City.id_city), the city slug, website and
+// LinkedIn URL (null when absent). Latitude and longitude are the city's.
+type CitySpace struct {
+	IDSpace      string  `json:"id_space"`
+	SpaceName    string  `json:"space_name"`
+	SpaceURL     string  `json:"space_url"`
+	SpaceAddress string  `json:"space_address"`
+	IDCity       string  `json:"id_city"`
+	CityName     string  `json:"city_name"`
+	CitySlug     string  `json:"city_slug"`
+	Latitude     string  `json:"latitude"`
+	Longitude    string  `json:"longitude"`
+	Website      *string `json:"website"`
+	LinkedInURL  *string `json:"linkedin_url"`
+}
+
+func toCitySpace(cs dirbus.CitySpace) CitySpace {
+	return CitySpace{
+		IDSpace:      strconv.FormatInt(cs.SpaceID, 10),
+		SpaceName:    cs.SpaceName,
+		SpaceURL:     cs.SpaceSlug,
+		SpaceAddress: cs.Address,
+		IDCity:       strconv.FormatInt(cs.CityID, 10),
+		CityName:     cs.CityName,
+		CitySlug:     cs.CitySlug,
+		Latitude:     cs.Latitude,
+		Longitude:    cs.Longitude,
+		Website:      cs.Website,
+		LinkedInURL:  cs.LinkedInURL,
+	}
+}
+
+func mapSlice[T, U any](in []T, f func(T) U) []U {
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
+}
+
+// Internal models (docs/internal-api.md): integer ids.
+
+// InternalCity is a resolved city.
+type InternalCity struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Slug      string `json:"slug"`
+	Confirmed bool   `json:"confirmed"`
+}
+
+// Candidate is one city of an ambiguous resolution.
+type Candidate struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	Slug string `json:"slug"`
+}
+
+// Resolution is the answer of /internal/cities/resolve.
+type Resolution struct {
+	Result     string        `json:"result"`
+	City       *InternalCity `json:"city,omitempty"`
+	Candidates []Candidate   `json:"candidates,omitempty"`
+}
+
+func toResolution(r dirbus.Resolution) Resolution {
+	out := Resolution{Result: r.Result}
+	switch r.Result {
+	case dirbus.Resolved:
+		out.City = &InternalCity{ID: r.City.ID, Name: r.City.Name, Slug: r.City.Slug, Confirmed: r.City.Confirmed}
+	case dirbus.Ambiguous:
+		out.Candidates = mapSlice(r.Candidates, func(c dirbus.City) Candidate {
+			return Candidate{ID: c.ID, Name: c.Name, Slug: c.Slug}
+		})
+	}
+	return out
+}
+
+// SpaceFacts is the answer of /internal/spaces/:id.
+type SpaceFacts struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Slug      string `json:"slug"`
+	Confirmed bool   `json:"confirmed"`
+	IsPro     bool   `json:"is_pro"`
+	CityID    int64  `json:"city_id"`
+}
+
+// CatalogCity is a city of /internal/catalog.
+type CatalogCity struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Slug      string `json:"slug"`
+	Confirmed bool   `json:"confirmed"`
+}
+
+// CatalogSpace is a space of /internal/catalog.
+type CatalogSpace struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Slug      string `json:"slug"`
+	CityID    int64  `json:"city_id"`
+	Confirmed bool   `json:"confirmed"`
+	IsPro     bool   `json:"is_pro"`
+}
+
+// Catalog is the answer of /internal/catalog.
+type Catalog struct {
+	Cities []CatalogCity  `json:"cities"`
+	Spaces []CatalogSpace `json:"spaces"`
+}
+
+func toCatalog(c dirbus.Catalog) Catalog {
+	return Catalog{
+		Cities: mapSlice(c.Cities, func(c dirbus.CatalogCity) CatalogCity { return CatalogCity(c) }),
+		Spaces: mapSlice(c.Spaces, func(s dirbus.CatalogSpace) CatalogSpace { return CatalogSpace(s) }),
+	}
+}
