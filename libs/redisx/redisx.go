@@ -22,8 +22,19 @@ func Open(url string) (*redis.Client, error) {
 	opt.WriteTimeout = 250 * time.Millisecond
 	opt.MaxRetries = 0
 	opt.PoolTimeout = 500 * time.Millisecond
+	// One dial attempt per command: retries with backoff would turn a Redis
+	// outage into a half-second stall on every request that touches it.
+	opt.DialerRetries = 1
 	return redis.NewClient(opt), nil
 }
+
+// The client's own logger prints every failed dial; callers log outages once
+// with context instead.
+type silent struct{}
+
+func (silent) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(silent{}) }
 
 // Check is a readiness probe for Redis.
 func Check(c *redis.Client) func(ctx context.Context) error {

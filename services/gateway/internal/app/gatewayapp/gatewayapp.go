@@ -35,12 +35,12 @@ type Config struct {
 	// Registry receives the gateway's own instruments (nil: none).
 	Registry *prometheus.Registry
 
-	WriteLimitPerMinute int
+	WriteLimitPerMinute  int
 	PublicLimitPerMinute int
-	PublicBaseURL       string
-	Version             string
-	OpenAPIYAML         []byte
-	AccessLog           bool
+	PublicBaseURL        string
+	Version              string
+	OpenAPIYAML          []byte
+	AccessLog            bool
 	// CORSAllowOrigins is a comma-separated list, or "*".
 	CORSAllowOrigins string
 }

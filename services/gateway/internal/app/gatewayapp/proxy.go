@@ -1,6 +1,7 @@
 package gatewayapp
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -75,16 +76,7 @@ func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
 	// reaches a backend, its logs or its traces.
 	uri := req.URI()
 	uri.SetPath(c.Path())
-	args := c.Request().URI().QueryArgs()
-	if args.Has("api_key") {
-		q := fasthttp.AcquireArgs()
-		args.CopyTo(q)
-		q.Del("api_key")
-		uri.SetQueryStringBytes(q.QueryString())
-		fasthttp.ReleaseArgs(q)
-	} else {
-		uri.SetQueryStringBytes(args.QueryString())
-	}
+	uri.SetQueryStringBytes(withoutAPIKey(c.Request().URI().QueryString()))
 	uri.SetScheme("http")
 	uri.SetHost(b.host)
 	req.SetHost(b.host)
@@ -115,4 +107,28 @@ func upstreamError(name string, err error) *web.Error {
 	}
 	return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
 		Message: "The " + name + " service is unavailable; retry shortly"}
+}
+
+// withoutAPIKey drops api_key parameters from a raw query string and keeps
+// every other byte as the client sent it (re-encoding would change a%20b to
+// a+b, and signatures or caches downstream may care).
+func withoutAPIKey(q []byte) []byte {
+	if !bytes.Contains(q, []byte("api_key")) {
+		return q
+	}
+	out := make([]byte, 0, len(q))
+	for _, part := range bytes.Split(q, []byte("&")) {
+		name, _, _ := bytes.Cut(part, []byte("="))
+		if decoded, err := url.QueryUnescape(string(name)); err == nil && decoded == "api_key" {
+			continue
+		}
+		if len(part) == 0 {
+			continue
+		}
+		if len(out) > 0 {
+			out = append(out, '&')
+		}
+		out = append(out, part...)
+	}
+	return out
 }
