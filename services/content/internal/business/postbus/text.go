@@ -1,7 +1,6 @@
 package postbus
 
 import (
-	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -59,9 +58,7 @@ func PlainText(fragment string) string {
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
-			if z.Err() == io.EOF {
-				return collapse(b.String())
-			}
+			// io.EOF at the end; the tokenizer recovers from any other malformation.
 			return collapse(b.String())
 		case html.TextToken:
 			if skip == 0 {

@@ -123,3 +123,24 @@ func BenchmarkSummarize(b *testing.B) {
 		Summarize(text, ExcerptMaxChars)
 	}
 }
+
+// FuzzText checks that no input makes the text helpers panic, that summaries
+// respect their bound, and that reading time is always at least a minute.
+func FuzzText(f *testing.F) {
+	for _, s := range []string{"", "<p>a</p>", "<script>", "&amp;&#x;", "é<b>é</b>é", benchBody, "\x00\xff<"} {
+		f.Add(s, 10)
+	}
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		if max < 0 || max > 1000 {
+			return
+		}
+		text := PlainText(s)
+		if sum := Summarize(text, max); utf8.RuneCountInString(sum) > max {
+			t.Errorf("Summarize(%q, %d) = %q is too long", text, max, sum)
+		}
+		if ReadingTime(s) < 1 {
+			t.Error("reading time below one minute")
+		}
+		_ = SanitizeHTML(s)
+	})
+}
