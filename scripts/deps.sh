@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Ensures the local PostgreSQL and Redis that tests and `make run` use are
+# installed and running. Does nothing when DATABASE_URL / REDIS_URL point
+# elsewhere and answer. Needs root (or sudo) only when it has to install.
+set -euo pipefail
+
+log() { printf 'deps: %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" = 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
+redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
+
+# PostgreSQL
+if [ -z "${DATABASE_URL:-}" ]; then
+  if ! command -v pg_ctlcluster >/dev/null 2>&1 || ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
+    log "installing postgresql"
+    apt_install postgresql postgresql-contrib
+  fi
+  if ! pg_up; then
+    log "starting postgresql"
+    as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n1)" main start || true
+    for _ in $(seq 1 30); do pg_up && break; sleep 1; done
+  fi
+  pg_up || { log "postgresql does not answer on 127.0.0.1:5432"; exit 1; }
+  # Tests and make run connect as postgres without a password on loopback.
+  if ! psql -h 127.0.0.1 -U postgres -Atc 'select 1' >/dev/null 2>&1; then
+    log "allowing trust auth for postgres on loopback"
+    if [ "$(id -u)" = 0 ]; then hba=$(su postgres -s /bin/sh -c "psql -Atc 'show hba_file'"); else hba=$(sudo -u postgres psql -Atc 'show hba_file'); fi
+    as_root sed -i '1i host all postgres 127.0.0.1/32 trust' "$hba"
+    as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n1)" main reload
+  fi
+fi
+
+# Redis
+if [ -z "${REDIS_URL:-}" ]; then
+  if ! command -v redis-server >/dev/null 2>&1; then
+    log "installing redis"
+    apt_install redis-server
+  fi
+  if ! redis_up; then
+    log "starting redis"
+    redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
+    for _ in $(seq 1 30); do redis_up && break; sleep 0.5; done
+  fi
+  redis_up || { log "redis does not answer on 127.0.0.1:6379"; exit 1; }
+fi
+log "postgresql and redis are up"
