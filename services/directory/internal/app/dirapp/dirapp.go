@@ -95,14 +95,17 @@ func (h handlers) resolveCity(c *fiber.Ctx) error {
 	var problems []string
 	args := c.Context().QueryArgs()
 	hasID, hasName := args.Has("id"), args.Has("name")
+	before := len(problems)
 	idText := textParam(c, "id", &problems)
 	name := textParam(c, "name", &problems)
+	valid := len(problems) == before
 	var id int64
 	switch {
 	case hasID && hasName:
 		problems = append(problems, "give either id or name, not both")
 	case !hasID && !hasName:
 		problems = append(problems, "id or name is required")
+	case !valid:
 	case hasID:
 		n, err := strconv.ParseInt(idText, 10, 64)
 		if err != nil || n <= 0 {
