@@ -289,3 +289,5 @@ func do(t *testing.T, method, url, body string, hdr map[string]string) response 
 	}
 	return r
 }
+
+func keyStore() *keydb.Store { return keydb.New(testPool) }
