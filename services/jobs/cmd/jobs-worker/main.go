@@ -1,0 +1,124 @@
+// Command jobs-worker runs the job-expiry Temporal worker, keeps the sweep
+// schedule in place, and relays the expiry outbox to Temporal. It scales
+// separately from the jobs API.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/coworkjobs/coworkjobs/libs/config"
+	"github.com/coworkjobs/coworkjobs/libs/logx"
+	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobexpiry"
+	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
+)
+
+const schema = "jobs"
+
+type workerConfig struct {
+	ServiceName       string        `env:"SERVICE_NAME"`
+	LogLevel          string        `env:"LOG_LEVEL" envDefault:"info"`
+	DatabaseURL       string        `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/coworkjobs?sslmode=disable"`
+	DBMaxConns        int32         `env:"DB_MAX_CONNS" envDefault:"5"`
+	TemporalAddress   string        `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
+	TemporalNamespace string        `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
+	SweepInterval     time.Duration `env:"JOBS_SWEEP_INTERVAL" envDefault:"5m"`
+	RelayInterval     time.Duration `env:"JOBS_RELAY_INTERVAL" envDefault:"1s"`
+}
+
+func (c workerConfig) Validate() error {
+	var errs []error
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("DATABASE_URL is empty"))
+	}
+	if c.TemporalAddress == "" || c.TemporalNamespace == "" {
+		errs = append(errs, errors.New("TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE must be set"))
+	}
+	if c.SweepInterval < time.Second || c.RelayInterval <= 0 {
+		errs = append(errs, errors.New("JOBS_SWEEP_INTERVAL must be at least 1s and JOBS_RELAY_INTERVAL positive"))
+	}
+	if c.DBMaxConns < 1 {
+		errs = append(errs, errors.New("DB_MAX_CONNS must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func main() {
+	log := logx.New("jobs-worker", os.Getenv("LOG_LEVEL"))
+	if err := run(context.Background(), log); err != nil {
+		log.Error("stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log *slog.Logger) error {
+	var cfg workerConfig
+	if err := config.Parse(&cfg); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
+		return err
+	}
+	store := jobdb.New(pool)
+
+	// The client connects lazily, so the worker starts (and the relay keeps
+	// the outbox) while Temporal is still coming up.
+	tc, err := client.NewLazyClient(client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    tlog.NewStructuredLogger(log),
+	})
+	if err != nil {
+		return fmt.Errorf("temporal client: %w", err)
+	}
+	defer tc.Close()
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return jobexpiry.RunWorker(ctx, tc, &jobexpiry.Activities{Store: store}, log)
+	})
+	g.Go(func() error {
+		relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc}, Log: log, Interval: cfg.RelayInterval}
+		return relay.Run(ctx)
+	})
+	g.Go(func() error {
+		// Keep trying until the schedule exists: Temporal may start after us.
+		for {
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := jobexpiry.EnsureSweepSchedule(sctx, tc, cfg.SweepInterval)
+			cancel()
+			if err == nil {
+				log.Info("sweep schedule in place", "every", cfg.SweepInterval.String())
+				return nil
+			}
+			log.Warn("sweep schedule", "error", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
+	log.Info("jobs worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace)
+	return g.Wait()
+}

@@ -1,0 +1,340 @@
+package jobapp
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+)
+
+// HeaderIdempotencyKey and HeaderReplayed are the idempotency headers.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderReplayed       = "Idempotent-Replayed"
+)
+
+// List query limits.
+const (
+	MinQueryLen    = 3
+	MaxQueryLen    = 200
+	DefaultPerPage = 20
+	MaxPerPage     = 50
+	MaxPage        = 100000
+	FeedDefault    = 20
+	FeedMax        = 50
+	FeedSummaryLen = 280
+)
+
+var slugRE = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
+
+type handlers struct {
+	cfg Config
+	bus *jobbus.Business
+	log *slog.Logger
+}
+
+func caller(c *fiber.Ctx) jobbus.Caller {
+	id := identity.From(c)
+	return jobbus.Caller{KeyID: id.KeyID, SpaceID: id.SpaceID, TrustedImporter: id.TrustedImporter}
+}
+
+// toWebError maps the business sentinels to envelope errors.
+func toWebError(err error) error {
+	var ve *jobbus.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		return web.Validation("Validation failed", ve.Problems)
+	case errors.Is(err, jobbus.ErrNotFound):
+		return web.NotFound("Job not found")
+	case errors.Is(err, jobbus.ErrForbidden):
+		return web.Forbidden("This job belongs to another space")
+	case errors.Is(err, jobbus.ErrSpaceConflict):
+		return web.Forbidden("id_space differs from the space of this API key; a space key may only post for its own space")
+	case errors.Is(err, jobbus.ErrInFlight):
+		return web.Conflict("A request with this Idempotency-Key is still in progress; retry shortly")
+	case errors.Is(err, jobbus.ErrIdempotencyMismatch):
+		return web.Validation("Validation failed", []string{"Idempotency-Key was already used with a different request body; use a new key for a different request"})
+	case errors.Is(err, jobbus.ErrDirectoryUnavailable):
+		return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
+			Message: "The city and space directory is unavailable; retry shortly"}
+	}
+	return err
+}
+
+// parseListQuery validates the filters of GET /v2/jobs; every bad value is
+// reported (422), none is silently ignored.
+func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, error) {
+	var f jobbus.ListFilter
+	var p []string
+	if q := strings.TrimSpace(c.Query("q")); q != "" {
+		n := utf8.RuneCountInString(q)
+		switch {
+		case !utf8.ValidString(q):
+			p = append(p, "q must be valid UTF-8 text")
+		case n < MinQueryLen:
+			p = append(p, fmt.Sprintf("q must be at least %d characters", MinQueryLen))
+		case n > MaxQueryLen:
+			p = append(p, fmt.Sprintf("q must be at most %d characters", MaxQueryLen))
+		default:
+			f.Query = strings.ToLower(q)
+		}
+	}
+	if t := c.Query("job_type"); t != "" {
+		if !jobbus.ValidJobType(t) {
+			p = append(p, "job_type must be one of "+strings.Join(jobbus.JobTypes, ", "))
+		}
+		f.JobType = t
+	}
+	switch strings.ToLower(c.Query("remote")) {
+	case "", "0", "false":
+	case "1", "true":
+		f.Remote = true
+	default:
+		p = append(p, "remote must be one of 1, true, 0, false")
+	}
+	if city := strings.ToLower(c.Query("city")); city != "" {
+		if len(city) > 100 || !slugRE.MatchString(city) {
+			p = append(p, "city must be a city slug: lowercase letters and digits separated by hyphens")
+		}
+		f.CitySlug = city
+	}
+	page, perPage := 1, DefaultPerPage
+	if h.cfg.PaginationEnabled {
+		page = intParam(c.Query("page"), 1, 1, MaxPage, "page", &p)
+		perPage = intParam(c.Query("per_page"), DefaultPerPage, 1, MaxPerPage, "per_page", &p)
+		f.Limit, f.Offset = perPage, (page-1)*perPage
+	}
+	if len(p) > 0 {
+		return f, 0, 0, web.Validation("Validation failed", p)
+	}
+	f.SpaceID = identity.From(c).SpaceID
+	return f, page, perPage, nil
+}
+
+func intParam(v string, def, min, max int, name string, p *[]string) int {
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		*p = append(*p, fmt.Sprintf("%s must be an integer between %d and %d", name, min, max))
+		return def
+	}
+	return n
+}
+
+// list answers GET /v2/jobs. Unpaginated, the rows are streamed to the
+// client as they come from Postgres (memory stays flat however many match),
+// with data.total written after the last job.
+func (h *handlers) list(c *fiber.Ctx) error {
+	f, page, perPage, err := h.parseListQuery(c)
+	if err != nil {
+		return err
+	}
+	base := h.bus.BaseURL()
+	if h.cfg.PaginationEnabled {
+		jobs, total, err := h.bus.Page(c.UserContext(), f)
+		if err != nil {
+			return err
+		}
+		b := make([]byte, 0, 1024+len(jobs)*700)
+		b = append(b, `{"success":true,"status":200,"data":{"jobs":[`...)
+		for i := range jobs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJob(b, &jobs[i], base)
+		}
+		pg, _ := json.Marshal(newPagination(total, page, perPage, len(jobs)))
+		b = append(b, `],"total":`...)
+		b = strconv.AppendInt(b, int64(total), 10)
+		b = append(b, `,"pagination":`...)
+		b = append(b, pg...)
+		b = append(b, `}}`...)
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Status(http.StatusOK).Send(b)
+	}
+
+	// The stream outlives the handler, so it gets its own deadline instead
+	// of the request's (which ends when the handler returns).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), h.cfg.StreamTimeout)
+	rows, err := h.bus.List(ctx, f)
+	if err != nil {
+		cancel()
+		return err
+	}
+	var job jobbus.Job
+	first := rows.Next()
+	if !first {
+		rows.Close()
+		cancel()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("list jobs: %w", err)
+		}
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Status(http.StatusOK).SendString(`{"success":true,"status":200,"data":{"jobs":[],"total":0}}`)
+	}
+	if err := rows.Scan(&job); err != nil {
+		rows.Close()
+		cancel()
+		return fmt.Errorf("scan job: %w", err)
+	}
+	log := h.log
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	c.Status(http.StatusOK)
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer cancel()
+		defer rows.Close()
+		b := make([]byte, 0, 32<<10)
+		b = append(b, `{"success":true,"status":200,"data":{"jobs":[`...)
+		total := 0
+		for {
+			if total > 0 {
+				b = append(b, ',')
+			}
+			b = appendJob(b, &job, base)
+			total++
+			if len(b) >= 28<<10 {
+				if _, err := w.Write(b); err != nil {
+					return
+				}
+				if err := w.Flush(); err != nil {
+					return // the client went away
+				}
+				b = b[:0]
+			}
+			if !rows.Next() {
+				break
+			}
+			if err := rows.Scan(&job); err != nil {
+				log.Error("stream jobs: scan", "error", err)
+				return // the body stays truncated: invalid JSON tells the client
+			}
+		}
+		if err := rows.Err(); err != nil {
+			log.Error("stream jobs", "error", err)
+			_, _ = w.Write(b)
+			return
+		}
+		b = append(b, `],"total":`...)
+		b = strconv.AppendInt(b, int64(total), 10)
+		b = append(b, `}}`...)
+		_, _ = w.Write(b)
+		_ = w.Flush()
+	})
+	return nil
+}
+
+// create answers POST /v2/jobs.
+func (h *handlers) create(c *fiber.Ctx) error {
+	var idem *jobbus.Idempotency
+	if key := c.Get(HeaderIdempotencyKey); key != "" {
+		if utf8.RuneCountInString(key) > jobbus.MaxIdemKeyLen {
+			return web.Validation("Validation failed", []string{fmt.Sprintf("Idempotency-Key must be at most %d characters", jobbus.MaxIdemKeyLen)})
+		}
+		idem = &jobbus.Idempotency{KeyID: identity.From(c).KeyID, Key: key}
+	}
+	var req createRequest
+	if err := web.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	if idem != nil {
+		canonical, err := json.Marshal(req)
+		if err != nil {
+			return web.BadRequest("Request body is not valid JSON")
+		}
+		sum := sha256.Sum256(canonical)
+		idem.RequestHash = hex.EncodeToString(sum[:])
+	}
+
+	var body []byte
+	render := func(r jobbus.CreateResult) (int, []byte, error) {
+		b, err := json.Marshal(web.Envelope{Success: true, Status: http.StatusCreated, Data: toCreateResultDTO(r)})
+		body = b
+		return http.StatusCreated, b, err
+	}
+	_, stored, err := h.bus.Create(c.UserContext(), caller(c), req.toInput(), idem, render)
+	if err != nil {
+		return toWebError(err)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	if stored != nil {
+		c.Set(HeaderReplayed, "true")
+		return c.Status(stored.Status).Send(stored.Body)
+	}
+	return c.Status(http.StatusCreated).Send(body)
+}
+
+// unpublish answers POST /v2/jobs/unpublish.
+func (h *handlers) unpublish(c *fiber.Ctx) error {
+	var req unpublishRequest
+	if err := web.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	if isNull(req.JobID) {
+		return web.Validation("Validation failed", []string{"job_id is required"})
+	}
+	var p []string
+	id := rawInt(req.JobID, "job_id", &p)
+	if len(p) > 0 || *id < 1 {
+		return web.Validation("Validation failed", []string{"job_id must be a positive integer"})
+	}
+	res, err := h.bus.Unpublish(c.UserContext(), caller(c), *id)
+	if err != nil {
+		return toWebError(err)
+	}
+	return web.OK(c, http.StatusOK, unpublishDTO{JobID: res.JobID, Status: res.Status, Action: res.Action})
+}
+
+// feed answers GET /v2/vine/jobs: the latest active jobs in the shared feed
+// shape, cacheable with an ETag.
+func (h *handlers) feed(c *fiber.Ctx) error {
+	var p []string
+	limit := intParam(c.Query("limit"), FeedDefault, 1, FeedMax, "limit", &p)
+	if len(p) > 0 {
+		return web.Validation("Validation failed", p)
+	}
+	jobs, err := h.bus.Feed(c.UserContext(), limit)
+	if err != nil {
+		return err
+	}
+	base := h.bus.BaseURL()
+	out := feedDTO{
+		Version:     "vine/1",
+		Title:       "coworkjobs: latest jobs",
+		FeedURL:     base + "/v2/vine/jobs",
+		HomePageURL: base + "/jobs",
+		Items:       make([]feedItemDTO, 0, len(jobs)),
+	}
+	for _, j := range jobs {
+		tags := []string{}
+		if j.Tags != "" {
+			tags = strings.Split(j.Tags, ",")
+		}
+		out.Items = append(out.Items, feedItemDTO{
+			ID:            "job:" + strconv.FormatInt(j.ID, 10),
+			URL:           h.bus.JobURL(jobbus.PageURL(j.Slug, j.ID)),
+			Title:         j.Title,
+			Summary:       jobbus.Summary(j.Description, FeedSummaryLen),
+			DatePublished: j.DateAdded.UTC(),
+			Tags:          tags,
+			Job:           feedJobDTO{Company: j.Company, CityName: j.CityName, JobType: j.JobType, IsRemote: j.IsRemote},
+		})
+	}
+	return web.SendCacheable(c, out, 60)
+}

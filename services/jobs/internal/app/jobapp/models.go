@@ -1,0 +1,204 @@
+package jobapp
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+)
+
+// createRequest is the body of POST /v2/jobs as sent. Every field is kept
+// raw so that a wrong type is reported with every other problem at once;
+// unknown fields (status among them) are ignored.
+type createRequest struct {
+	Title       json.RawMessage `json:"title,omitempty"`
+	Company     json.RawMessage `json:"company,omitempty"`
+	Description json.RawMessage `json:"description,omitempty"`
+	JobType     json.RawMessage `json:"job_type,omitempty"`
+	Tags        json.RawMessage `json:"tags,omitempty"`
+	IDCity      json.RawMessage `json:"id_city,omitempty"`
+	CityName    json.RawMessage `json:"city_name,omitempty"`
+	ExternalURL json.RawMessage `json:"external_url,omitempty"`
+	ApplyURL    json.RawMessage `json:"apply_url,omitempty"`
+	IsRemote    json.RawMessage `json:"is_remote,omitempty"`
+	InvEmail    json.RawMessage `json:"inv_email,omitempty"`
+	Currency    json.RawMessage `json:"currency,omitempty"`
+	SalMin      json.RawMessage `json:"sal_min,omitempty"`
+	SalMax      json.RawMessage `json:"sal_max,omitempty"`
+	IDSpace     json.RawMessage `json:"id_space,omitempty"`
+	IDPlan      json.RawMessage `json:"id_plan,omitempty"`
+}
+
+// toInput converts the raw request to the business input, collecting type
+// problems. JSON null counts as absent.
+func (r createRequest) toInput() jobbus.CreateInput {
+	var in jobbus.CreateInput
+	p := &in.TypeProblems
+	in.Title = rawString(r.Title, "title", p)
+	in.Company = rawString(r.Company, "company", p)
+	in.Description = rawString(r.Description, "description", p)
+	in.JobType = rawString(r.JobType, "job_type", p)
+	in.Tags = rawString(r.Tags, "tags", p)
+	in.IDCity = rawInt(r.IDCity, "id_city", p)
+	in.CityName = rawString(r.CityName, "city_name", p)
+	in.ExternalURL = rawString(r.ExternalURL, "external_url", p)
+	in.ApplyURL = rawString(r.ApplyURL, "apply_url", p)
+	in.IsRemote = rawIntOrBool(r.IsRemote, "is_remote", p)
+	in.InvEmail = rawString(r.InvEmail, "inv_email", nil) // invalid is replaced, never rejected
+	in.Currency = rawString(r.Currency, "currency", p)
+	in.SalMin = rawInt(r.SalMin, "sal_min", p)
+	in.SalMax = rawInt(r.SalMax, "sal_max", p)
+	in.IDSpace = rawInt(r.IDSpace, "id_space", p)
+	in.IDPlan = rawInt(r.IDPlan, "id_plan", p)
+	return in
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+func rawString(raw json.RawMessage, name string, p *[]string) *string {
+	if isNull(raw) {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		if p != nil {
+			*p = append(*p, name+" must be a string")
+		}
+		return nil
+	}
+	return &s
+}
+
+// rawInt accepts a JSON integer or a string of decimal digits.
+func rawInt(raw json.RawMessage, name string, p *[]string) *int64 {
+	if isNull(raw) {
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err == nil {
+		if v, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+			return &v
+		}
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+			return &v
+		}
+	}
+	*p = append(*p, name+" must be an integer")
+	return nil
+}
+
+// rawIntOrBool is rawInt that also takes true/false as 1/0.
+func rawIntOrBool(raw json.RawMessage, name string, p *[]string) *int64 {
+	var b bool
+	if !isNull(raw) && json.Unmarshal(raw, &b) == nil {
+		v := int64(0)
+		if b {
+			v = 1
+		}
+		return &v
+	}
+	return rawInt(raw, name, p)
+}
+
+// cityDTO is the city of a creation result.
+type cityDTO struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+// createResultDTO is the spec's Job creation result.
+type createResultDTO struct {
+	JobID          int64   `json:"job_id"`
+	PageURL        string  `json:"page_url"`
+	HashIdentifier string  `json:"hash_identifier"`
+	Status         string  `json:"status"`
+	Action         string  `json:"action"`
+	DedupeHash     string  `json:"dedupe_hash"`
+	IsPaid         bool    `json:"is_paid"`
+	City           cityDTO `json:"city"`
+	ApplyURL       *string `json:"apply_url"`
+	PlanPrice      int     `json:"plan_price"`
+	ExpirationDays int     `json:"expiration_days"`
+	Message        string  `json:"message"`
+	ViewURL        *string `json:"view_url"`
+	PaymentURL     *string `json:"payment_url"`
+	EditURL        string  `json:"edit_url"`
+	UnpublishURL   string  `json:"unpublish_url"`
+}
+
+func toCreateResultDTO(r jobbus.CreateResult) createResultDTO {
+	return createResultDTO{
+		JobID: r.JobID, PageURL: r.PageURL, HashIdentifier: r.HashIdentifier, Status: r.Status, Action: r.Action,
+		DedupeHash: r.DedupeHash, IsPaid: r.IsPaid, City: cityDTO{ID: r.City.ID, Name: r.City.Name},
+		ApplyURL: r.ApplyURL, PlanPrice: r.PlanPrice, ExpirationDays: r.ExpirationDays, Message: r.Message,
+		ViewURL: r.ViewURL, PaymentURL: r.PaymentURL, EditURL: r.EditURL, UnpublishURL: r.UnpublishURL,
+	}
+}
+
+// unpublishRequest is the body of POST /v2/jobs/unpublish.
+type unpublishRequest struct {
+	JobID json.RawMessage `json:"job_id"`
+}
+
+// unpublishDTO answers an unpublish.
+type unpublishDTO struct {
+	JobID  int64  `json:"job_id"`
+	Status string `json:"status"`
+	Action string `json:"action"`
+}
+
+// paginationDTO is the spec's Pagination object.
+type paginationDTO struct {
+	Total        int  `json:"total"`
+	Limit        int  `json:"limit"`
+	Offset       int  `json:"offset"`
+	CurrentCount int  `json:"current_count"`
+	TotalPages   int  `json:"total_pages"`
+	CurrentPage  int  `json:"current_page"`
+	HasNext      bool `json:"has_next"`
+	HasPrevious  bool `json:"has_previous"`
+}
+
+// newPagination does the page math: total_pages = ceil(total/per_page); a
+// page past the end has current_count 0, no next and a previous page.
+func newPagination(total, page, perPage, count int) paginationDTO {
+	pages := (total + perPage - 1) / perPage
+	return paginationDTO{
+		Total: total, Limit: perPage, Offset: (page - 1) * perPage, CurrentCount: count,
+		TotalPages: pages, CurrentPage: page, HasNext: page < pages, HasPrevious: page > 1,
+	}
+}
+
+// Feed shapes (docs/internal-api.md, "vine/1").
+type feedDTO struct {
+	Version     string        `json:"version"`
+	Title       string        `json:"title"`
+	FeedURL     string        `json:"feed_url"`
+	HomePageURL string        `json:"home_page_url"`
+	Items       []feedItemDTO `json:"items"`
+}
+
+type feedItemDTO struct {
+	ID            string     `json:"id"`
+	URL           string     `json:"url"`
+	Title         string     `json:"title"`
+	Summary       string     `json:"summary"`
+	DatePublished time.Time  `json:"date_published"`
+	Tags          []string   `json:"tags"`
+	Job           feedJobDTO `json:"_job"`
+}
+
+type feedJobDTO struct {
+	Company  string `json:"company"`
+	CityName string `json:"city_name"`
+	JobType  string `json:"job_type"`
+	IsRemote bool   `json:"is_remote"`
+}

@@ -1,0 +1,39 @@
+// Package jobapp is the HTTP layer of the jobs service: GET and POST
+// /v2/jobs, POST /v2/jobs/unpublish and the public feed GET /v2/vine/jobs.
+package jobapp
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+)
+
+// Config wires the handlers.
+type Config struct {
+	Log   *slog.Logger
+	Bus   *jobbus.Business
+	Codec *identity.Codec
+	// PaginationEnabled turns on server-side pagination of GET /v2/jobs.
+	PaginationEnabled bool
+	// StreamTimeout bounds a streamed (unpaginated) listing; default 60s.
+	StreamTimeout time.Duration
+}
+
+// Routes mounts the public routes under /v2 behind the identity check.
+func Routes(app *fiber.App, cfg Config) {
+	if cfg.StreamTimeout <= 0 {
+		cfg.StreamTimeout = 60 * time.Second
+	}
+	h := &handlers{cfg: cfg, bus: cfg.Bus, log: cfg.Log}
+	v2 := app.Group("/v2", cfg.Codec.Middleware())
+	readers := identity.RequireKind(identity.KindLive, identity.KindRestricted)
+	writers := identity.RequireKind(identity.KindLive)
+	v2.Get("/jobs", readers, h.list)
+	v2.Post("/jobs", writers, h.create)
+	v2.Post("/jobs/unpublish", writers, h.unpublish)
+	v2.Get("/vine/jobs", h.feed)
+}

@@ -1,0 +1,119 @@
+package jobdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ExpireIfDue expires an active job whose expiration date has passed. When
+// the job is not due yet it reports its current expiration date (it may have
+// moved) so that the caller re-arms its timer; found is false for no job.
+func (s *Store) ExpireIfDue(ctx context.Context, jobID int64) (expired bool, status string, expiresAt time.Time, found bool, err error) {
+	err = s.pool.QueryRow(ctx, `UPDATE jobs SET status = 'expired', updated_at = now()
+		WHERE id = $1 AND status = 'active' AND expiration_date <= now()
+		RETURNING status, expiration_date`, jobID).Scan(&status, &expiresAt)
+	if err == nil {
+		return true, status, expiresAt, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return false, "", time.Time{}, false, fmt.Errorf("expire job: %w", err)
+	}
+	err = s.pool.QueryRow(ctx, `SELECT status, expiration_date FROM jobs WHERE id = $1`, jobID).Scan(&status, &expiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, "", time.Time{}, false, nil
+	}
+	if err != nil {
+		return false, "", time.Time{}, false, fmt.Errorf("select job: %w", err)
+	}
+	return false, status, expiresAt, true, nil
+}
+
+// ExpireOverdue expires up to limit active jobs past their expiration date
+// (the sweep) and reports how many it expired.
+func (s *Store) ExpireOverdue(ctx context.Context, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET status = 'expired', updated_at = now()
+		WHERE id IN (SELECT id FROM jobs WHERE status = 'active' AND expiration_date <= now()
+		             ORDER BY expiration_date LIMIT $1 FOR UPDATE SKIP LOCKED)`, limit)
+	if err != nil {
+		return 0, fmt.Errorf("expire overdue jobs: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// OutboxItem is one expiry intent.
+type OutboxItem struct {
+	ID        int64
+	JobID     int64
+	ExpiresAt time.Time
+	Attempts  int
+}
+
+// RelayOutbox locks up to n due expiry intents (other relays skip them),
+// hands each to send, deletes those sent and backs off the others, all in
+// one transaction. It reports how many were sent and how many failed.
+func (s *Store) RelayOutbox(ctx context.Context, n int, send func(context.Context, OutboxItem) error) (sent, failed int, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	rows, err := tx.Query(ctx, `SELECT id, job_id, expires_at, attempts FROM expiry_outbox
+		WHERE next_try_at <= now() ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, n)
+	if err != nil {
+		return 0, 0, fmt.Errorf("select outbox: %w", err)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (OutboxItem, error) {
+		var it OutboxItem
+		return it, r.Scan(&it.ID, &it.JobID, &it.ExpiresAt, &it.Attempts)
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("scan outbox: %w", err)
+	}
+	var done []int64
+	for _, it := range items {
+		if failed > 0 {
+			break // the target is down: leave the rest for the next round
+		}
+		if serr := send(ctx, it); serr != nil {
+			failed++
+			// exponential back-off, capped at five minutes
+			backoff := time.Second << min(it.Attempts, 8)
+			if backoff > 5*time.Minute {
+				backoff = 5 * time.Minute
+			}
+			msg := serr.Error()
+			if len(msg) > 500 {
+				msg = msg[:500]
+			}
+			if _, err := tx.Exec(ctx, `UPDATE expiry_outbox SET attempts = attempts + 1, last_error = $2,
+				next_try_at = now() + $3::interval WHERE id = $1`, it.ID, msg, backoff.String()); err != nil {
+				return 0, 0, fmt.Errorf("back off outbox: %w", err)
+			}
+			continue
+		}
+		done = append(done, it.ID)
+	}
+	if len(done) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM expiry_outbox WHERE id = ANY($1)`, done); err != nil {
+			return 0, 0, fmt.Errorf("delete outbox: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, 0, fmt.Errorf("commit outbox: %w", err)
+	}
+	return len(done), failed, nil
+}
+
+// PurgeIdempotencyKeys deletes up to limit idempotency records created before cutoff.
+func (s *Store) PurgeIdempotencyKeys(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE ctid IN
+		(SELECT ctid FROM idempotency_keys WHERE created_at < $1 LIMIT $2)`, cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge idempotency keys: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

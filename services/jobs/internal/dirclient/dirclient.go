@@ -1,0 +1,254 @@
+// Package dirclient calls the directory service's internal API
+// (docs/internal-api.md) with a signed service identity: city resolution,
+// space facts and the catalog the seeders read.
+package dirclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+)
+
+// Client is the directory's internal API.
+type Client struct {
+	base  string
+	codec *identity.Codec
+	http  *http.Client
+	ttl   time.Duration
+
+	mu     sync.Mutex
+	header string
+	expiry time.Time
+	cities map[int64]cached[jobbus.City]
+	spaces map[int64]cached[jobbus.Space]
+}
+
+type cached[T any] struct {
+	v     T
+	ok    bool
+	until time.Time
+}
+
+// Options tune the client.
+type Options struct {
+	Timeout  time.Duration // per request; default 2s
+	CacheTTL time.Duration // how long city and space facts by id are reused; 0 disables
+}
+
+// New returns a client of the directory at baseURL.
+func New(baseURL string, codec *identity.Codec, opt Options) *Client {
+	if opt.Timeout <= 0 {
+		opt.Timeout = 2 * time.Second
+	}
+	return &Client{
+		base:   strings.TrimRight(baseURL, "/"),
+		codec:  codec,
+		http:   &http.Client{Timeout: opt.Timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}},
+		ttl:    opt.CacheTTL,
+		cities: map[int64]cached[jobbus.City]{},
+		spaces: map[int64]cached[jobbus.Space]{},
+	}
+}
+
+// identityHeader signs the service identity once and reuses it while it is
+// comfortably valid.
+func (c *Client) identityHeader() (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.header != "" && time.Now().Before(c.expiry) {
+		return c.header, nil
+	}
+	h, err := c.codec.Sign(identity.Identity{Kind: identity.KindService, Service: "jobs"}, 30*time.Second)
+	if err != nil {
+		return "", err
+	}
+	c.header, c.expiry = h, time.Now().Add(20*time.Second)
+	return h, nil
+}
+
+type envelope struct {
+	Success bool            `json:"success"`
+	Status  int             `json:"status"`
+	Data    json.RawMessage `json:"data"`
+	Error   *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// errNotFound is a 404 of the directory.
+var errNotFound = errors.New("directory: not found")
+
+func (c *Client) get(ctx context.Context, path string, dst any) error {
+	h, err := c.identityHeader()
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return fmt.Errorf("directory request: %w", err)
+	}
+	req.Header.Set(identity.Header, h)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %v", jobbus.ErrDirectoryUnavailable, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("%w: read: %v", jobbus.ErrDirectoryUnavailable, err)
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		return errNotFound
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%w: GET %s answered %d", jobbus.ErrDirectoryUnavailable, path, resp.StatusCode)
+	}
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return fmt.Errorf("%w: decode %s: %v", jobbus.ErrDirectoryUnavailable, path, err)
+	}
+	if err := json.Unmarshal(env.Data, dst); err != nil {
+		return fmt.Errorf("%w: decode %s data: %v", jobbus.ErrDirectoryUnavailable, path, err)
+	}
+	return nil
+}
+
+// CityDTO is a city of the internal API.
+type CityDTO struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Slug      string `json:"slug"`
+	Confirmed bool   `json:"confirmed"`
+}
+
+func (d CityDTO) city() jobbus.City {
+	return jobbus.City{ID: d.ID, Name: d.Name, Slug: d.Slug, Confirmed: d.Confirmed}
+}
+
+// SpaceDTO is a space of the internal API.
+type SpaceDTO struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Slug      string `json:"slug"`
+	Confirmed bool   `json:"confirmed"`
+	IsPro     bool   `json:"is_pro"`
+	CityID    int64  `json:"city_id"`
+}
+
+func (d SpaceDTO) space() jobbus.Space {
+	return jobbus.Space{ID: d.ID, Name: d.Name, Slug: d.Slug, Confirmed: d.Confirmed, IsPro: d.IsPro, CityID: d.CityID}
+}
+
+type resolveDTO struct {
+	Result     string    `json:"result"`
+	City       *CityDTO  `json:"city"`
+	Candidates []CityDTO `json:"candidates"`
+}
+
+// City implements jobbus.Directory.
+func (c *Client) City(ctx context.Context, id int64) (jobbus.City, bool, error) {
+	if v, ok := lookup(c, c.cities, id); ok {
+		return v.v, v.ok, nil
+	}
+	var r resolveDTO
+	if err := c.get(ctx, "/internal/cities/resolve?id="+strconv.FormatInt(id, 10), &r); err != nil {
+		return jobbus.City{}, false, err
+	}
+	var city jobbus.City
+	found := r.Result == "resolved" && r.City != nil
+	if found {
+		city = r.City.city()
+	}
+	store(c, c.cities, id, cached[jobbus.City]{v: city, ok: found})
+	return city, found, nil
+}
+
+// ResolveCityName implements jobbus.Directory.
+func (c *Client) ResolveCityName(ctx context.Context, name string) (jobbus.CityResolution, error) {
+	var r resolveDTO
+	if err := c.get(ctx, "/internal/cities/resolve?name="+url.QueryEscape(name), &r); err != nil {
+		return jobbus.CityResolution{}, err
+	}
+	out := jobbus.CityResolution{Result: r.Result}
+	if r.City != nil {
+		out.City = r.City.city()
+	}
+	for _, cd := range r.Candidates {
+		out.Candidates = append(out.Candidates, cd.city())
+	}
+	if out.Result == "resolved" && r.City == nil {
+		out.Result = "not_found"
+	}
+	return out, nil
+}
+
+// Space implements jobbus.Directory.
+func (c *Client) Space(ctx context.Context, id int64) (jobbus.Space, bool, error) {
+	if v, ok := lookup(c, c.spaces, id); ok {
+		return v.v, v.ok, nil
+	}
+	var d SpaceDTO
+	err := c.get(ctx, "/internal/spaces/"+strconv.FormatInt(id, 10), &d)
+	if errors.Is(err, errNotFound) {
+		store(c, c.spaces, id, cached[jobbus.Space]{})
+		return jobbus.Space{}, false, nil
+	}
+	if err != nil {
+		return jobbus.Space{}, false, err
+	}
+	sp := d.space()
+	store(c, c.spaces, id, cached[jobbus.Space]{v: sp, ok: true})
+	return sp, true, nil
+}
+
+// Catalog is every city and space of the directory.
+type Catalog struct {
+	Cities []CityDTO  `json:"cities"`
+	Spaces []SpaceDTO `json:"spaces"`
+}
+
+// Catalog reads the directory's catalog (seeders and generators).
+func (c *Client) Catalog(ctx context.Context) (Catalog, error) {
+	var cat Catalog
+	err := c.get(ctx, "/internal/catalog", &cat)
+	return cat, err
+}
+
+func lookup[T any](c *Client, m map[int64]cached[T], id int64) (cached[T], bool) {
+	if c.ttl <= 0 {
+		return cached[T]{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := m[id]
+	if !ok || time.Now().After(v.until) {
+		return cached[T]{}, false
+	}
+	return v, true
+}
+
+func store[T any](c *Client, m map[int64]cached[T], id int64, v cached[T]) {
+	if c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(m) > 50000 {
+		clear(m)
+	}
+	v.until = time.Now().Add(c.ttl)
+	m[id] = v
+}

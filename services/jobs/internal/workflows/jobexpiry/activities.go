@@ -1,0 +1,46 @@
+package jobexpiry
+
+import (
+	"context"
+	"time"
+)
+
+// Store is what the activities need from the jobs database.
+type Store interface {
+	ExpireIfDue(ctx context.Context, jobID int64) (expired bool, status string, expiresAt time.Time, found bool, err error)
+	ExpireOverdue(ctx context.Context, limit int) (int, error)
+}
+
+// Activities hold the dependencies of the expiry activities.
+type Activities struct {
+	Store Store
+}
+
+// ExpireJob expires the job when it is active and due; otherwise it reports
+// why not (already expired, not found, or a later date to wait for).
+func (a *Activities) ExpireJob(ctx context.Context, jobID int64) (ExpireResult, error) {
+	expired, status, expiresAt, found, err := a.Store.ExpireIfDue(ctx, jobID)
+	if err != nil {
+		return ExpireResult{}, err
+	}
+	res := ExpireResult{Expired: expired, Status: status}
+	if found && !expired && status == "active" {
+		res.NotDueUntil = &expiresAt
+	}
+	return res, nil
+}
+
+// SweepOverdue expires every overdue active job in batches and reports how many.
+func (a *Activities) SweepOverdue(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := a.Store.ExpireOverdue(ctx, sweepBatch)
+		total += n
+		if err != nil || n < sweepBatch {
+			return total, err
+		}
+		if ctx.Err() != nil {
+			return total, ctx.Err()
+		}
+	}
+}

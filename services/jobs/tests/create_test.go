@@ -1,0 +1,301 @@
+package tests
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+)
+
+func TestCreateStatusMatrix(t *testing.T) {
+	t.Parallel()
+	importer := identity.Identity{Kind: identity.KindLive, KeyID: 103, TrustedImporter: true, Scopes: []string{"jobs:write"}}
+	tests := []struct {
+		name       string
+		id         identity.Identity
+		wantStatus string
+		wantSpace  bool
+	}{
+		{"create201ProSpaceActive", liveKey(101, 10), "active", true},
+		{"create201NonProSpaceDraft", liveKey(102, 11), "draft", true},
+		{"create201UnconfirmedSpaceDraft", liveKey(104, 12), "draft", true},
+		{"create201TrustedImporterActive", importer, "active", false},
+		{"create201KeyWithoutSpaceDraft", liveKey(105, 0), "draft", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			body := jobBody("Matrix "+tc.name, 1)
+			body["status"] = "active" // ignored
+			cr := create(t, tc.id, body)
+			if cr.Status != tc.wantStatus || cr.Action != "created" {
+				t.Fatalf("status %q action %q, want %q created", cr.Status, cr.Action, tc.wantStatus)
+			}
+			if (cr.ViewURL != nil) != (tc.wantStatus == "active") {
+				t.Fatalf("view_url %v for status %s", cr.ViewURL, cr.Status)
+			}
+			if cr.PaymentURL != nil || cr.PlanPrice != 0 || cr.ExpirationDays != 30 || cr.IsPaid {
+				t.Fatalf("free plan expected: %+v", cr)
+			}
+			if !strings.Contains(cr.EditURL, "job="+cr.HashIdentifier) || !strings.Contains(cr.UnpublishURL, "job="+cr.HashIdentifier) {
+				t.Fatalf("edit/unpublish urls lack the hash: %+v", cr)
+			}
+			if len(cr.DedupeHash) != 64 || cr.City.ID != 1 || cr.City.Name != "Berlin" {
+				t.Fatalf("bad result: %+v", cr)
+			}
+			if !strings.HasSuffix(cr.PageURL, "-"+itoa(cr.JobID)) || strings.Contains(cr.PageURL, "/") {
+				t.Fatalf("page_url %q is not a slug ending in the id", cr.PageURL)
+			}
+			var spaceID int64
+			var spaceName *string
+			if err := pool.QueryRow(bgContext, `SELECT space_id, space_name FROM jobs WHERE id = $1`, cr.JobID).Scan(&spaceID, &spaceName); err != nil {
+				t.Fatal(err)
+			}
+			if spaceID != tc.id.SpaceID || (spaceName != nil) != tc.wantSpace {
+				t.Fatalf("job space %d %v, key space %d", spaceID, spaceName, tc.id.SpaceID)
+			}
+		})
+	}
+}
+
+func TestCreateNormalisation(t *testing.T) {
+	t.Parallel()
+	key := liveKey(110, 10)
+	body := jobBody("Normalised Manager", 1)
+	body["tags"] = " Community ,events,, COMMUNITY, Remote   Work ,"
+	body["description"] = `<p onclick="x()">Hi <script>alert(1)</script><a href="javascript:alert(1)">bad</a> <a href="https://ok.example">ok</a></p><img src=x><style>p{}</style>`
+	body["external_url"] = "https://Example.com/jobs/1?utm=x&ref=other#top"
+	body["apply_url"] = "mailto:apply@example.com"
+	body["inv_email"] = "not-an-email"
+	body["currency"] = "usd"
+	body["sal_min"] = 40000
+	body["sal_max"] = "50000"
+	body["is_remote"] = 1
+	cr := create(t, key, body)
+	var tags, desc, ext, inv, cur string
+	var remote bool
+	var salMin, salMax int64
+	if err := pool.QueryRow(bgContext, `SELECT tags, description, external_url, inv_email, currency, is_remote, sal_min, sal_max
+		FROM jobs WHERE id = $1`, cr.JobID).Scan(&tags, &desc, &ext, &inv, &cur, &remote, &salMin, &salMax); err != nil {
+		t.Fatal(err)
+	}
+	if tags != "community,events,remote work" {
+		t.Errorf("tags %q", tags)
+	}
+	for _, bad := range []string{"script", "onclick", "javascript", "<img", "<style", "alert"} {
+		if strings.Contains(desc, bad) {
+			t.Errorf("description keeps %q: %s", bad, desc)
+		}
+	}
+	if !strings.Contains(desc, `<a href="https://ok.example" rel="nofollow">ok</a>`) || !strings.HasPrefix(desc, "<p>") {
+		t.Errorf("description lost allowed html: %s", desc)
+	}
+	if ext != "https://example.com/jobs/1?ref=coworkjobs&utm=x#top" {
+		t.Errorf("external_url %q", ext)
+	}
+	if inv != defInv || cur != "USD" || !remote || salMin != 40000 || salMax != 50000 {
+		t.Errorf("inv %q cur %q remote %v sal %d-%d", inv, cur, remote, salMin, salMax)
+	}
+	if cr.ApplyURL == nil || *cr.ApplyURL != "mailto:apply@example.com" {
+		t.Errorf("apply_url %v", cr.ApplyURL)
+	}
+}
+
+func TestCreateCityName(t *testing.T) {
+	t.Parallel()
+	key := liveKey(120, 10)
+	tests := []struct {
+		name     string
+		cityName string
+		wantID   int64
+		detail   string
+	}{
+		{"create201ExactName", "berlin", 1, ""},
+		{"create201ExactBeatsPrefix", "Bern", 2, ""},
+		{"create201SinglePrefix", "Par", 3, ""},
+		{"create422Ambiguous", "Ber", 0, `city_name "Ber" matches several cities: Bergen (id_city 5), Berlin (id_city 1), Bern (id_city 2); send id_city instead`},
+		{"create422NoMatch", "Atlantis", 0, `city_name "Atlantis" matches no confirmed city`},
+		{"create422UnconfirmedByName", "Hidden Town", 0, "matches no confirmed city"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			body := jobBody("City "+tc.name, 0)
+			delete(body, "id_city")
+			body["city_name"] = tc.cityName
+			r := do(t, appFlat, "POST", "/v2/jobs", jsonBody(t, body), &key)
+			if tc.detail != "" {
+				if r.Status != 422 || !r.hasDetail(tc.detail) {
+					t.Fatalf("want 422 with %q, got %d %s", tc.detail, r.Status, r.Body)
+				}
+				return
+			}
+			if r.Status != 201 {
+				t.Fatalf("got %d %s", r.Status, r.Body)
+			}
+			var cr createResult
+			r.data(t, &cr)
+			if cr.City.ID != tc.wantID {
+				t.Fatalf("city %+v, want %d", cr.City, tc.wantID)
+			}
+		})
+	}
+}
+
+func TestCreateValidation(t *testing.T) {
+	t.Parallel()
+	key := liveKey(130, 10)
+	long := strings.Repeat("x", 201)
+	tests := []struct {
+		name    string
+		mutate  func(b map[string]any)
+		raw     string
+		status  int
+		details []string
+	}{
+		{name: "create422EverythingMissing", raw: `{}`, status: 422, details: []string{
+			"title is required", "company is required", "description is required", "job_type is required",
+			"tags is required", "id_city or city_name is required"}},
+		{name: "create422WrongTypesAllAtOnce", raw: `{"title":5,"company":true,"description":[],"job_type":"fulltime","tags":"a","id_city":"x","is_remote":"yes","sal_min":1.5}`,
+			status: 422, details: []string{"title must be a string", "company must be a string", "description must be a string",
+				"id_city must be an integer", "is_remote must be an integer", "sal_min must be an integer"}},
+		{name: "create400NotJSON", raw: `{"title":`, status: 400},
+		{name: "create400Array", raw: `[1]`, status: 400},
+		{name: "create422TitleTooLong", mutate: func(b map[string]any) { b["title"] = long }, status: 422, details: []string{"title must be at most 200 characters"}},
+		{name: "create422BlankTitle", mutate: func(b map[string]any) { b["title"] = "   " }, status: 422, details: []string{"title is required"}},
+		{name: "create422JobType", mutate: func(b map[string]any) { b["job_type"] = "gig" }, status: 422, details: []string{"job_type must be one of fulltime, parttime, freelance, internship"}},
+		{name: "create422EmptyTags", mutate: func(b map[string]any) { b["tags"] = " , ,," }, status: 422, details: []string{"tags must contain at least one non-empty tag"}},
+		{name: "create422DescriptionOnlyScript", mutate: func(b map[string]any) { b["description"] = "<script>x</script>" }, status: 422, details: []string{"description has no text left"}},
+		{name: "create422UnknownCity", mutate: func(b map[string]any) { b["id_city"] = 999 }, status: 422, details: []string{"id_city 999 is not a confirmed city"}},
+		{name: "create422UnconfirmedCity", mutate: func(b map[string]any) { b["id_city"] = 4 }, status: 422, details: []string{"id_city 4 is not a confirmed city"}},
+		{name: "create422ExternalURL", mutate: func(b map[string]any) { b["external_url"] = "javascript:alert(1)" }, status: 422, details: []string{"external_url must be an absolute http or https URL"}},
+		{name: "create422ApplyURL", mutate: func(b map[string]any) { b["apply_url"] = "ftp://x" }, status: 422, details: []string{"apply_url must be an absolute http or https URL or a mailto: link"}},
+		{name: "create422IsRemote", mutate: func(b map[string]any) { b["is_remote"] = 2 }, status: 422, details: []string{"is_remote must be 0 or 1"}},
+		{name: "create422Currency", mutate: func(b map[string]any) { b["currency"] = "CHF" }, status: 422, details: []string{"currency must be one of EUR, USD, GBP"}},
+		{name: "create422SalaryOrder", mutate: func(b map[string]any) { b["sal_min"] = 60000; b["sal_max"] = 50000 }, status: 422, details: []string{"sal_min must not exceed sal_max"}},
+		{name: "create422NegativeSalary", mutate: func(b map[string]any) { b["sal_min"] = -1 }, status: 422, details: []string{"sal_min must be between 0 and"}},
+		{name: "create422InactivePlan", mutate: func(b map[string]any) { b["id_plan"] = 4 }, status: 422, details: []string{"id_plan 4 is not an active plan"}},
+		{name: "create422UnknownPlan", mutate: func(b map[string]any) { b["id_plan"] = 77 }, status: 422, details: []string{"id_plan 77 is not an active plan"}},
+		{name: "create403SpaceConflict", mutate: func(b map[string]any) { b["id_space"] = 11 }, status: 403},
+		{name: "create422SeveralRulesAtOnce", mutate: func(b map[string]any) {
+			b["job_type"] = "x"
+			b["currency"] = "x"
+			b["id_city"] = 999
+			b["id_plan"] = 4
+		}, status: 422, details: []string{"job_type must be one of", "currency must be one of", "id_city 999", "id_plan 4"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			body := tc.raw
+			if body == "" {
+				b := jobBody("Validation "+tc.name, 1)
+				tc.mutate(b)
+				body = jsonBody(t, b)
+			}
+			r := do(t, appFlat, "POST", "/v2/jobs", body, &key)
+			if r.Status != tc.status || r.Env.Success || r.Env.Error == nil || r.Env.Status != tc.status {
+				t.Fatalf("want %d, got %d %s", tc.status, r.Status, r.Body)
+			}
+			if tc.status == 422 && r.Env.Error.Message != "Validation failed" {
+				t.Fatalf("message %q", r.Env.Error.Message)
+			}
+			for _, d := range tc.details {
+				if !r.hasDetail(d) {
+					t.Errorf("details %q lack %q", r.Env.Error.Details, d)
+				}
+			}
+		})
+	}
+}
+
+func TestCreateIDSpaceAndPlans(t *testing.T) {
+	t.Parallel()
+	noSpace := liveKey(140, 0)
+	t.Run("create201IDSpaceForKeyWithoutSpace", func(t *testing.T) {
+		b := jobBody("Space by id", 1)
+		b["id_space"] = 11
+		cr := create(t, noSpace, b)
+		var sid int64
+		_ = pool.QueryRow(bgContext, `SELECT space_id FROM jobs WHERE id = $1`, cr.JobID).Scan(&sid)
+		if sid != 11 || cr.Status != "draft" {
+			t.Fatalf("space %d status %s", sid, cr.Status)
+		}
+	})
+	t.Run("create422UnconfirmedIDSpace", func(t *testing.T) {
+		b := jobBody("Space unconfirmed", 1)
+		b["id_space"] = 12
+		r := do(t, appFlat, "POST", "/v2/jobs", jsonBody(t, b), &noSpace)
+		if r.Status != 422 || !r.hasDetail("id_space 12 is not a confirmed space") {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	})
+	t.Run("create201OwnIDSpace", func(t *testing.T) {
+		b := jobBody("Own space id", 1)
+		b["id_space"] = 10
+		if cr := create(t, liveKey(141, 10), b); cr.Status != "active" {
+			t.Fatalf("status %s", cr.Status)
+		}
+	})
+	t.Run("create201PaidPlanHasPaymentURL", func(t *testing.T) {
+		b := jobBody("Paid plan", 1)
+		b["id_plan"] = 6
+		cr := create(t, liveKey(142, 11), b)
+		if cr.PlanPrice != 49 || cr.ExpirationDays != 60 || cr.PaymentURL == nil || !strings.Contains(*cr.PaymentURL, cr.HashIdentifier) || cr.IsPaid {
+			t.Fatalf("%+v", cr)
+		}
+	})
+	t.Run("create401NoIdentity", func(t *testing.T) {
+		r := do(t, appFlat, "POST", "/v2/jobs", jsonBody(t, jobBody("x", 1)), nil)
+		if r.Status != 401 || r.Env.Error.Code != "unauthorized" {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	})
+	t.Run("create403RestrictedKey", func(t *testing.T) {
+		id := identity.Identity{Kind: identity.KindRestricted, KeyID: 143, SpaceID: 10}
+		r := do(t, appFlat, "POST", "/v2/jobs", jsonBody(t, jobBody("x", 1)), &id)
+		if r.Status != 403 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	})
+}
+
+func TestCreateDedupe(t *testing.T) {
+	t.Parallel()
+	key := liveKey(150, 10)
+	first := create(t, key, jobBody("Dedupe Manager", 1))
+	b := jobBody("  dedupe   MANAGER ", 1)
+	b["company"] = "acme coworking"
+	b["tags"] = "changed"
+	second := create(t, key, b)
+	if second.JobID != first.JobID || second.Action != "updated" || second.DedupeHash != first.DedupeHash {
+		t.Fatalf("first %+v second %+v", first, second)
+	}
+	// Another space with the same content gets its own job.
+	other := create(t, liveKey(151, 11), jobBody("Dedupe Manager", 1))
+	if other.JobID == first.JobID || other.Action != "created" {
+		t.Fatalf("other space reused the job: %+v", other)
+	}
+
+	t.Run("create201UpdateOfExpiredStaysExpired", func(t *testing.T) {
+		cr := create(t, key, jobBody("Expired Dedupe", 1))
+		r := do(t, appFlat, "POST", "/v2/jobs/unpublish", `{"job_id":`+itoa(cr.JobID)+`}`, &key)
+		if r.Status != 200 {
+			t.Fatalf("unpublish %d %s", r.Status, r.Body)
+		}
+		again := create(t, key, jobBody("Expired Dedupe", 1))
+		if again.JobID != cr.JobID || again.Action != "updated" || again.Status != "expired" || again.ViewURL != nil {
+			t.Fatalf("%+v", again)
+		}
+	})
+	t.Run("create201UpdateOfPausedStaysPaused", func(t *testing.T) {
+		cr := create(t, key, jobBody("Paused Dedupe", 1))
+		if _, err := pool.Exec(bgContext, `UPDATE jobs SET status = 'paused' WHERE id = $1`, cr.JobID); err != nil {
+			t.Fatal(err)
+		}
+		again := create(t, key, jobBody("Paused Dedupe", 1))
+		if again.Status != "paused" || again.Action != "updated" {
+			t.Fatalf("%+v", again)
+		}
+	})
+}

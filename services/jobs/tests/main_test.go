@@ -1,0 +1,351 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
+	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
+)
+
+const (
+	secret  = "test-secret-test-secret-test-secret-0123"
+	baseURL = "https://coworkjobs.example"
+	defInv  = "jobs@coworkjobs.example"
+)
+
+var (
+	dbURL     string
+	pool      *pgxpool.Pool
+	codec     *identity.Codec
+	dirURL    string
+	appFlat   *fiber.App // JOBS_PAGINATION_ENABLED=false
+	appPaged  *fiber.App // JOBS_PAGINATION_ENABLED=true
+	testLog   = slog.New(slog.NewTextHandler(io.Discard, nil))
+	bgContext = context.Background()
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Main("jobs_http", func() int {
+		if err := setup(); err != nil {
+			fmt.Fprintln(os.Stderr, "setup:", err)
+			return 1
+		}
+		defer pool.Close()
+		return m.Run()
+	}, func(u string) { dbURL = u }))
+}
+
+func setup() error {
+	var err error
+	pool, err = pg.Open(bgContext, dbURL, "jobs", pg.Options{MaxConns: 20})
+	if err != nil {
+		return err
+	}
+	if err := pg.Migrate(bgContext, pool, "jobs", migrations.FS, testLog); err != nil {
+		return err
+	}
+	codec, err = identity.NewCodec(secret)
+	if err != nil {
+		return err
+	}
+	dirURL, err = startDirectoryFixture()
+	if err != nil {
+		return err
+	}
+	appFlat = newApp(false)
+	appPaged = newApp(true)
+	return nil
+}
+
+func newApp(paginated bool) *fiber.App {
+	dir := dirclient.New(dirURL, codec, dirclient.Options{Timeout: 2 * time.Second})
+	bus := jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv})
+	srv := web.New(web.Config{HTTPAddr: "127.0.0.1:0", BodyLimitBytes: 1 << 20, ReadTimeout: 5 * time.Second,
+		WriteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
+		ShutdownTimeout: time.Second, Concurrency: 1024}, testLog, "jobs")
+	jobapp.Routes(srv.App, jobapp.Config{Log: testLog, Bus: bus, Codec: codec, PaginationEnabled: paginated})
+	srv.Fallback()
+	return srv.App
+}
+
+// ---- the directory's documented internal contract, served with fixed data over real HTTP ----
+
+type fxCity struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Slug      string `json:"slug"`
+	Confirmed bool   `json:"confirmed"`
+}
+
+type fxSpace struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Slug      string `json:"slug"`
+	Confirmed bool   `json:"confirmed"`
+	IsPro     bool   `json:"is_pro"`
+	CityID    int64  `json:"city_id"`
+}
+
+// Fixed cities; ids 1000-9999 are generated ("City 1234", slug city-1234,
+// confirmed) so that tests can own a city each.
+var fxCities = []fxCity{
+	{1, "Berlin", "berlin", true},
+	{2, "Bern", "bern", true},
+	{3, "Paris", "paris", true},
+	{4, "Hidden Town", "hidden-town", false},
+	{5, "Bergen", "bergen", true},
+}
+
+func cityByID(id int64) (fxCity, bool) {
+	for _, c := range fxCities {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	if id >= 1000 && id < 10000 {
+		return fxCity{id, "City " + strconv.FormatInt(id, 10), "city-" + strconv.FormatInt(id, 10), true}, true
+	}
+	return fxCity{}, false
+}
+
+// Spaces: 10 pro confirmed, 11 confirmed not pro, 12 unconfirmed; ids
+// 1000-1999 are pro confirmed spaces and 2000-2999 confirmed non-pro ones.
+func spaceByID(id int64) (fxSpace, bool) {
+	switch {
+	case id == 10:
+		return fxSpace{10, "Factory Berlin", "factory-berlin", true, true, 1}, true
+	case id == 11:
+		return fxSpace{11, "Betahaus", "betahaus", true, false, 1}, true
+	case id == 12:
+		return fxSpace{12, "Unconfirmed Hub", "unconfirmed-hub", false, false, 3}, true
+	case id >= 1000 && id < 2000:
+		return fxSpace{id, "Pro Space " + strconv.FormatInt(id, 10), "pro-" + strconv.FormatInt(id, 10), true, true, 1}, true
+	case id >= 2000 && id < 3000:
+		return fxSpace{id, "Space " + strconv.FormatInt(id, 10), "space-" + strconv.FormatInt(id, 10), true, false, 1}, true
+	}
+	return fxSpace{}, false
+}
+
+func startDirectoryFixture() (string, error) {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true, ErrorHandler: web.ErrorHandler(testLog)})
+	internal := app.Group("/internal", codec.Middleware(), identity.RequireKind(identity.KindService))
+	internal.Get("/cities/resolve", func(c *fiber.Ctx) error {
+		idText, name := c.Query("id"), c.Query("name")
+		if (idText == "") == (name == "") {
+			return web.Validation("Validation failed", []string{"give exactly one of id and name"})
+		}
+		if idText != "" {
+			id, err := strconv.ParseInt(idText, 10, 64)
+			if err != nil {
+				return web.Validation("Validation failed", []string{"id must be an integer"})
+			}
+			city, ok := cityByID(id)
+			if !ok {
+				return web.OK(c, 200, fiber.Map{"result": "not_found"})
+			}
+			return web.OK(c, 200, fiber.Map{"result": "resolved", "city": city})
+		}
+		lname := strings.ToLower(name)
+		var prefix []fxCity
+		for _, ct := range fxCities {
+			if !ct.Confirmed {
+				continue
+			}
+			if strings.ToLower(ct.Name) == lname {
+				return web.OK(c, 200, fiber.Map{"result": "resolved", "city": ct})
+			}
+			if strings.HasPrefix(strings.ToLower(ct.Name), lname) {
+				prefix = append(prefix, ct)
+			}
+		}
+		switch len(prefix) {
+		case 0:
+			return web.OK(c, 200, fiber.Map{"result": "not_found"})
+		case 1:
+			return web.OK(c, 200, fiber.Map{"result": "resolved", "city": prefix[0]})
+		}
+		sort.Slice(prefix, func(i, j int) bool { return prefix[i].Name < prefix[j].Name })
+		return web.OK(c, 200, fiber.Map{"result": "ambiguous", "candidates": prefix})
+	})
+	internal.Get("/spaces/:id", func(c *fiber.Ctx) error {
+		id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+		if err != nil {
+			return web.NotFound("Space not found")
+		}
+		sp, ok := spaceByID(id)
+		if !ok {
+			return web.NotFound("Space not found")
+		}
+		return web.OK(c, 200, sp)
+	})
+	internal.Get("/catalog", func(c *fiber.Ctx) error {
+		sp10, _ := spaceByID(10)
+		sp11, _ := spaceByID(11)
+		return web.OK(c, 200, fiber.Map{"cities": fxCities, "spaces": []fxSpace{sp10, sp11}})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go func() { _ = app.Listener(ln) }()
+	return "http://" + ln.Addr().String(), nil
+}
+
+// ---- request helpers ----
+
+type resp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Env    struct {
+		Success bool            `json:"success"`
+		Status  int             `json:"status"`
+		Data    json.RawMessage `json:"data"`
+		Error   *struct {
+			Code    string   `json:"code"`
+			Message string   `json:"message"`
+			Details []string `json:"details"`
+		} `json:"error"`
+	}
+}
+
+func (r resp) data(t *testing.T, dst any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Env.Data, dst); err != nil {
+		t.Fatalf("decode data: %v\n%s", err, r.Body)
+	}
+}
+
+func (r resp) hasDetail(sub string) bool {
+	if r.Env.Error == nil {
+		return false
+	}
+	for _, d := range r.Env.Error.Details {
+		if strings.Contains(d, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// liveKey is a live key of a space with write scope.
+func liveKey(keyID, spaceID int64) identity.Identity {
+	return identity.Identity{Kind: identity.KindLive, KeyID: keyID, SpaceID: spaceID, Scopes: []string{"write"}}
+}
+
+func do(t *testing.T, app *fiber.App, method, path string, body string, id *identity.Identity, headers ...string) resp {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = bytes.NewBufferString(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if id != nil {
+		h, err := codec.Sign(*id, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(identity.Header, h)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := app.Test(req, 30_000)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	var r resp
+	r.Status, r.Header = res.StatusCode, res.Header
+	r.Body, err = io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	if len(r.Body) > 0 {
+		if err := json.Unmarshal(r.Body, &r.Env); err != nil {
+			t.Fatalf("%s %s: body is not the envelope: %v\n%s", method, path, err, r.Body)
+		}
+	}
+	return r
+}
+
+func jsonBody(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// jobBody is a valid create body; change fields per case.
+func jobBody(title string, cityID int64) map[string]any {
+	return map[string]any{
+		"title":       title,
+		"company":     "Acme Coworking",
+		"description": "<p>Run the <strong>community</strong>.</p>",
+		"job_type":    "fulltime",
+		"tags":        "Community, Events",
+		"id_city":     cityID,
+	}
+}
+
+type createResult struct {
+	JobID          int64   `json:"job_id"`
+	PageURL        string  `json:"page_url"`
+	HashIdentifier string  `json:"hash_identifier"`
+	Status         string  `json:"status"`
+	Action         string  `json:"action"`
+	DedupeHash     string  `json:"dedupe_hash"`
+	IsPaid         bool    `json:"is_paid"`
+	City           struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	} `json:"city"`
+	ApplyURL       *string `json:"apply_url"`
+	PlanPrice      int     `json:"plan_price"`
+	ExpirationDays int     `json:"expiration_days"`
+	Message        string  `json:"message"`
+	ViewURL        *string `json:"view_url"`
+	PaymentURL     *string `json:"payment_url"`
+	EditURL        string  `json:"edit_url"`
+	UnpublishURL   string  `json:"unpublish_url"`
+}
+
+func create(t *testing.T, id identity.Identity, body map[string]any) createResult {
+	t.Helper()
+	r := do(t, appFlat, "POST", "/v2/jobs", jsonBody(t, body), &id)
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	var cr createResult
+	r.data(t, &cr)
+	return cr
+}
