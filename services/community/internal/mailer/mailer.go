@@ -1,0 +1,122 @@
+// Package mailer sends mail over SMTP with github.com/wneessen/go-mail.
+package mailer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	mail "github.com/wneessen/go-mail"
+)
+
+// Message is one mail to send.
+type Message struct {
+	To      string
+	Subject string
+	Text    string
+	HTML    string // optional alternative
+	// ListUnsubscribe, when set, adds List-Unsubscribe and the one-click
+	// List-Unsubscribe-Post header (RFC 8058).
+	ListUnsubscribe string
+}
+
+// Sender sends messages.
+type Sender interface {
+	Send(ctx context.Context, m Message) error
+}
+
+// SMTP is a Sender for one SMTP server.
+type SMTP struct {
+	host    string
+	port    int
+	from    string
+	user    string
+	pass    string
+	tls     mail.TLSPolicy
+	timeout time.Duration
+}
+
+// New parses rawURL: smtp://[user:pass@]host:port sends in the clear (a local
+// catcher), smtps://... and smtp+starttls://... require TLS.
+func New(rawURL, from string) (*SMTP, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse SMTP_URL: %w", err)
+	}
+	s := &SMTP{from: from, timeout: 10 * time.Second}
+	defPort := "25"
+	switch u.Scheme {
+	case "smtp":
+		s.tls = mail.NoTLS
+	case "smtp+starttls":
+		s.tls, defPort = mail.TLSMandatory, "587"
+	case "smtps":
+		s.tls, defPort = mail.TLSMandatory, "465"
+	default:
+		return nil, errors.New("SMTP_URL must start with smtp://, smtp+starttls:// or smtps://")
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		host, port = u.Host, defPort
+	}
+	if host == "" {
+		return nil, errors.New("SMTP_URL has no host")
+	}
+	s.host = host
+	if s.port, err = strconv.Atoi(port); err != nil || s.port < 1 || s.port > 65535 {
+		return nil, errors.New("SMTP_URL has an invalid port")
+	}
+	if u.User != nil {
+		s.user = u.User.Username()
+		s.pass, _ = u.User.Password()
+	}
+	if u.Scheme == "smtps" {
+		s.tls = mail.TLSMandatory
+	}
+	msg := mail.NewMsg()
+	if err := msg.From(from); err != nil {
+		return nil, fmt.Errorf("MAIL_FROM: %w", err)
+	}
+	return s, nil
+}
+
+// Send delivers m in its own connection.
+func (s *SMTP) Send(ctx context.Context, m Message) error {
+	msg := mail.NewMsg()
+	if err := msg.From(s.from); err != nil {
+		return fmt.Errorf("from: %w", err)
+	}
+	if err := msg.To(m.To); err != nil {
+		return fmt.Errorf("to: %w", err)
+	}
+	msg.Subject(m.Subject)
+	msg.SetMessageID()
+	msg.SetDate()
+	msg.SetBodyString(mail.TypeTextPlain, m.Text)
+	if m.HTML != "" {
+		msg.AddAlternativeString(mail.TypeTextHTML, m.HTML)
+	}
+	if m.ListUnsubscribe != "" {
+		msg.SetGenHeader(mail.HeaderListUnsubscribe, "<"+m.ListUnsubscribe+">")
+		msg.SetGenHeader(mail.HeaderListUnsubscribePost, "List-Unsubscribe=One-Click")
+	}
+	opts := []mail.Option{mail.WithPort(s.port), mail.WithTimeout(s.timeout), mail.WithTLSPortPolicy(s.tls)}
+	if s.tls == mail.NoTLS {
+		opts = []mail.Option{mail.WithPort(s.port), mail.WithTimeout(s.timeout), mail.WithTLSPolicy(mail.NoTLS)}
+	}
+	if s.user != "" {
+		opts = append(opts, mail.WithSMTPAuth(mail.SMTPAuthAutoDiscover), mail.WithUsername(s.user), mail.WithPassword(s.pass))
+	}
+	client, err := mail.NewClient(s.host, opts...)
+	if err != nil {
+		return fmt.Errorf("smtp client: %w", err)
+	}
+	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
+		return fmt.Errorf("send mail: %w", err)
+	}
+	return nil
+}
