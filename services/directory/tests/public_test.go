@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -312,3 +313,42 @@ func TestPublicAuthAndRouting(t *testing.T) {
 
 // escape is url.QueryEscape, kept short for table rows.
 func escape(s string) string { return url.QueryEscape(s) }
+
+func TestConditionalGet(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"/v2/cities", "/v2/spaces", "/v2/city_spaces"} {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			send := func(inm string) *http.Response {
+				req := httptest.NewRequest(http.MethodGet, path, nil)
+				h, _ := codec.Sign(*liveKey, time.Minute)
+				req.Header.Set(identity.Header, h)
+				if inm != "" {
+					req.Header.Set("If-None-Match", inm)
+				}
+				resp, err := app.Test(req, -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { resp.Body.Close() })
+				return resp
+			}
+			first := send("")
+			etag := first.Header.Get("ETag")
+			if first.StatusCode != 200 || !strings.HasPrefix(etag, `W/"`) {
+				t.Fatalf("status %d, etag %q", first.StatusCode, etag)
+			}
+			if cc := first.Header.Get("Cache-Control"); cc != "private, max-age=60" {
+				t.Fatalf("Cache-Control %q", cc)
+			}
+			second := send(etag)
+			body, _ := io.ReadAll(second.Body)
+			if second.StatusCode != http.StatusNotModified || len(body) != 0 {
+				t.Fatalf("revalidation: status %d, body %q", second.StatusCode, body)
+			}
+			if stale := send(`W/"other"`); stale.StatusCode != 200 {
+				t.Fatalf("stale etag: status %d", stale.StatusCode)
+			}
+		})
+	}
+}

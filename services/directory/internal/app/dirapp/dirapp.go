@@ -60,7 +60,7 @@ func (h handlers) cities(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return web.OK(c, http.StatusOK, mapSlice(cities, toCity))
+	return sendList(c, mapSlice(cities, toCity))
 }
 
 // GET /v2/spaces?q=<city slug>; a space-scoped key sees only its own space.
@@ -78,7 +78,7 @@ func (h handlers) spaces(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return web.OK(c, http.StatusOK, mapSlice(spaces, toSpace))
+	return sendList(c, mapSlice(spaces, toSpace))
 }
 
 // GET /v2/city_spaces: every confirmed space, whatever the key's space.
@@ -87,7 +87,7 @@ func (h handlers) citySpaces(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return web.OK(c, http.StatusOK, mapSlice(rows, toCitySpace))
+	return sendList(c, mapSlice(rows, toCitySpace))
 }
 
 // GET /internal/cities/resolve?id=<int> | ?name=<text>
