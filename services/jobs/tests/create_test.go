@@ -299,3 +299,17 @@ func TestCreateDedupe(t *testing.T) {
 		}
 	})
 }
+
+func TestCreateWritesExpiryIntent(t *testing.T) {
+	t.Parallel()
+	cr := create(t, liveKey(160, 10), jobBody("Outbox Writer", 1))
+	var n int
+	var match bool
+	if err := pool.QueryRow(bgContext, `SELECT count(*), bool_and(o.expires_at = j.expiration_date)
+		FROM expiry_outbox o JOIN jobs j ON j.id = o.job_id WHERE o.job_id = $1`, cr.JobID).Scan(&n, &match); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || !match {
+		t.Fatalf("%d intents, dates match %v", n, match)
+	}
+}

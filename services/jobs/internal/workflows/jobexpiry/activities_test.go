@@ -1,0 +1,208 @@
+package jobexpiry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
+)
+
+var (
+	dbURL string
+	pool  *pgxpool.Pool
+	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Main("jobs_expiry", func() int {
+		ctx := context.Background()
+		var err error
+		pool, err = pg.Open(ctx, dbURL, "jobs", pg.Options{MaxConns: 5})
+		if err == nil {
+			err = pg.Migrate(ctx, pool, "jobs", migrations.FS, quiet)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer pool.Close()
+		return m.Run()
+	}, func(u string) { dbURL = u }))
+}
+
+// insertJob adds a job with a status and an expiration offset from now.
+func insertJob(t *testing.T, status string, expiresIn time.Duration) int64 {
+	t.Helper()
+	var id int64
+	err := pool.QueryRow(context.Background(), `INSERT INTO jobs (hash_identifier, fingerprint, title, company, description,
+		job_type, tags, slug, city_id, city_name, city_slug, inv_email, plan_id, status, expiration_date)
+		VALUES (md5(random()::text), md5(random()::text), 'T', 'C', 'D', 'fulltime', 't', 's', 1, 'Berlin', 'berlin',
+		        'x@example.com', 5, $1, now() + $2::interval) RETURNING id`, status, expiresIn.String()).Scan(&id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func statusOf(t *testing.T, id int64) string {
+	t.Helper()
+	var s string
+	if err := pool.QueryRow(context.Background(), `SELECT status FROM jobs WHERE id = $1`, id).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestExpireJobActivity(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(&Activities{Store: jobdb.New(pool)})
+
+	due := insertJob(t, "active", -time.Minute)
+	notDue := insertJob(t, "active", time.Hour)
+	paused := insertJob(t, "paused", -time.Minute)
+
+	tests := []struct {
+		name        string
+		id          int64
+		wantExpired bool
+		wantStatus  string
+		wantWait    bool
+	}{
+		{"expireDueActive", due, true, "expired", false},
+		{"expireAgainIsNoop", due, false, "expired", false},
+		{"notDueReportsTheDate", notDue, false, "active", true},
+		{"pausedIsLeftAlone", paused, false, "paused", false},
+		{"missingJob", 999999, false, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := env.ExecuteActivity((&Activities{}).ExpireJob, tc.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res ExpireResult
+			if err := v.Get(&res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Expired != tc.wantExpired || res.Status != tc.wantStatus || (res.NotDueUntil != nil) != tc.wantWait {
+				t.Fatalf("%+v", res)
+			}
+		})
+	}
+	if statusOf(t, paused) != "paused" || statusOf(t, notDue) != "active" {
+		t.Fatal("wrong jobs changed")
+	}
+}
+
+func TestSweepOverdueActivity(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(&Activities{Store: jobdb.New(pool)})
+	var overdue []int64
+	for i := 0; i < 5; i++ {
+		overdue = append(overdue, insertJob(t, "active", -time.Duration(i+1)*time.Hour))
+	}
+	future := insertJob(t, "active", 24*time.Hour)
+	draft := insertJob(t, "draft", -time.Hour)
+	v, err := env.ExecuteActivity((&Activities{}).SweepOverdue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	_ = v.Get(&n)
+	if n < 5 {
+		t.Fatalf("swept %d", n)
+	}
+	for _, id := range overdue {
+		if statusOf(t, id) != "expired" {
+			t.Fatalf("job %d not expired", id)
+		}
+	}
+	if statusOf(t, future) != "active" || statusOf(t, draft) != "draft" {
+		t.Fatal("sweep touched a job it must not")
+	}
+}
+
+// flakyStarter stands in for Temporal: down until up is set.
+type flakyStarter struct {
+	mu   sync.Mutex
+	up   bool
+	sent map[int64]time.Time
+}
+
+func (f *flakyStarter) Schedule(_ context.Context, jobID int64, at time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.up {
+		return errors.New("temporal unavailable")
+	}
+	f.sent[jobID] = at
+	return nil
+}
+
+func TestRelayKeepsIntentsWhileTemporalIsDown(t *testing.T) {
+	ctx := context.Background()
+	store := jobdb.New(pool)
+	if _, err := pool.Exec(ctx, `DELETE FROM expiry_outbox`); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Microsecond)
+	for id := int64(1); id <= 3; id++ {
+		if _, err := pool.Exec(ctx, `INSERT INTO expiry_outbox (job_id, expires_at) VALUES ($1, $2)`, id, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := &flakyStarter{sent: map[int64]time.Time{}}
+	relay := &Relay{Outbox: store, Starter: st, Log: quiet, Batch: 10}
+
+	sent, failed, err := relay.RelayOnce(ctx)
+	if err != nil || sent != 0 || failed != 1 {
+		t.Fatalf("down: sent %d failed %d err %v", sent, failed, err)
+	}
+	var left int
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM expiry_outbox`).Scan(&left)
+	if left != 3 {
+		t.Fatalf("%d intents left, want 3", left)
+	}
+
+	st.mu.Lock()
+	st.up = true
+	st.mu.Unlock()
+	// the failed one backs off; make everything due again for the test
+	_, _ = pool.Exec(ctx, `UPDATE expiry_outbox SET next_try_at = now()`)
+	sent, failed, err = relay.RelayOnce(ctx)
+	if err != nil || sent != 3 || failed != 0 {
+		t.Fatalf("up: sent %d failed %d err %v", sent, failed, err)
+	}
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM expiry_outbox`).Scan(&left)
+	if left != 0 || len(st.sent) != 3 || !st.sent[2].Equal(at) {
+		t.Fatalf("left %d sent %v", left, st.sent)
+	}
+}
+
+func TestPurgeIdempotencyKeys(t *testing.T) {
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `INSERT INTO idempotency_keys (key_id, idem_key, request_hash, response_status, response_body, job_id, created_at)
+		VALUES (1, 'old', 'h', 201, '{}', 1, now() - interval '25 hours'), (1, 'new', 'h', 201, '{}', 1, now())`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := jobdb.New(pool).PurgeIdempotencyKeys(ctx, time.Now().Add(-24*time.Hour), 100)
+	if err != nil || n != 1 {
+		t.Fatalf("purged %d err %v", n, err)
+	}
+}
