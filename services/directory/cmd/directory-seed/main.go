@@ -115,7 +115,10 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info("directory seeded", "set", args[0], "seed", opts.Seed, "reset", opts.Reset,
-		"stats", stats.String(), "duration", time.Since(start).String())
+	attrs := []any{"set", args[0], "stats", stats.String(), "duration", time.Since(start).String()}
+	if args[0] == "synthetic" {
+		attrs = append(attrs, "seed", opts.Seed, "reset", opts.Reset)
+	}
+	log.Info("directory seeded", attrs...)
 	return nil
 }
