@@ -318,13 +318,13 @@ func jobBody(title string, cityID int64) map[string]any {
 }
 
 type createResult struct {
-	JobID          int64   `json:"job_id"`
-	PageURL        string  `json:"page_url"`
-	HashIdentifier string  `json:"hash_identifier"`
-	Status         string  `json:"status"`
-	Action         string  `json:"action"`
-	DedupeHash     string  `json:"dedupe_hash"`
-	IsPaid         bool    `json:"is_paid"`
+	JobID          int64  `json:"job_id"`
+	PageURL        string `json:"page_url"`
+	HashIdentifier string `json:"hash_identifier"`
+	Status         string `json:"status"`
+	Action         string `json:"action"`
+	DedupeHash     string `json:"dedupe_hash"`
+	IsPaid         bool   `json:"is_paid"`
 	City           struct {
 		ID   int64  `json:"id"`
 		Name string `json:"name"`
