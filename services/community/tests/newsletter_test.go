@@ -239,3 +239,25 @@ func TestConfirmAndUnsubscribe(t *testing.T) {
 		t.Fatalf("resubscribed row %+v", got)
 	}
 }
+
+func TestSubscribeConcurrentFirstRequestsMakeOneSubscription(t *testing.T) {
+	t.Parallel()
+	const email = "race@example.com"
+	statuses := make(chan int, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			r, _ := subscribe(t, `{"email":"`+email+`","consent":true}`)
+			statuses <- r.Status
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if s := <-statuses; s != http.StatusAccepted {
+			t.Errorf("status %d", s)
+		}
+	}
+	var rows int
+	_ = pool.QueryRow(context.Background(), "SELECT count(*) FROM subscribers WHERE email = $1", email).Scan(&rows)
+	if rows != 1 || outboxRows(t, email, newsletterbus.OutboxRequestMail) != 1 {
+		t.Fatalf("rows %d, outbox %d", rows, outboxRows(t, email, newsletterbus.OutboxRequestMail))
+	}
+}
