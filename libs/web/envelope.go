@@ -11,7 +11,7 @@ import (
 )
 
 // Error codes of the spec's Errors table, plus the few the spec leaves to us
-// (payload_too_large, service_unavailable, timeout), which the OpenAPI document lists.
+// (payload_too_large, unsupported_media_type, service_unavailable, timeout), which the OpenAPI document lists.
 const (
 	CodeBadRequest         = "bad_request"
 	CodeUnauthorized       = "unauthorized"
@@ -20,6 +20,7 @@ const (
 	CodeMethodNotAllowed   = "method_not_allowed"
 	CodeConflict           = "conflict"
 	CodePayloadTooLarge    = "payload_too_large"
+	CodeUnsupportedMedia   = "unsupported_media_type"
 	CodeValidation         = "validation_error"
 	CodeRateLimitExceeded  = "rate_limit_exceeded"
 	CodeServerError        = "server_error"
@@ -92,6 +93,8 @@ func CodeForStatus(status int) string {
 		return CodeConflict
 	case http.StatusRequestEntityTooLarge:
 		return CodePayloadTooLarge
+	case http.StatusUnsupportedMediaType:
+		return CodeUnsupportedMedia
 	case http.StatusUnprocessableEntity:
 		return CodeValidation
 	case http.StatusTooManyRequests:

@@ -70,7 +70,8 @@ var Table = []Route{
 	{Method: "GET", Path: "/v2/vine/events", Backend: BackendCommunity, Scopes: publicRoute, Summary: "Events feed"},
 	{Method: "POST", Path: "/v2/feedback", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Send feedback"},
 	{Method: "POST", Path: "/v2/newsletters/subscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Subscribe to the newsletter"},
-	{Method: "GET", Path: "/v2/newsletters/confirm", Backend: BackendCommunity, Scopes: publicRoute, Summary: "Confirm a subscription"},
+	{Method: "GET", Path: "/v2/newsletters/confirm", Backend: BackendCommunity, Scopes: publicRoute, Summary: "Confirm a subscription (link form)"},
+	{Method: "POST", Path: "/v2/newsletters/confirm", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Confirm a subscription"},
 	{Method: "GET", Path: "/v2/newsletters/unsubscribe", Backend: BackendCommunity, Scopes: publicRoute, Summary: "Unsubscribe (link form)"},
 	{Method: "POST", Path: "/v2/newsletters/unsubscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Unsubscribe"},
 }
