@@ -313,3 +313,18 @@ func TestCreateWritesExpiryIntent(t *testing.T) {
 		t.Fatalf("%d intents, dates match %v", n, match)
 	}
 }
+
+func TestCreate503DirectoryDown(t *testing.T) {
+	t.Parallel()
+	app := newApp(false, "http://127.0.0.1:1") // nothing listens there
+	key := liveKey(170, 10)
+	r := do(t, app, "POST", "/v2/jobs", jsonBody(t, jobBody("Directory Down", 1)), &key)
+	if r.Status != 503 || r.Env.Error.Code != "service_unavailable" {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	var n int
+	_ = pool.QueryRow(bgContext, `SELECT count(*) FROM jobs WHERE title = 'Directory Down'`).Scan(&n)
+	if n != 0 {
+		t.Fatal("a job was stored")
+	}
+}

@@ -76,13 +76,13 @@ func setup() error {
 	if err != nil {
 		return err
 	}
-	appFlat = newApp(false)
-	appPaged = newApp(true)
+	appFlat = newApp(false, dirURL)
+	appPaged = newApp(true, dirURL)
 	return nil
 }
 
-func newApp(paginated bool) *fiber.App {
-	dir := dirclient.New(dirURL, codec, dirclient.Options{Timeout: 2 * time.Second})
+func newApp(paginated bool, directoryURL string) *fiber.App {
+	dir := dirclient.New(directoryURL, codec, dirclient.Options{Timeout: 2 * time.Second})
 	bus := jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv})
 	srv := web.New(web.Config{HTTPAddr: "127.0.0.1:0", BodyLimitBytes: 1 << 20, ReadTimeout: 5 * time.Second,
 		WriteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
