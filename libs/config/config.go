@@ -36,6 +36,9 @@ type Common struct {
 	DatabaseURL    string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/coworkjobs?sslmode=disable"`
 	DBMaxConns     int32  `env:"DB_MAX_CONNS" envDefault:"10"`
 	IdentitySecret string `env:"INTERNAL_IDENTITY_SECRET"`
+	// MigrateOnly makes an API command apply its schema's migrations and exit:
+	// the Helm chart's pre-install/pre-upgrade hook Job runs the images so.
+	MigrateOnly bool `env:"MIGRATE_ONLY"`
 }
 
 // Validate checks the shared part.

@@ -33,6 +33,8 @@ type suite struct {
 	direct  map[string]string // backend base URLs, to prove they refuse direct calls
 	keys    map[string]string // demo keys by kind
 	logDir  string
+	bin     string
+	env     []string
 }
 
 var s suite
@@ -90,6 +92,7 @@ func start() (func(), error) {
 		return stop, err
 	}
 	s.logDir, _ = os.MkdirTemp("", "e2e-logs")
+	s.bin = bin
 	build := exec.Command("go", "build", "-o", bin+"/", "github.com/coworkjobs/coworkjobs/services/...")
 	if out, err := build.CombinedOutput(); err != nil {
 		return stop, fmt.Errorf("build: %v\n%s", err, out)
@@ -111,6 +114,7 @@ func start() (func(), error) {
 		"JOBS_URL="+url("jobs"), "CONTENT_URL="+url("content"), "COMMUNITY_URL="+url("community"),
 		// No Temporal server here: job creation must not depend on it.
 		"TEMPORAL_ADDRESS=127.0.0.1:1", "ADMIN_ADDR=", "LOG_LEVEL=warn", "ACCESS_LOG=false")
+	s.env = env
 	run := func(name string, extra ...string) error {
 		cmd := exec.Command(filepath.Join(bin, name))
 		cmd.Env = append(append([]string{}, env...), extra...)

@@ -76,6 +76,10 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
 		return err
 	}
+	if cfg.MigrateOnly {
+		log.Info("migrations applied; MIGRATE_ONLY is set, exiting")
+		return nil
+	}
 	codec, err := identity.NewCodec(cfg.IdentitySecret)
 	if err != nil {
 		return fmt.Errorf("identity: %w", err)

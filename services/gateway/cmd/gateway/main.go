@@ -101,6 +101,10 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
 		return err
 	}
+	if cfg.MigrateOnly {
+		log.Info("migrations applied; MIGRATE_ONLY is set, exiting")
+		return nil
+	}
 	rdb, err := redisx.Open(cfg.RedisURL)
 	if err != nil {
 		return err
