@@ -21,9 +21,21 @@ deps: ## Make sure local PostgreSQL and Redis are installed and running
 ##@ Build
 
 .PHONY: build
-build: ## Build every command into ./bin
+build: docs ## Build every command into ./bin
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) go install $(MODULE)/services/...
+
+NPM_TOOLS := tools/npm
+REDOC_JS := api/docs/redoc.standalone.js
+
+$(NPM_TOOLS)/node_modules/.package-lock.json: $(NPM_TOOLS)/package.json $(NPM_TOOLS)/package-lock.json
+	npm ci --prefix $(NPM_TOOLS) --no-audit --no-fund --loglevel=error
+
+.PHONY: docs
+docs: $(REDOC_JS) ## Bundle the Redoc renderer (npm) into the gateway's /v2/docs page
+
+$(REDOC_JS): $(NPM_TOOLS)/node_modules/.package-lock.json
+	cp $(NPM_TOOLS)/node_modules/redoc/bundles/redoc.standalone.js $@
 
 .PHONY: tidy
 tidy: ## go mod tidy in every module
@@ -32,21 +44,22 @@ tidy: ## go mod tidy in every module
 ##@ Test
 
 .PHONY: test
-test: ## Every module's tests, against the local PostgreSQL and Redis
-	@bash scripts/deps.sh
+test: docs ## Every module's tests, against the local PostgreSQL and Redis
+	@bash scripts/deps.sh test
 	go test $(GOTEST_FLAGS) $(MODULE)/...
 
 .PHONY: test-race
-test-race: ## The tests with the race detector
-	@bash scripts/deps.sh
+test-race: docs ## The tests with the race detector
+	@bash scripts/deps.sh test
 	go test -race $(GOTEST_FLAGS) $(MODULE)/...
 
 ##@ Lint
 
 .PHONY: lint
-lint: ## gofmt and go vet on every module
+lint: $(NPM_TOOLS)/node_modules/.package-lock.json ## gofmt, go vet on every module, Redocly lint of the OpenAPI document
 	@out=$$(gofmt -l $(MODULE_DIRS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(MODULE)/...
+	cd api && ../$(NPM_TOOLS)/node_modules/.bin/redocly lint --config redocly.yaml openapi.yaml
 
 ##@ Help
 

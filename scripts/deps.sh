@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Ensures the local PostgreSQL and Redis that tests and `make run` use are
-# installed and running. Does nothing when DATABASE_URL / REDIS_URL point
+# installed and running (`deps.sh test` also installs Chromium for the tests). Does nothing when DATABASE_URL / REDIS_URL point
 # elsewhere and answer. Needs root (or sudo) only when it has to install.
 set -euo pipefail
 
@@ -49,5 +49,10 @@ if [ -z "${REDIS_URL:-}" ]; then
     for _ in $(seq 1 30); do redis_up && break; sleep 0.5; done
   fi
   redis_up || { log "redis does not answer on 127.0.0.1:6379"; exit 1; }
+fi
+# The tests also drive the API reference page in headless Chromium.
+if [ "${1:-}" = "test" ] && ! command -v chromium >/dev/null 2>&1; then
+  log "installing chromium (for the reference page test)"
+  apt_install chromium
 fi
 log "postgresql and redis are up"

@@ -56,7 +56,8 @@ export NEWSLETTER_TOKEN_SECRET=${NEWSLETTER_TOKEN_SECRET:-$(head -c 32 /dev/uran
 export PUBLIC_BASE_URL=${PUBLIC_BASE_URL:-http://localhost:8080}
 export DIRECTORY_URL=http://127.0.0.1:8082
 
-say "building the services"
+say "building the services and the API reference page"
+make --no-print-directory docs >/dev/null
 GOBIN="$BIN" go install github.com/coworkjobs/coworkjobs/services/...
 
 if [ -z "${TEMPORAL_ADDRESS:-}" ]; then

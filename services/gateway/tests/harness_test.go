@@ -218,7 +218,7 @@ func startGateway(t *testing.T, o gatewayOpts) *gateway {
 		Log: log, Keys: keys, Codec: codec, Redis: rdb, Backends: backends, Registry: m.Registry,
 		Limiter:             ratelimit.New(rdb, prefix, o.window, log),
 		WriteLimitPerMinute: o.writeLimit, PublicLimitPerMinute: o.publicLimit,
-		PublicBaseURL: "http://gateway.test", Version: "test", OpenAPIYAML: api.OpenAPIYAML,
+		PublicBaseURL: "http://gateway.test", Version: "test", OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
 		AccessLog: true, CORSAllowOrigins: "*",
 	})
 	if err != nil {

@@ -135,7 +135,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 		Log: log, Keys: keys, Codec: codec, Redis: rdb, Backends: backends, Registry: m.Registry,
 		Limiter:             ratelimit.New(rdb, cfg.RedisKeyPrefix, cfg.RateLimitWindow, log),
 		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,
-		PublicBaseURL: cfg.PublicBaseURL, Version: version, OpenAPIYAML: api.OpenAPIYAML,
+		PublicBaseURL: cfg.PublicBaseURL, Version: version, OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
 		AccessLog: cfg.AccessLog, CORSAllowOrigins: cfg.CORSAllowOrigins,
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -40,7 +41,9 @@ type Config struct {
 	PublicBaseURL        string
 	Version              string
 	OpenAPIYAML          []byte
-	AccessLog            bool
+	// Docs holds docs/index.html and docs/redoc.standalone.js (api.Docs).
+	Docs      fs.FS
+	AccessLog bool
 	// CORSAllowOrigins is a comma-separated list, or "*".
 	CORSAllowOrigins string
 }
@@ -55,7 +58,7 @@ type App struct {
 
 // Mount registers the route table on app.
 func Mount(app *fiber.App, cfg Config) (*App, error) {
-	docs, err := loadOpenAPI(cfg.OpenAPIYAML)
+	docs, err := loadOpenAPI(cfg.OpenAPIYAML, cfg.Docs)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +89,8 @@ func Mount(app *fiber.App, cfg Config) (*App, error) {
 		}
 		app.Add(r.Method, r.Path, a.handler(r))
 	}
+	// The renderer script of the reference page: a static asset, not an API route.
+	app.Get("/v2/docs/redoc.standalone.js", docs.serveRenderer)
 	return a, nil
 }
 
@@ -100,6 +105,8 @@ func (a *App) localHandler(path string) fiber.Handler {
 		return a.openapi.serveJSON
 	case "/v2/openapi.yaml":
 		return a.openapi.serveYAML
+	case "/v2/docs":
+		return a.openapi.serveDocs
 	}
 	panic("no local handler for " + path)
 }

@@ -53,6 +53,7 @@ var Table = []Route{
 	{Method: "GET", Path: "/v2/health", Backend: local, Scopes: broadRead, Summary: "Service health"},
 	{Method: "GET", Path: "/v2/openapi.json", Backend: local, Scopes: publicRoute, Summary: "OpenAPI document (JSON)"},
 	{Method: "GET", Path: "/v2/openapi.yaml", Backend: local, Scopes: publicRoute, Summary: "OpenAPI document (YAML)"},
+	{Method: "GET", Path: "/v2/docs", Backend: local, Scopes: publicRoute, Summary: "API reference page"},
 
 	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Summary: "List active jobs"},
 	{Method: "POST", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Create or update a job"},
