@@ -37,7 +37,7 @@ start() { # name, command...
   pids+=($!)
 }
 
-for p in 8080 8081 8082 8083 8084 9080 9081 9082 9083 9084; do
+for p in 8080 8081 8082 8083 8084 9080 9081 9082 9083 9084 9085 9086; do
   port_free "$p" || die "port $p is in use: stop what holds it (another make run?) and retry"
 done
 
@@ -88,10 +88,10 @@ say "starting the services (logs in .run/logs)"
 HTTP_ADDR=127.0.0.1:8082 ADMIN_ADDR=127.0.0.1:9082 start directory "$BIN/directory"
 wait_ready 8082 directory
 HTTP_ADDR=127.0.0.1:8081 ADMIN_ADDR=127.0.0.1:9081 start jobs "$BIN/jobs"
-ADMIN_ADDR= start jobs-worker "$BIN/jobs-worker"
+ADMIN_ADDR=127.0.0.1:9085 start jobs-worker "$BIN/jobs-worker"
 HTTP_ADDR=127.0.0.1:8083 ADMIN_ADDR=127.0.0.1:9083 start content "$BIN/content"
 HTTP_ADDR=127.0.0.1:8084 ADMIN_ADDR=127.0.0.1:9084 start community "$BIN/community"
-ADMIN_ADDR= start community-worker "$BIN/community-worker"
+ADMIN_ADDR=127.0.0.1:9086 start community-worker "$BIN/community-worker"
 HTTP_ADDR=127.0.0.1:8080 ADMIN_ADDR=127.0.0.1:9080 start gateway "$BIN/gateway"
 for s in jobs:8081 content:8083 community:8084 gateway:8080; do wait_ready "${s#*:}" "${s%%:*}"; done
 

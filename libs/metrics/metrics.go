@@ -77,10 +77,11 @@ func (m *Metrics) Middleware() fiber.Handler {
 	}
 }
 
-// ServeAdmin runs /metrics and /debug/pprof on addr until ctx ends. An empty
-// addr disables it.
+// ServeAdmin runs /metrics and /debug/pprof on addr until ctx ends. "off" (or
+// an empty addr) disables it; an empty environment variable falls back to the
+// default port, so "off" is the way to say it.
 func ServeAdmin(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
-	if addr == "" {
+	if addr == "" || addr == "off" {
 		return nil
 	}
 	mux := http.NewServeMux()

@@ -197,7 +197,13 @@ func TestEveryServiceRoutedAndGuarded(t *testing.T) {
 		{"PUT", "/v2/jobs", live, "", 405},
 	} {
 		t.Run(tc.method+tc.path, func(t *testing.T) {
-			r := call(t, tc.method, s.gateway+tc.path, tc.key, tc.body)
+			send := call
+			if tc.want == 404 || tc.want == 405 {
+				send = func(t *testing.T, method, url, key, body string, _ ...string) reply {
+					return callUndocumented(t, method, url, key, body)
+				}
+			}
+			r := send(t, tc.method, s.gateway+tc.path, tc.key, tc.body)
 			if r.status != tc.want {
 				t.Fatalf("%d %s", r.status, r.raw)
 			}

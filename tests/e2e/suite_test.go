@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkjobs/coworkjobs/api/contract"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 )
 
@@ -113,7 +114,7 @@ func start() (func(), error) {
 		"PUBLIC_BASE_URL=http://coworkjobs.test", "DIRECTORY_URL="+url("directory"),
 		"JOBS_URL="+url("jobs"), "CONTENT_URL="+url("content"), "COMMUNITY_URL="+url("community"),
 		// No Temporal server here: job creation must not depend on it.
-		"TEMPORAL_ADDRESS=127.0.0.1:1", "ADMIN_ADDR=", "LOG_LEVEL=warn", "ACCESS_LOG=false")
+		"TEMPORAL_ADDRESS=127.0.0.1:1", "ADMIN_ADDR=off", "LOG_LEVEL=warn", "ACCESS_LOG=false")
 	s.env = env
 	run := func(name string, extra ...string) error {
 		cmd := exec.Command(filepath.Join(bin, name))
@@ -228,8 +229,31 @@ func (r reply) into(t *testing.T, v any) {
 
 var httpClient = &http.Client{Timeout: 15 * time.Second}
 
-// call sends a request; key "" sends none.
+var checker = mustChecker()
+
+func mustChecker() *contract.Checker {
+	c, err := contract.New()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// call sends a request (key "" sends none) and checks the answer against the
+// OpenAPI document.
 func call(t *testing.T, method, url, key, body string, hdr ...string) reply {
+	t.Helper()
+	return send(t, true, method, url, key, body, hdr...)
+}
+
+// callUndocumented is call for a route the document cannot describe (an
+// unknown path, a wrong method): only the envelope is checked.
+func callUndocumented(t *testing.T, method, url, key, body string) reply {
+	t.Helper()
+	return send(t, false, method, url, key, body)
+}
+
+func send(t *testing.T, check bool, method, url, key, body string, hdr ...string) reply {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -257,6 +281,12 @@ func call(t *testing.T, method, url, key, body string, hdr ...string) reply {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	r := reply{status: resp.StatusCode, header: resp.Header, raw: raw}
+	// Every answer must be what the OpenAPI document promises.
+	if check && strings.HasPrefix(url, s.gateway) {
+		if err := checker.Check(req, resp.StatusCode, resp.Header, raw); err != nil {
+			t.Errorf("contract: %v", err)
+		}
+	}
 	if resp.StatusCode != http.StatusNotModified {
 		if err := json.Unmarshal(raw, &r.env); err != nil {
 			t.Fatalf("%s %s: not an envelope (%d): %.300s", method, url, resp.StatusCode, raw)

@@ -66,7 +66,7 @@ func startProcess(t *testing.T, backend, prefix string) *process {
 	cmd := exec.Command(gatewayBinary(t))
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+dbURL, "REDIS_URL="+redisURL, "REDIS_KEY_PREFIX="+prefix,
-		"INTERNAL_IDENTITY_SECRET="+secret, "HTTP_ADDR=127.0.0.1:"+port, "ADMIN_ADDR=",
+		"INTERNAL_IDENTITY_SECRET="+secret, "HTTP_ADDR=127.0.0.1:"+port, "ADMIN_ADDR=off",
 		"JOBS_URL="+backend, "DIRECTORY_URL="+backend, "CONTENT_URL="+backend, "COMMUNITY_URL="+backend,
 		"LOG_LEVEL=warn", "ACCESS_LOG=false", "SHUTDOWN_TIMEOUT=5s")
 	if err := cmd.Start(); err != nil {
