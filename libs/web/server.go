@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/coworkjobs/coworkjobs/libs/logx"
 )
 
 // Config is the HTTP part of every service's configuration; services embed it.
@@ -76,7 +78,15 @@ const HeaderRequestID = "X-Request-ID"
 
 // New builds the app: envelope error handler, recover, request id, a deadline
 // on every request's context, and /livez + /readyz.
-func New(cfg Config, log *slog.Logger, name string) *Server {
+//
+// Every request also gets an OpenTelemetry server span (see PublicEndpoint
+// for the public edge), and its context carries the request id, so the logx
+// handler adds request_id, trace_id and span_id to every line logged with it.
+func New(cfg Config, log *slog.Logger, name string, opts ...Option) *Server {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	s := &Server{cfg: cfg, log: log, checks: map[string]Check{}}
 	s.App = fiber.New(fiber.Config{
 		AppName:               name,
@@ -95,7 +105,7 @@ func New(cfg Config, log *slog.Logger, name string) *Server {
 		EnableTrustedProxyCheck: cfg.ProxyHeader != "",
 		TrustedProxies:          cfg.TrustedProxies,
 	})
-	s.App.Use(s.recover, requestID, deadline(cfg.RequestTimeout))
+	s.App.Use(tracing(o), s.recover, requestID, deadline(cfg.RequestTimeout))
 	s.App.Get("/livez", func(c *fiber.Ctx) error {
 		return OK(c, http.StatusOK, fiber.Map{"status": "ok"})
 	})
@@ -162,6 +172,7 @@ func requestID(c *fiber.Ctx) error {
 	}
 	c.Locals(HeaderRequestID, id)
 	c.Set(HeaderRequestID, id)
+	c.SetUserContext(logx.WithRequestID(c.UserContext(), id))
 	return c.Next()
 }
 

@@ -19,7 +19,10 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
+	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/telemetry"
+	"github.com/coworkjobs/coworkjobs/libs/temporalx"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus/stores/newsletterdb"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/mailer"
@@ -43,6 +46,8 @@ type workerConfig struct {
 	SMTPURL           string        `env:"SMTP_URL" envDefault:"smtp://127.0.0.1:1025"`
 	MailFrom          string        `env:"MAIL_FROM" envDefault:"coworkjobs <newsletter@coworkjobs.example>"`
 	OutboxInterval    time.Duration `env:"OUTBOX_POLL_INTERVAL" envDefault:"1s"`
+	// AdminAddr serves /metrics and pprof; empty disables.
+	AdminAddr string `env:"ADMIN_ADDR" envDefault:":9090"`
 }
 
 func (c workerConfig) Validate() error {
@@ -84,7 +89,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns})
+	shutdownTracing, err := telemetry.Setup(ctx, "community-worker", "", log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = shutdownTracing(context.Background()) }()
+
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns, Tracer: telemetry.PgxTracer()})
 	if err != nil {
 		return err
 	}
@@ -100,8 +111,17 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	m := metrics.New()
+	m.Registry.MustRegister(pg.NewPoolCollector(pool))
+	interceptors, err := temporalx.Interceptors(m.Registry)
+	if err != nil {
+		return fmt.Errorf("temporal interceptors: %w", err)
+	}
 	tc, err := client.DialContext(ctx, client.Options{
 		HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log,
+		// Tracing (trace context into workflows and activities) and outcome
+		// counters; both apply to the worker built on this client too.
+		Interceptors: interceptors,
 	})
 	if err != nil {
 		return fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
@@ -110,7 +130,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 	store := newsletterdb.New(pool)
 	nl := newsletterbus.New(store, signer, newsletterbus.Config{ConsentVersion: cfg.ConsentVersion, ResendInterval: cfg.ResendInterval})
-	acts := &optin.Activities{Newsletter: nl, Mail: sender, PublicBaseURL: cfg.PublicBaseURL}
+	acts := &optin.Activities{Newsletter: nl, Mail: sender, PublicBaseURL: cfg.PublicBaseURL,
+		Metrics: optin.NewMetrics(m.Registry)}
 	relay := &optin.Relay{Outbox: store, Temporal: tc, ConfirmWindow: cfg.ConfirmWindow, Log: log}
 
 	log.Info("community worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace,
@@ -118,6 +139,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return optin.RunWorker(ctx, tc, acts) })
 	g.Go(func() error { return relay.Run(ctx, cfg.OutboxInterval) })
+	g.Go(func() error { return metrics.ServeAdmin(ctx, cfg.AdminAddr, m.Registry, log) })
 	return g.Wait()
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/app/blogapp"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/business/postbus"
@@ -62,7 +63,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns})
+	shutdownTracing, err := telemetry.Setup(ctx, schema, "", log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = shutdownTracing(context.Background()) }()
+
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns, Tracer: telemetry.PgxTracer()})
 	if err != nil {
 		return err
 	}
@@ -82,6 +89,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	bus := postbus.NewBusiness(postdb.New(pool), nil)
 
 	m := metrics.New()
+	m.Registry.MustRegister(pg.NewPoolCollector(pool))
 	srv := web.New(cfg.Web, log, schema)
 	srv.AddCheck("postgres", pg.Check(pool))
 	srv.App.Use(m.Middleware())

@@ -19,6 +19,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
+	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
@@ -93,7 +94,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns})
+	shutdownTracing, err := telemetry.Setup(ctx, schema, version, log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = shutdownTracing(context.Background()) }()
+
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns, Tracer: telemetry.PgxTracer()})
 	if err != nil {
 		return err
 	}
@@ -110,6 +117,9 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	defer rdb.Close()
+	if err := telemetry.InstrumentRedis(rdb); err != nil {
+		return fmt.Errorf("redis tracing: %w", err)
+	}
 	codec, err := identity.NewCodec(cfg.IdentitySecret)
 	if err != nil {
 		return fmt.Errorf("identity: %w", err)
@@ -128,7 +138,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 	keys := keybus.NewBusiness(keydb.New(pool), log, cfg.KeyCacheTTL)
 	m := metrics.New()
-	srv := web.New(cfg.Web, log, schema)
+	m.Registry.MustRegister(pg.NewPoolCollector(pool))
+	srv := web.New(cfg.Web, log, schema, web.PublicEndpoint())
 	srv.AddCheck("postgres", pg.Check(pool))
 	srv.App.Use(m.Middleware())
 	gw, err := gatewayapp.Mount(srv.App, gatewayapp.Config{

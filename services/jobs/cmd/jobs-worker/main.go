@@ -19,7 +19,10 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
+	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/telemetry"
+	"github.com/coworkjobs/coworkjobs/libs/temporalx"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobexpiry"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
@@ -36,6 +39,8 @@ type workerConfig struct {
 	TemporalNamespace string        `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
 	SweepInterval     time.Duration `env:"JOBS_SWEEP_INTERVAL" envDefault:"5m"`
 	RelayInterval     time.Duration `env:"JOBS_RELAY_INTERVAL" envDefault:"1s"`
+	// AdminAddr serves /metrics and pprof; empty disables.
+	AdminAddr string `env:"ADMIN_ADDR" envDefault:":9090"`
 }
 
 func (c workerConfig) Validate() error {
@@ -71,7 +76,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns})
+	shutdownTracing, err := telemetry.Setup(ctx, "jobs-worker", "", log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = shutdownTracing(context.Background()) }()
+
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns, Tracer: telemetry.PgxTracer()})
 	if err != nil {
 		return err
 	}
@@ -80,6 +91,12 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	store := jobdb.New(pool)
+	m := metrics.New()
+	m.Registry.MustRegister(pg.NewPoolCollector(pool))
+	interceptors, err := temporalx.Interceptors(m.Registry)
+	if err != nil {
+		return fmt.Errorf("temporal interceptors: %w", err)
+	}
 
 	// The client connects lazily, so the worker starts (and the relay keeps
 	// the outbox) while Temporal is still coming up.
@@ -87,6 +104,9 @@ func run(ctx context.Context, log *slog.Logger) error {
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.TemporalNamespace,
 		Logger:    tlog.NewStructuredLogger(log),
+		// Tracing (trace context into workflows and activities) and outcome
+		// counters; both apply to the worker built on this client too.
+		Interceptors: interceptors,
 	})
 	if err != nil {
 		return fmt.Errorf("temporal client: %w", err)
@@ -95,8 +115,9 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return jobexpiry.RunWorker(ctx, tc, &jobexpiry.Activities{Store: store}, log)
+		return jobexpiry.RunWorker(ctx, tc, &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry)}, log)
 	})
+	g.Go(func() error { return metrics.ServeAdmin(ctx, cfg.AdminAddr, m.Registry, log) })
 	g.Go(func() error {
 		relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc}, Log: log, Interval: cfg.RelayInterval}
 		return relay.Run(ctx)

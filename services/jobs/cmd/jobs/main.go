@@ -20,6 +20,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -76,7 +77,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns})
+	shutdownTracing, err := telemetry.Setup(ctx, schema, "", log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = shutdownTracing(context.Background()) }()
+
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns, Tracer: telemetry.PgxTracer()})
 	if err != nil {
 		return err
 	}
@@ -96,11 +103,12 @@ func run(ctx context.Context, log *slog.Logger) error {
 	bus := jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
 
 	m := metrics.New()
+	m.Registry.MustRegister(pg.NewPoolCollector(pool))
 	srv := web.New(cfg.Web, log, schema)
 	srv.AddCheck("postgres", pg.Check(pool))
 	srv.App.Use(m.Middleware())
 	jobapp.Routes(srv.App, jobapp.Config{Log: log, Bus: bus, Codec: codec,
-		PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout})
+		PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: m.Registry})
 	srv.Fallback()
 
 	go func() {

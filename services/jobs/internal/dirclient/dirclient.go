@@ -16,7 +16,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
@@ -52,9 +55,15 @@ func New(baseURL string, codec *identity.Codec, opt Options) *Client {
 		opt.Timeout = 2 * time.Second
 	}
 	return &Client{
-		base:   strings.TrimRight(baseURL, "/"),
-		codec:  codec,
-		http:   &http.Client{Timeout: opt.Timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}},
+		base:  strings.TrimRight(baseURL, "/"),
+		codec: codec,
+		http: &http.Client{Timeout: opt.Timeout, Transport: otelhttp.NewTransport(
+			&http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second},
+			// A client span per call whose context reaches the directory as
+			// W3C traceparent; named by the internal route, not the raw URL.
+			otelhttp.WithPropagators(telemetry.Propagator),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }),
+		)},
 		ttl:    opt.CacheTTL,
 		cities: map[int64]cached[jobbus.City]{},
 		spaces: map[int64]cached[jobbus.Space]{},

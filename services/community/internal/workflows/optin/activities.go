@@ -17,6 +17,8 @@ type Activities struct {
 	Newsletter    *newsletterbus.Business
 	Mail          mailer.Sender
 	PublicBaseURL string
+	// Metrics counts confirmations and timeouts (nil: not counted).
+	Metrics *Metrics
 }
 
 // SendInput asks for a confirmation mail.
@@ -99,7 +101,11 @@ coworkjobs
 // MarkSubscribed confirms a pending subscriber; it reports whether the
 // subscriber is subscribed now.
 func (a *Activities) MarkSubscribed(ctx context.Context, id int64) (bool, error) {
-	return a.Newsletter.MarkSubscribed(ctx, id)
+	ok, err := a.Newsletter.MarkSubscribed(ctx, id)
+	if ok && err == nil {
+		a.Metrics.inc("confirmed")
+	}
+	return ok, err
 }
 
 // SendWelcome mails a subscribed address its welcome with the unsubscribe link.
@@ -134,6 +140,7 @@ func (a *Activities) ExpirePending(ctx context.Context, in ExpireInput) (ExpireR
 		return ExpireResult{}, err
 	}
 	if deleted {
+		a.Metrics.inc("timed_out")
 		return ExpireResult{Deleted: true}, nil
 	}
 	s, err := a.Newsletter.Get(ctx, in.SubscriberID)

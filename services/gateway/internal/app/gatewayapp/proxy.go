@@ -10,8 +10,14 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 )
 
@@ -57,7 +63,10 @@ func NewBackend(name, rawURL string, timeout time.Duration, maxConns int) (*Back
 // forge the identity or forwarding headers.
 var stripped = []string{"X-API-Key", fiber.HeaderAuthorization, identity.Header, fiber.HeaderXForwardedFor,
 	"X-Forwarded-Host", fiber.HeaderXForwardedProto, fiber.HeaderConnection, "Keep-Alive", "Proxy-Authorization",
-	"Te", "Trailer", "Upgrade", fiber.HeaderCookie}
+	"Te", "Trailer", "Upgrade", fiber.HeaderCookie,
+	// A client's trace context and baggage stop here: the gateway's own span
+	// is the parent the backend sees (injected below).
+	"Traceparent", "Tracestate", "Baggage"}
 
 // forward sends the request to backend with id signed, and copies the answer.
 func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
@@ -85,10 +94,26 @@ func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
 	req.Header.Set(fiber.HeaderXForwardedFor, id.ClientIP)
 	req.Header.Set(fiber.HeaderXForwardedProto, c.Protocol())
 
+	// A client span per hop, named by the route template (never the raw path
+	// or query, which may have carried an api_key); its context travels to the
+	// backend as W3C traceparent.
+	route := web.RouteTemplate(c)
+	ctx, span := otel.Tracer(web.TracerName).Start(c.UserContext(), c.Method()+" "+route,
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(c.Method()), semconv.HTTPRoute(route),
+			semconv.ServerAddress(b.host), attribute.String("coworkjobs.backend", b.Name)))
+	defer span.End()
+	telemetry.InjectFastHTTP(ctx, &req.Header)
+
 	resp := c.Response()
 	if err := b.client.DoTimeout(req, resp, b.timeout); err != nil {
 		resp.Reset()
+		span.SetStatus(codes.Error, err.Error())
 		return upstreamError(b.Name, err)
+	}
+	span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode()))
+	if resp.StatusCode() >= 500 {
+		span.SetStatus(codes.Error, "")
 	}
 	resp.Header.Del(fiber.HeaderConnection)
 	resp.Header.Del("Keep-Alive")

@@ -43,9 +43,10 @@ const (
 var slugRE = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
 
 type handlers struct {
-	cfg Config
-	bus *jobbus.Business
-	log *slog.Logger
+	cfg    Config
+	bus    *jobbus.Business
+	log    *slog.Logger
+	writes writes
 }
 
 func caller(c *fiber.Ctx) jobbus.Caller {
@@ -268,12 +269,15 @@ func (h *handlers) create(c *fiber.Ctx) error {
 		body = b
 		return http.StatusCreated, b, err
 	}
-	_, stored, err := h.bus.Create(c.UserContext(), caller(c), req.toInput(), idem, render)
+	res, stored, err := h.bus.Create(c.UserContext(), caller(c), req.toInput(), idem, render)
 	if err != nil {
 		return toWebError(err)
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	if stored != nil {
+	if stored == nil {
+		h.writes.inc(res.Action)
+	} else {
+		h.writes.inc("replayed")
 		c.Set(HeaderReplayed, "true")
 		return c.Status(stored.Status).Send(stored.Body)
 	}
@@ -298,6 +302,7 @@ func (h *handlers) unpublish(c *fiber.Ctx) error {
 	if err != nil {
 		return toWebError(err)
 	}
+	h.writes.inc(res.Action)
 	return web.OK(c, http.StatusOK, unpublishDTO{JobID: res.JobID, Status: res.Status, Action: res.Action})
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -21,6 +22,8 @@ type Config struct {
 	PaginationEnabled bool
 	// StreamTimeout bounds a streamed (unpaginated) listing; default 60s.
 	StreamTimeout time.Duration
+	// Registry receives the job write counters (nil: not exported).
+	Registry prometheus.Registerer
 }
 
 // Routes mounts the public routes under /v2 behind the identity check.
@@ -28,7 +31,7 @@ func Routes(app *fiber.App, cfg Config) {
 	if cfg.StreamTimeout <= 0 {
 		cfg.StreamTimeout = 60 * time.Second
 	}
-	h := &handlers{cfg: cfg, bus: cfg.Bus, log: cfg.Log}
+	h := &handlers{cfg: cfg, bus: cfg.Bus, log: cfg.Log, writes: newWrites(cfg.Registry)}
 	v2 := app.Group("/v2", cfg.Codec.Middleware())
 	readers := identity.RequireKind(identity.KindLive, identity.KindRestricted)
 	writers := identity.RequireKind(identity.KindLive)

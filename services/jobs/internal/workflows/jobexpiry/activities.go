@@ -14,6 +14,8 @@ type Store interface {
 // Activities hold the dependencies of the expiry activities.
 type Activities struct {
 	Store Store
+	// Metrics counts expired jobs (nil: not counted).
+	Metrics *Metrics
 }
 
 // ExpireJob expires the job when it is active and due; otherwise it reports
@@ -22,6 +24,9 @@ func (a *Activities) ExpireJob(ctx context.Context, jobID int64) (ExpireResult, 
 	expired, status, expiresAt, found, err := a.Store.ExpireIfDue(ctx, jobID)
 	if err != nil {
 		return ExpireResult{}, err
+	}
+	if expired {
+		a.Metrics.add("timer", 1)
 	}
 	res := ExpireResult{Expired: expired, Status: status}
 	if found && !expired && status == "active" {
@@ -36,6 +41,7 @@ func (a *Activities) SweepOverdue(ctx context.Context) (int, error) {
 	for {
 		n, err := a.Store.ExpireOverdue(ctx, sweepBatch)
 		total += n
+		a.Metrics.add("sweep", n)
 		if err != nil || n < sweepBatch {
 			return total, err
 		}
