@@ -61,6 +61,8 @@ var kinds = map[string]func() any{
 	"batch/v1/Job":                                    func() any { return &batchv1.Job{} },
 	"rbac.authorization.k8s.io/v1/ClusterRole":        func() any { return &rbacv1.ClusterRole{} },
 	"rbac.authorization.k8s.io/v1/ClusterRoleBinding": func() any { return &rbacv1.ClusterRoleBinding{} },
+	"rbac.authorization.k8s.io/v1/Role":               func() any { return &rbacv1.Role{} },
+	"rbac.authorization.k8s.io/v1/RoleBinding":        func() any { return &rbacv1.RoleBinding{} },
 	"monitoring.coreos.com/v1/ServiceMonitor":         func() any { return &monitoringv1.ServiceMonitor{} },
 	"monitoring.coreos.com/v1/PrometheusRule":         func() any { return &monitoringv1.PrometheusRule{} },
 }
