@@ -12,6 +12,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // call is one Tilt builtin call the Tiltfile made.
@@ -209,8 +210,19 @@ func TestTiltfile(t *testing.T) {
 			}
 		}
 	}
+	devChart := render(t, filepath.Join(root, "tilt", "values-dev.yaml")).objs
+	chartConfigMaps := map[string]bool{}
+	for _, c := range find[*corev1.ConfigMap](devChart) {
+		chartConfigMaps[c.Name] = true
+	}
 	for _, d := range find[*appsv1.Deployment](build(t, filepath.Join(root, "k8s", "overlays", "dev"))) {
 		workloads[d.Name] = true
+		// An optional ConfigMap volume in k8s/ is the chart's (Grafana's dashboards).
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.ConfigMap != nil && v.ConfigMap.Optional != nil && *v.ConfigMap.Optional && !chartConfigMaps[v.ConfigMap.Name] {
+				t.Errorf("%s mounts ConfigMap %s, which the dev chart does not render", d.Name, v.ConfigMap.Name)
+			}
+		}
 	}
 	for w := range workloads {
 		if _, ok := resources[w]; !ok {
