@@ -1,0 +1,530 @@
+// Package observability runs the gateway, jobs and directory as real
+// processes exporting their traces over OTLP/HTTP to a receiver inside the
+// test (the way a collector would get them), and checks the promises of the
+// observability issue on what the processes really emit: one request is one
+// trace across the services with their database calls, API keys appear in no
+// span and no log line, every log line of a request carries its trace and
+// span ids, and every /metrics output is promlint clean with bounded labels.
+package observability
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+)
+
+// span is one received span with its service.
+type span struct {
+	Service, Name, TraceID, SpanID, ParentID string
+	Kind                                     tracepb.Span_SpanKind
+	Attrs                                    map[string]string
+	Raw                                      string // every string the span carries, for leak checks
+}
+
+// receiver is an OTLP/HTTP trace endpoint.
+type receiver struct {
+	mu    sync.Mutex
+	spans []span
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	var body io.Reader = req.Body
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(req.Body)
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		body = zr
+	}
+	b, _ := io.ReadAll(body)
+	var msg coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(b, &msg); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	r.mu.Lock()
+	for _, rs := range msg.GetResourceSpans() {
+		service := ""
+		for _, a := range rs.GetResource().GetAttributes() {
+			if a.GetKey() == "service.name" {
+				service = a.GetValue().GetStringValue()
+			}
+		}
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				sp := span{Service: service, Name: s.GetName(), Kind: s.GetKind(), Attrs: map[string]string{},
+					TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()),
+					ParentID: hex.EncodeToString(s.GetParentSpanId())}
+				raw := []string{s.GetName(), s.GetStatus().GetMessage()}
+				for _, a := range s.GetAttributes() {
+					v := a.GetValue().GetStringValue()
+					if v == "" {
+						v = strconv.FormatInt(a.GetValue().GetIntValue(), 10)
+					}
+					sp.Attrs[a.GetKey()] = v
+					raw = append(raw, a.GetKey()+"="+v)
+				}
+				for _, e := range s.GetEvents() {
+					raw = append(raw, e.GetName())
+					for _, a := range e.GetAttributes() {
+						raw = append(raw, a.GetValue().GetStringValue())
+					}
+				}
+				sp.Raw = strings.Join(raw, "\n")
+				r.spans = append(r.spans, sp)
+			}
+		}
+	}
+	r.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	_, _ = w.Write(out)
+}
+
+func (r *receiver) all() []span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]span(nil), r.spans...)
+}
+
+var (
+	dbURL  string
+	otlp   = &receiver{}
+	logDir string
+	urls   = map[string]string{} // API base URLs
+	admins = map[string]string{} // admin base URLs
+	keys   = map[string]string{}
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(0)
+	}
+	os.Exit(pgtest.Main("observability", func() int {
+		stop, err := start()
+		defer stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "observability: start:", err)
+			dumpLogs()
+			return 1
+		}
+		code := m.Run()
+		if code != 0 {
+			dumpLogs()
+		}
+		return code
+	}, func(u string) { dbURL = u }))
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func start() (func(), error) {
+	var procs []*exec.Cmd
+	collector := httptest.NewServer(otlp)
+	stop := func() {
+		for _, p := range procs {
+			_ = p.Process.Signal(os.Interrupt)
+		}
+		for _, p := range procs {
+			done := make(chan struct{})
+			go func() { _ = p.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = p.Process.Kill()
+			}
+		}
+		collector.Close()
+	}
+	bin, err := os.MkdirTemp("", "obs-bin")
+	if err != nil {
+		return stop, err
+	}
+	logDir, _ = os.MkdirTemp("", "obs-logs")
+	args := []string{"build", "-o", bin + "/"}
+	for _, c := range []string{"gateway/cmd/gateway", "gateway/cmd/gateway-keys", "jobs/cmd/jobs", "directory/cmd/directory", "directory/cmd/directory-seed"} {
+		args = append(args, "github.com/coworkjobs/coworkjobs/services/"+c)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return stop, fmt.Errorf("build: %v\n%s", err, out)
+	}
+	for _, name := range []string{"gateway", "jobs", "directory"} {
+		a, err := freeAddr()
+		if err != nil {
+			return stop, err
+		}
+		urls[name] = "http://" + a
+		if a, err = freeAddr(); err != nil {
+			return stop, err
+		}
+		admins[name] = "http://" + a
+	}
+	env := append(os.Environ(),
+		"DATABASE_URL="+dbURL, "INTERNAL_IDENTITY_SECRET="+randomHex(24),
+		"REDIS_URL="+envOr("TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "REDIS_KEY_PREFIX=obs:"+randomHex(4)+":",
+		"PUBLIC_BASE_URL=http://coworkjobs.test", "DIRECTORY_URL="+urls["directory"], "JOBS_URL="+urls["jobs"],
+		// Content and community are not needed here; nothing listens there.
+		"CONTENT_URL=http://127.0.0.1:1", "COMMUNITY_URL=http://127.0.0.1:1",
+		"LOG_LEVEL=info", "ACCESS_LOG=true",
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=", "OTEL_TRACES_SAMPLER=", "OTEL_SDK_DISABLED=")
+	for _, name := range []string{"directory", "jobs", "gateway"} {
+		cmd := exec.Command(filepath.Join(bin, name))
+		cmd.Env = append(append([]string{}, env...), "HTTP_ADDR="+strings.TrimPrefix(urls[name], "http://"),
+			"ADMIN_ADDR="+strings.TrimPrefix(admins[name], "http://"))
+		f, err := os.Create(filepath.Join(logDir, name+".log"))
+		if err != nil {
+			return stop, err
+		}
+		cmd.Stdout, cmd.Stderr = f, f
+		if err := cmd.Start(); err != nil {
+			return stop, err
+		}
+		procs = append(procs, cmd)
+		if err := waitReady(urls[name]); err != nil {
+			return stop, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	seed := exec.Command(filepath.Join(bin, "directory-seed"), "demo")
+	seed.Env = env
+	if out, err := seed.CombinedOutput(); err != nil {
+		return stop, fmt.Errorf("directory-seed: %v\n%s", err, out)
+	}
+	kc := exec.Command(filepath.Join(bin, "gateway-keys"), "demo")
+	kc.Env = env
+	out, err := kc.Output()
+	if err != nil {
+		return stop, fmt.Errorf("gateway-keys demo: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) > 1 {
+			keys[strings.Join(f[:len(f)-1], " ")] = f[len(f)-1]
+		}
+	}
+	if keys["trusted importer"] == "" {
+		return stop, fmt.Errorf("no trusted importer key in %q", out)
+	}
+	return stop, nil
+}
+
+func waitReady(base string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready at %s", base)
+}
+
+func dumpLogs() {
+	entries, _ := os.ReadDir(logDir)
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(logDir, e.Name()))
+		if len(b) > 4000 {
+			b = b[len(b)-4000:]
+		}
+		fmt.Fprintf(os.Stderr, "----- %s -----\n%s\n", e.Name(), b)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func send(t *testing.T, method, url, body string, hdr map[string]string) *http.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// traceOf waits for the gateway's server span of request rid and returns
+// every span of its trace once the expected services have reported.
+func traceOf(t *testing.T, rid string, want func([]span) bool) (string, []span) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	var tid string
+	var got []span
+	for time.Now().Before(deadline) {
+		got = got[:0]
+		all := otlp.all()
+		for _, s := range all {
+			if s.Service == "gateway" && s.Kind == tracepb.Span_SPAN_KIND_SERVER && s.Attrs["coworkjobs.request_id"] == rid {
+				tid = s.TraceID
+			}
+		}
+		if tid != "" {
+			for _, s := range all {
+				if s.TraceID == tid {
+					got = append(got, s)
+				}
+			}
+			if want(got) {
+				return tid, got
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, s := range got {
+		t.Logf("%s %s %s parent=%s %v", s.Service, s.Name, s.SpanID, s.ParentID, s.Attrs)
+	}
+	t.Fatalf("trace of request %s (trace %q) incomplete", rid, tid)
+	return "", nil
+}
+
+func isDB(s span) bool {
+	return s.Attrs["db.system.name"] == "postgresql" || s.Attrs["db.system"] == "postgresql"
+}
+
+// One job creation through the gateway is one trace: the gateway's server
+// span, its database lookup of the key, its Redis rate-limit call and its
+// proxy span; the jobs service's server span as a child of the proxy span,
+// with its queries; and the directory's server span (the city look-up the
+// jobs service makes) with its queries.
+func TestOneRequestIsOneTraceAcrossServicesAndDatabases(t *testing.T) {
+	body := fmt.Sprintf(`{"title":"Trace %s","company":"Tejo","description":"Front desk","job_type":"parttime","tags":"host","city_name":"Lisbon"}`, randomHex(4))
+	resp := send(t, "POST", urls["gateway"]+"/v2/jobs", body, map[string]string{"X-API-Key": keys["trusted importer"]})
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	rid := resp.Header.Get("X-Request-ID")
+	has := func(spans []span, service string, pred func(span) bool) *span {
+		for i, s := range spans {
+			if s.Service == service && pred(s) {
+				return &spans[i]
+			}
+		}
+		return nil
+	}
+	named := func(name string, kind tracepb.Span_SpanKind) func(span) bool {
+		return func(s span) bool { return s.Name == name && s.Kind == kind }
+	}
+	_, spans := traceOf(t, rid, func(spans []span) bool {
+		return has(spans, "jobs", named("POST /v2/jobs", tracepb.Span_SPAN_KIND_SERVER)) != nil &&
+			has(spans, "directory", func(s span) bool { return s.Kind == tracepb.Span_SPAN_KIND_SERVER }) != nil &&
+			has(spans, "jobs", isDB) != nil && has(spans, "directory", isDB) != nil && has(spans, "gateway", isDB) != nil
+	})
+	gwServer := has(spans, "gateway", named("POST /v2/jobs", tracepb.Span_SPAN_KIND_SERVER))
+	proxy := has(spans, "gateway", named("POST /v2/jobs", tracepb.Span_SPAN_KIND_CLIENT))
+	jobsServer := has(spans, "jobs", named("POST /v2/jobs", tracepb.Span_SPAN_KIND_SERVER))
+	dirClient := has(spans, "jobs", func(s span) bool {
+		return s.Kind == tracepb.Span_SPAN_KIND_CLIENT && strings.Contains(s.Name, "/internal/")
+	})
+	dirServer := has(spans, "directory", func(s span) bool { return s.Kind == tracepb.Span_SPAN_KIND_SERVER })
+	redis := has(spans, "gateway", func(s span) bool { return s.Attrs["db.system"] == "redis" || s.Attrs["db.system.name"] == "redis" })
+	for name, s := range map[string]*span{"gateway server": gwServer, "gateway proxy": proxy, "jobs server": jobsServer,
+		"jobs → directory client": dirClient, "directory server": dirServer, "gateway redis": redis} {
+		if s == nil {
+			t.Fatalf("no %s span in the trace", name)
+		}
+	}
+	if proxy.ParentID != gwServer.SpanID || jobsServer.ParentID != proxy.SpanID {
+		t.Fatalf("gateway server %s → proxy %s (parent %s) → jobs server (parent %s): broken chain",
+			gwServer.SpanID, proxy.SpanID, proxy.ParentID, jobsServer.ParentID)
+	}
+	if dirServer.ParentID != dirClient.SpanID {
+		t.Fatalf("directory server span's parent %s is not the jobs client span %s", dirServer.ParentID, dirClient.SpanID)
+	}
+	if gwServer.Attrs["http.route"] != "/v2/jobs" || gwServer.Attrs["http.response.status_code"] != "201" {
+		t.Fatalf("gateway server span attributes %v", gwServer.Attrs)
+	}
+}
+
+var logLine = regexp.MustCompile(`^\{.*\}$`)
+
+// An API key sent in any of the three ways appears in no span and no log
+// line of any service; the access log and every other line logged within a
+// request carry its request id, trace id and span id.
+func TestKeysNeverInSpansOrLogsAndRequestLinesCarryTraceIDs(t *testing.T) {
+	key := keys["trusted importer"]
+	var rids []string
+	for _, hdr := range []map[string]string{{"X-API-Key": key}, {"Authorization": "Bearer " + key}, {}} {
+		url := urls["gateway"] + "/v2/jobs?job_type=parttime"
+		if len(hdr) == 0 {
+			url += "&api_key=" + key
+		}
+		resp := send(t, "GET", url, "", hdr)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET with %v: %d", hdr, resp.StatusCode)
+		}
+		rids = append(rids, resp.Header.Get("X-Request-ID"))
+	}
+	// A bad key in the query form, too.
+	bad := "svc_live_" + randomHex(20)
+	send(t, "GET", urls["gateway"]+"/v2/jobs?api_key="+bad, "", nil)
+	gatewayTraces := map[string]string{} // request id → trace id
+	for _, rid := range rids {
+		tid, _ := traceOf(t, rid, func(spans []span) bool {
+			for _, s := range spans {
+				if s.Service == "jobs" && s.Kind == tracepb.Span_SPAN_KIND_SERVER {
+					return true
+				}
+			}
+			return false
+		})
+		gatewayTraces[rid] = tid
+	}
+	time.Sleep(300 * time.Millisecond) // let the last batches arrive
+	for _, s := range otlp.all() {
+		// "api_key=" is the query form; the SQL of the key lookup names the api_keys table.
+		for _, secret := range []string{key, bad, "api_key="} {
+			if strings.Contains(s.Raw, secret) {
+				t.Fatalf("span %s/%s carries %q:\n%s", s.Service, s.Name, secret, s.Raw)
+			}
+		}
+	}
+
+	seenAccess := 0
+	for _, name := range []string{"gateway", "jobs", "directory"} {
+		b, err := os.ReadFile(filepath.Join(logDir, name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if l == "" {
+				continue
+			}
+			if strings.Contains(l, key) || strings.Contains(l, bad) || strings.Contains(l, "api_key=") {
+				t.Fatalf("%s logged a key: %s", name, l)
+			}
+			if !logLine.MatchString(l) {
+				t.Fatalf("%s: not a JSON line: %s", name, l)
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("%s: %v: %s", name, err, l)
+			}
+			rid, _ := m["request_id"].(string)
+			if rid == "" {
+				continue
+			}
+			tid, _ := m["trace_id"].(string)
+			sid, _ := m["span_id"].(string)
+			if len(tid) != 32 || len(sid) != 16 {
+				t.Fatalf("%s: a request's line without trace_id/span_id: %s", name, l)
+			}
+			if want, ok := gatewayTraces[rid]; ok && name == "gateway" {
+				seenAccess++
+				if tid != want {
+					t.Fatalf("access log trace %s, exported trace %s", tid, want)
+				}
+			}
+		}
+	}
+	if seenAccess < len(rids) {
+		t.Fatalf("%d access log lines of %d requests", seenAccess, len(rids))
+	}
+}
+
+var routeLabel = regexp.MustCompile(`route="([^"]*)"`)
+
+// Every service's /metrics is promlint clean, and routes are templates: an
+// unknown path with ids in it becomes "unmatched", never a label of its own.
+func TestMetricsPromlintCleanAndBounded(t *testing.T) {
+	send(t, "GET", urls["gateway"]+"/v2/jobs/12345/nothing-here?api_key=x", "", nil)
+	send(t, "GET", urls["gateway"]+"/random-"+randomHex(4), "", nil)
+	wants := map[string][]string{
+		"gateway":   {"http_requests_total", "http_request_duration_seconds_bucket", "gateway_rate_limit_decisions_total", "pgxpool_acquires_total", "go_goroutines"},
+		"jobs":      {"http_requests_total", "jobs_writes_total", "pgxpool_total_connections", "process_cpu_seconds_total"},
+		"directory": {"http_requests_total", "pgxpool_max_connections"},
+	}
+	for name, admin := range admins {
+		resp, err := http.Get(admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		problems, err := promlint.New(bytes.NewReader(text)).Lint()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, p := range problems {
+			t.Errorf("%s: promlint: %s: %s", name, p.Metric, p.Text)
+		}
+		for _, w := range wants[name] {
+			if !bytes.Contains(text, []byte("\n"+w)) {
+				t.Errorf("%s: no %s", name, w)
+			}
+		}
+		for _, m := range routeLabel.FindAllStringSubmatch(string(text), -1) {
+			r := m[1]
+			if r != "unmatched" && (!strings.HasPrefix(r, "/") || strings.ContainsAny(r, "?=0123456789") && !strings.HasPrefix(r, "/v2")) {
+				t.Errorf("%s: route label %q is not a template", name, r)
+			}
+			if strings.Contains(r, "12345") || strings.Contains(r, "random-") || strings.Contains(r, "nothing-here") {
+				t.Errorf("%s: raw path %q became a label", name, r)
+			}
+		}
+	}
+}
