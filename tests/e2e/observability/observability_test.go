@@ -177,13 +177,14 @@ func start() (func(), error) {
 	}
 	logDir, _ = os.MkdirTemp("", "obs-logs")
 	args := []string{"build", "-o", bin + "/"}
-	for _, c := range []string{"gateway/cmd/gateway", "gateway/cmd/gateway-keys", "jobs/cmd/jobs", "directory/cmd/directory", "directory/cmd/directory-seed"} {
+	for _, c := range []string{"gateway/cmd/gateway", "gateway/cmd/gateway-keys", "jobs/cmd/jobs", "directory/cmd/directory", "directory/cmd/directory-seed",
+		"content/cmd/content", "community/cmd/community", "jobs/cmd/jobs-worker"} {
 		args = append(args, "github.com/coworkjobs/coworkjobs/services/"+c)
 	}
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		return stop, fmt.Errorf("build: %v\n%s", err, out)
 	}
-	for _, name := range []string{"gateway", "jobs", "directory"} {
+	for _, name := range []string{"gateway", "jobs", "directory", "content", "community", "jobs-worker"} {
 		a, err := freeAddr()
 		if err != nil {
 			return stop, err
@@ -198,12 +199,13 @@ func start() (func(), error) {
 		"DATABASE_URL="+dbURL, "INTERNAL_IDENTITY_SECRET="+randomHex(24),
 		"REDIS_URL="+envOr("TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "REDIS_KEY_PREFIX=obs:"+randomHex(4)+":",
 		"PUBLIC_BASE_URL=http://coworkjobs.test", "DIRECTORY_URL="+urls["directory"], "JOBS_URL="+urls["jobs"],
-		// Content and community are not needed here; nothing listens there.
-		"CONTENT_URL=http://127.0.0.1:1", "COMMUNITY_URL=http://127.0.0.1:1",
-		"LOG_LEVEL=info", "ACCESS_LOG=true",
+		"CONTENT_URL="+urls["content"], "COMMUNITY_URL="+urls["community"],
+		"LOG_LEVEL=info", "ACCESS_LOG=true", "NEWSLETTER_TOKEN_SECRET="+randomHex(24),
+		// No Temporal here: the jobs worker starts anyway (lazy client) and serves /metrics.
+		"TEMPORAL_ADDRESS=127.0.0.1:1",
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 		"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=", "OTEL_TRACES_SAMPLER=", "OTEL_SDK_DISABLED=")
-	for _, name := range []string{"directory", "jobs", "gateway"} {
+	for _, name := range []string{"directory", "jobs", "content", "community", "jobs-worker", "gateway"} {
 		cmd := exec.Command(filepath.Join(bin, name))
 		cmd.Env = append(append([]string{}, env...), "HTTP_ADDR="+strings.TrimPrefix(urls[name], "http://"),
 			"ADMIN_ADDR="+strings.TrimPrefix(admins[name], "http://"))
@@ -216,7 +218,11 @@ func start() (func(), error) {
 			return stop, err
 		}
 		procs = append(procs, cmd)
-		if err := waitReady(urls[name]); err != nil {
+		probe := urls[name] + "/readyz"
+		if name == "jobs-worker" {
+			probe = admins[name] + "/metrics"
+		}
+		if err := waitReady(probe); err != nil {
 			return stop, fmt.Errorf("%s: %w", name, err)
 		}
 	}
@@ -246,7 +252,7 @@ func start() (func(), error) {
 func waitReady(base string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/readyz"); err == nil {
+		if resp, err := http.Get(base); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return nil
@@ -493,10 +499,18 @@ var routeLabel = regexp.MustCompile(`route="([^"]*)"`)
 func TestMetricsPromlintCleanAndBounded(t *testing.T) {
 	send(t, "GET", urls["gateway"]+"/v2/jobs/12345/nothing-here?api_key=x", "", nil)
 	send(t, "GET", urls["gateway"]+"/random-"+randomHex(4), "", nil)
+	for _, path := range []string{"/v2/blog", "/v2/events"} {
+		if resp := send(t, "GET", urls["gateway"]+path, "", map[string]string{"X-API-Key": keys["trusted importer"]}); resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+	}
 	wants := map[string][]string{
-		"gateway":   {"http_requests_total", "http_request_duration_seconds_bucket", "gateway_rate_limit_decisions_total", "pgxpool_acquires_total", "go_goroutines"},
-		"jobs":      {"http_requests_total", "jobs_writes_total", "pgxpool_total_connections", "process_cpu_seconds_total"},
-		"directory": {"http_requests_total", "pgxpool_max_connections"},
+		"gateway":     {"http_requests_total", "http_request_duration_seconds_bucket", "gateway_rate_limit_decisions_total", "pgxpool_acquires_total", "go_goroutines"},
+		"jobs":        {"http_requests_total", "jobs_writes_total", "pgxpool_total_connections", "process_cpu_seconds_total"},
+		"directory":   {"http_requests_total", "pgxpool_max_connections"},
+		"content":     {"http_requests_total", "pgxpool_max_connections"},
+		"community":   {"http_requests_total", "pgxpool_max_connections"},
+		"jobs-worker": {"jobs_expired_total", "pgxpool_max_connections", "go_goroutines"},
 	}
 	for name, admin := range admins {
 		resp, err := http.Get(admin + "/metrics")
