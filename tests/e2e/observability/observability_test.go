@@ -8,21 +8,17 @@
 package observability
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -37,6 +33,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
 
 // span is one received span with its service.
@@ -118,9 +115,9 @@ var (
 	dbURL  string
 	otlp   = &receiver{}
 	logDir string
-	urls   = map[string]string{} // API base URLs
-	admins = map[string]string{} // admin base URLs
-	keys   = map[string]string{}
+	urls   map[string]string // API base URLs
+	admins map[string]string // admin base URLs
+	keys   map[string]string
 )
 
 func TestMain(m *testing.M) {
@@ -129,163 +126,36 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(pgtest.Main("observability", func() int {
-		stop, err := start()
-		defer stop()
+		collector := httptest.NewServer(otlp)
+		defer collector.Close()
+		sys, err := suite.Start(context.Background(), suite.Options{
+			Name: "obs", DatabaseURL: dbURL, Admin: true, Keys: true,
+			// The jobs worker starts without Temporal (lazy client) and serves /metrics.
+			Workers: []string{"jobs-worker"},
+			Seeds:   [][]string{{"directory-seed", "demo"}},
+			Env: []string{"LOG_LEVEL=info", "ACCESS_LOG=true",
+				"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+				"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=", "OTEL_TRACES_SAMPLER=", "OTEL_SDK_DISABLED="},
+		})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "observability: start:", err)
-			dumpLogs()
+			return 1
+		}
+		defer sys.Stop()
+		urls, admins, keys, logDir = sys.URL, sys.Admin, sys.Keys, sys.LogDir
+		if keys["trusted importer"] == "" {
+			fmt.Fprintf(os.Stderr, "observability: no trusted importer key in %v\n", keys)
 			return 1
 		}
 		code := m.Run()
 		if code != 0 {
-			dumpLogs()
+			sys.DumpLogs(os.Stderr)
 		}
 		return code
 	}, func(u string) { dbURL = u }))
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-func start() (func(), error) {
-	var procs []*exec.Cmd
-	collector := httptest.NewServer(otlp)
-	stop := func() {
-		for _, p := range procs {
-			_ = p.Process.Signal(os.Interrupt)
-		}
-		for _, p := range procs {
-			done := make(chan struct{})
-			go func() { _ = p.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = p.Process.Kill()
-			}
-		}
-		collector.Close()
-	}
-	bin, err := os.MkdirTemp("", "obs-bin")
-	if err != nil {
-		return stop, err
-	}
-	logDir, _ = os.MkdirTemp("", "obs-logs")
-	args := []string{"build", "-o", bin + "/"}
-	for _, c := range []string{"gateway/cmd/gateway", "gateway/cmd/gateway-keys", "jobs/cmd/jobs", "directory/cmd/directory", "directory/cmd/directory-seed",
-		"content/cmd/content", "community/cmd/community", "jobs/cmd/jobs-worker"} {
-		args = append(args, "github.com/coworkjobs/coworkjobs/services/"+c)
-	}
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		return stop, fmt.Errorf("build: %v\n%s", err, out)
-	}
-	for _, name := range []string{"gateway", "jobs", "directory", "content", "community", "jobs-worker"} {
-		a, err := freeAddr()
-		if err != nil {
-			return stop, err
-		}
-		urls[name] = "http://" + a
-		if a, err = freeAddr(); err != nil {
-			return stop, err
-		}
-		admins[name] = "http://" + a
-	}
-	env := append(os.Environ(),
-		"DATABASE_URL="+dbURL, "INTERNAL_IDENTITY_SECRET="+randomHex(24),
-		"REDIS_URL="+envOr("TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "REDIS_KEY_PREFIX=obs:"+randomHex(4)+":",
-		"PUBLIC_BASE_URL=http://coworkjobs.test", "DIRECTORY_URL="+urls["directory"], "JOBS_URL="+urls["jobs"],
-		"CONTENT_URL="+urls["content"], "COMMUNITY_URL="+urls["community"],
-		"LOG_LEVEL=info", "ACCESS_LOG=true", "NEWSLETTER_TOKEN_SECRET="+randomHex(24),
-		// No Temporal here: the jobs worker starts anyway (lazy client) and serves /metrics.
-		"TEMPORAL_ADDRESS=127.0.0.1:1",
-		"OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
-		"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=", "OTEL_TRACES_SAMPLER=", "OTEL_SDK_DISABLED=")
-	for _, name := range []string{"directory", "jobs", "content", "community", "jobs-worker", "gateway"} {
-		cmd := exec.Command(filepath.Join(bin, name))
-		cmd.Env = append(append([]string{}, env...), "HTTP_ADDR="+strings.TrimPrefix(urls[name], "http://"),
-			"ADMIN_ADDR="+strings.TrimPrefix(admins[name], "http://"))
-		f, err := os.Create(filepath.Join(logDir, name+".log"))
-		if err != nil {
-			return stop, err
-		}
-		cmd.Stdout, cmd.Stderr = f, f
-		if err := cmd.Start(); err != nil {
-			return stop, err
-		}
-		procs = append(procs, cmd)
-		probe := urls[name] + "/readyz"
-		if name == "jobs-worker" {
-			probe = admins[name] + "/metrics"
-		}
-		if err := waitReady(probe); err != nil {
-			return stop, fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	seed := exec.Command(filepath.Join(bin, "directory-seed"), "demo")
-	seed.Env = env
-	if out, err := seed.CombinedOutput(); err != nil {
-		return stop, fmt.Errorf("directory-seed: %v\n%s", err, out)
-	}
-	kc := exec.Command(filepath.Join(bin, "gateway-keys"), "demo")
-	kc.Env = env
-	out, err := kc.Output()
-	if err != nil {
-		return stop, fmt.Errorf("gateway-keys demo: %w", err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) > 1 {
-			keys[strings.Join(f[:len(f)-1], " ")] = f[len(f)-1]
-		}
-	}
-	if keys["trusted importer"] == "" {
-		return stop, fmt.Errorf("no trusted importer key in %q", out)
-	}
-	return stop, nil
-}
-
-func waitReady(base string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("not ready at %s", base)
-}
-
-func dumpLogs() {
-	entries, _ := os.ReadDir(logDir)
-	for _, e := range entries {
-		b, _ := os.ReadFile(filepath.Join(logDir, e.Name()))
-		if len(b) > 4000 {
-			b = b[len(b)-4000:]
-		}
-		fmt.Fprintf(os.Stderr, "----- %s -----\n%s\n", e.Name(), b)
-	}
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func randomHex(n int) string { return suite.RandomHex(n) }
 
 func send(t *testing.T, method, url, body string, hdr map[string]string) *http.Response {
 	t.Helper()
