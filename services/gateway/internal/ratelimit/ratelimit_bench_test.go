@@ -1,0 +1,108 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/redisx"
+)
+
+// benchLimiter is a limiter over the real local Redis (TEST_REDIS_URL wins),
+// its keys under a prefix of their own that is deleted afterwards.
+func benchLimiter(b *testing.B) *Limiter {
+	b.Helper()
+	url := os.Getenv("TEST_REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	rdb, err := redisx.Open(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		b.Fatalf("redis at %s: %v", url, err)
+	}
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	prefix := "bench:rl:" + hex.EncodeToString(r[:]) + ":"
+	b.Cleanup(func() {
+		keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+		if len(keys) > 0 {
+			_ = rdb.Del(ctx, keys...).Err()
+		}
+		_ = rdb.Close()
+	})
+	return New(rdb, prefix, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// BenchmarkAllowRedis is one write's check: the Lua script round trip on a
+// bucket that admits everything (a key with a large budget).
+func BenchmarkAllowRedis(b *testing.B) {
+	l := benchLimiter(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		d := l.Allow(ctx, "key:1:write", 1<<30)
+		if !d.Allowed || d.Source != SourceRedis {
+			b.Fatalf("decision %+v", d)
+		}
+	}
+}
+
+// BenchmarkAllowRedisDenied is a bucket over its budget: the script trims and
+// counts but adds nothing, so the set stays small.
+func BenchmarkAllowRedisDenied(b *testing.B) {
+	l := benchLimiter(b)
+	ctx := context.Background()
+	for range 10 {
+		l.Allow(ctx, "key:2:write", 10)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := l.Allow(ctx, "key:2:write", 10); d.Allowed || d.Source != SourceRedis {
+			b.Fatalf("decision %+v", d)
+		}
+	}
+}
+
+// BenchmarkAllowRedisParallel is many clients of one gateway at once, each
+// with its own key, sharing the connection pool.
+func BenchmarkAllowRedisParallel(b *testing.B) {
+	l := benchLimiter(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		bucket := "key:" + strconv.FormatInt(n.Add(1), 10) + ":write"
+		for pb.Next() {
+			if d := l.Allow(ctx, bucket, 1<<30); !d.Allowed {
+				b.Fatalf("decision %+v", d)
+			}
+		}
+	})
+}
+
+// BenchmarkAllowLocal is the per-instance fallback used while Redis is away,
+// at a steady state of 100 entries per window.
+func BenchmarkAllowLocal(b *testing.B) {
+	l := New(nil, "", time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	for range 100 {
+		l.Allow(ctx, "key:1:write", 100)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := l.Allow(ctx, "key:1:write", 100); d.Source != SourceLocal || d.Allowed {
+			b.Fatalf("decision %+v", d)
+		}
+	}
+}
