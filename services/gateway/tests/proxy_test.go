@@ -61,7 +61,7 @@ func TestEnvelopesForUnknownWrongMethodAndBadJSON(t *testing.T) {
 		{"unknownPath404", "GET", "/v2/nope", "", nil, 404, "not_found", ""},
 		{"unknownPathWithKey404", "GET", "/v2/nope", "", key, 404, "not_found", ""},
 		{"outsideV2404", "GET", "/", "", nil, 404, "not_found", ""},
-		{"jobsDelete405", "DELETE", "/v2/jobs", "", key, 405, "method_not_allowed", "GET, POST"},
+		{"jobsDelete405", "DELETE", "/v2/jobs", "", key, 405, "method_not_allowed", "GET, HEAD, POST"},
 		{"unpublishGet405", "GET", "/v2/jobs/unpublish", "", nil, 405, "method_not_allowed", "POST"},
 		{"feedbackGet405", "GET", "/v2/feedback", "", nil, 405, "method_not_allowed", "POST"},
 		{"badJSON400", "POST", "/v2/jobs", `{"title":`, key, 400, "bad_request", ""},

@@ -88,6 +88,11 @@ func Mount(app *fiber.App, cfg Config) (*App, error) {
 			}
 		}
 		app.Add(r.Method, r.Path, a.handler(r))
+		if r.Method == fiber.MethodGet {
+			// HEAD is GET without the body (RFC 9110): same key, scope and
+			// backend; the backends' Fiber GET routes answer HEAD too.
+			app.Add(fiber.MethodHead, r.Path, a.handler(r))
+		}
 	}
 	// The renderer script of the reference page: a static asset, not an API route.
 	app.Get("/v2/docs/redoc.standalone.js", docs.serveRenderer)
