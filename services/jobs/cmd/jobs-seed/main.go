@@ -6,6 +6,9 @@
 //	jobs-seed synthetic -jobs 100000 -seed 42   a large deterministic data set written with COPY
 //	                                            (replaces the previous synthetic set; -offline
 //	                                            invents cities instead of reading the directory)
+//	jobs-seed list-sql -city berlin -limit 20   prints, as JSON, the SQL and arguments GET /v2/jobs
+//	                                            runs for those filters (count and page), so that
+//	                                            the benchmark harness can run the same SQL under pgbench
 //
 // Both read the cities and spaces from the directory's GET /internal/catalog
 // at DIRECTORY_URL, signed with INTERNAL_IDENTITY_SECRET.
@@ -15,14 +18,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,12 +68,16 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: jobs-seed demo | jobs-seed synthetic [-jobs N] [-seed S] [-offline] [-cities N]")
+	return errors.New("usage: jobs-seed demo | jobs-seed synthetic [-jobs N] [-seed S] [-offline] [-cities N] | " +
+		"jobs-seed list-sql [-city SLUG] [-job-type T] [-q TEXT] [-remote] [-space ID] [-limit N -offset N]")
 }
 
 func run(log *slog.Logger, args []string) error {
 	if len(args) == 0 {
 		return usage()
+	}
+	if args[0] == "list-sql" {
+		return listSQL(os.Stdout, args[1:])
 	}
 	var cfg seedConfig
 	if err := config.Parse(&cfg); err != nil {
@@ -297,4 +307,39 @@ func synthetic(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, cat di
 	log.Info("synthetic jobs written", "jobs", copied, "seed", seed, "cities", len(cities), "spaces", len(spaces),
 		"duration", time.Since(start).Round(time.Millisecond).String())
 	return nil
+}
+
+// listSQL prints the statements of a listing with the given filters: "count"
+// and "page" when -limit is set (what Page sends in one batch), else "list"
+// (the streamed unpaginated list). It reads no database.
+func listSQL(w io.Writer, args []string) error {
+	fs := flag.NewFlagSet("list-sql", flag.ContinueOnError)
+	var f jobbus.ListFilter
+	fs.StringVar(&f.CitySlug, "city", "", "city slug")
+	fs.StringVar(&f.JobType, "job-type", "", "job type")
+	fs.StringVar(&f.Query, "q", "", "search text (lowercased, as the handler does)")
+	fs.BoolVar(&f.Remote, "remote", false, "remote jobs only")
+	fs.Int64Var(&f.SpaceID, "space", 0, "space id of a space-scoped key")
+	fs.IntVar(&f.Limit, "limit", 0, "page size (0: the unpaginated list)")
+	fs.IntVar(&f.Offset, "offset", 0, "page offset")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	f.Query = strings.ToLower(strings.TrimSpace(f.Query))
+	type statement struct {
+		SQL  string `json:"sql"`
+		Args []any  `json:"args"`
+	}
+	out := map[string]statement{}
+	q, qargs := jobdb.ListSQL(f)
+	if f.Limit > 0 {
+		c, cargs := jobdb.CountSQL(f)
+		out["count"] = statement{c, cargs}
+		out["page"] = statement{q, qargs}
+	} else {
+		out["list"] = statement{q, qargs}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }

@@ -235,12 +235,19 @@ func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, 
 	return rows{r}, nil
 }
 
+// CountSQL is the SQL of a listing's total (the benchmark harness runs it
+// under pgbench with ListSQL, as Page does).
+func CountSQL(f jobbus.ListFilter) (string, []any) {
+	w, args := where(f)
+	return `SELECT count(*)` + w, args
+}
+
 // Page implements jobbus.Storer: the count and the page in one round trip.
 func (s *Store) Page(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, int, error) {
-	w, cargs := where(f)
+	cq, cargs := CountSQL(f)
 	q, args := ListSQL(f)
 	batch := &pgx.Batch{}
-	batch.Queue(`SELECT count(*)`+w, cargs...)
+	batch.Queue(cq, cargs...)
 	batch.Queue(q, args...)
 	br := s.pool.SendBatch(ctx, batch)
 	defer br.Close()
