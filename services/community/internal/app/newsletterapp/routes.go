@@ -45,7 +45,12 @@ var messages = map[string]string{
 	newsletterbus.StatusUnsubscribed:      "This address is unsubscribed and will receive no more newsletters.",
 }
 
-const pendingThrottled = "A confirmation link was sent recently; check your inbox (and spam folder) or try again later."
+// subscribeAnswer is the one answer of the public subscribe route, whatever
+// the address's state: telling "already subscribed" or "a link was sent
+// recently" apart would let anyone test whether an address is on the list.
+// Only the mailbox's owner learns more (the confirmation link's answers).
+const subscribeAnswer = "If this address is not subscribed yet, a link to confirm the subscription is on its way; " +
+	"check your inbox and spam folder. An address that is already subscribed stays subscribed."
 
 func (h handlers) subscribe(c *fiber.Ctx) error {
 	body, err := payload.Parse(c)
@@ -73,14 +78,7 @@ func (h handlers) subscribe(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := Subscription{Status: res.Status, Email: res.Email, Message: messages[res.Status]}
-	if res.Status == newsletterbus.StatusPending {
-		if !res.MailQueued {
-			out.Message = pendingThrottled
-		}
-		return web.OK(c, http.StatusAccepted, out)
-	}
-	return web.OK(c, http.StatusOK, out)
+	return web.OK(c, http.StatusAccepted, Subscription{Status: newsletterbus.StatusPending, Email: res.Email, Message: subscribeAnswer})
 }
 
 // token reads the token from the query, or from a form or JSON body on POST.
