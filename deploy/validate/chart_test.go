@@ -697,7 +697,7 @@ func TestChartAllFeatures(t *testing.T) {
 		want := map[string]string{
 			"CoworkjobsHigh5xxRatio":     `http_requests_total{namespace="coworkjobs", status_class="5xx"}`,
 			"CoworkjobsHighLatencyP99":   "http_request_duration_seconds_bucket",
-			"CoworkjobsRedisDown":        `gateway_rate_limit_decisions_total{namespace="coworkjobs", service="cj-coworkjobs-gateway", store="local"}`,
+			"CoworkjobsRedisDown":        `gateway_dependency_up{namespace="coworkjobs", service="cj-coworkjobs-gateway", dependency="redis"}`,
 			"CoworkjobsWorkflowFailures": `temporal_workflow_runs_finished_total{namespace="coworkjobs", outcome="failed"}`,
 			"CoworkjobsTargetDown":       "up{",
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coworkjobs/coworkjobs/api"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
@@ -164,10 +165,11 @@ type gatewayOpts struct {
 }
 
 type gateway struct {
-	base   string
-	keys   *keybus.Business
-	logs   *syncBuffer
-	prefix string
+	base    string
+	keys    *keybus.Business
+	logs    *syncBuffer
+	prefix  string
+	metrics *prometheus.Registry
 }
 
 func startGateway(t *testing.T, o gatewayOpts) *gateway {
@@ -228,7 +230,7 @@ func startGateway(t *testing.T, o gatewayOpts) *gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	gw.RunBackground(ctx)
-	return &gateway{base: listen(t, srv), keys: keys, logs: logs, prefix: prefix}
+	return &gateway{base: listen(t, srv), keys: keys, logs: logs, prefix: prefix, metrics: m.Registry}
 }
 
 // newKey creates a key and returns its full string.

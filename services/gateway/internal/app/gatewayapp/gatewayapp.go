@@ -68,7 +68,7 @@ func Mount(app *fiber.App, cfg Config) (*App, error) {
 		Help: "Rate-limit checks by limit class, outcome (allowed, denied) and store (redis, local).",
 	}, []string{"class", "outcome", "store"})
 	if cfg.Registry != nil {
-		cfg.Registry.MustRegister(a.limitHit)
+		cfg.Registry.MustRegister(a.limitHit, a.health.up)
 	}
 	app.Use(cors.New(cors.Config{
 		AllowOrigins:  cfg.CORSAllowOrigins,

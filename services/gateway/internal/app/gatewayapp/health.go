@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/coworkjobs/coworkjobs/libs/web"
@@ -21,6 +22,10 @@ import (
 type healthChecker struct {
 	cfg   Config
 	every time.Duration
+
+	// up is what the last poll saw, per dependency: alerts need "Redis is
+	// unreachable" as a state, not inferred from rate-limit traffic.
+	up *prometheus.GaugeVec
 
 	mu       sync.RWMutex
 	snapshot healthSnapshot
@@ -34,7 +39,10 @@ type healthSnapshot struct {
 }
 
 func newHealthChecker(cfg Config) *healthChecker {
-	return &healthChecker{cfg: cfg, every: 2 * time.Second}
+	return &healthChecker{cfg: cfg, every: 2 * time.Second, up: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gateway_dependency_up",
+		Help: "1 when the gateway's last check (every 2s) reached the dependency (redis, or a backend's /readyz), else 0.",
+	}, []string{"dependency"})}
 }
 
 func (h *healthChecker) run(ctx context.Context) {
@@ -81,6 +89,12 @@ func (h *healthChecker) refresh(ctx context.Context) healthSnapshot {
 		}
 	}
 	wg.Wait()
+	if h.cfg.Redis != nil {
+		h.up.WithLabelValues("redis").Set(bool01(s.redisUp))
+	}
+	for name, status := range s.services {
+		h.up.WithLabelValues(name).Set(bool01(status == "up"))
+	}
 	h.mu.Lock()
 	h.snapshot, h.checked = s, time.Now()
 	h.mu.Unlock()
@@ -95,6 +109,13 @@ func (h *healthChecker) current(ctx context.Context) healthSnapshot {
 		return h.refresh(ctx)
 	}
 	return s
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func infoField(info, name string) string {
