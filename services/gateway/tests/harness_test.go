@@ -158,6 +158,8 @@ type gatewayOpts struct {
 	window      time.Duration
 	writeLimit  int
 	publicLimit int
+	readLimit   int    // 0: 10 000, far from any test; -1: off
+	publicRead  int    // likewise for public GETs per IP
 	backendURL  string // one URL for all four backends; "" starts an echo backend
 	timeout     time.Duration
 	cacheTTL    time.Duration
@@ -185,6 +187,14 @@ func startGateway(t *testing.T, o gatewayOpts) *gateway {
 	}
 	if o.publicLimit == 0 {
 		o.publicLimit = 10
+	}
+	for _, l := range []*int{&o.readLimit, &o.publicRead} {
+		switch *l {
+		case 0:
+			*l = 10000
+		case -1:
+			*l = 0
+		}
 	}
 	if o.timeout == 0 {
 		o.timeout = 2 * time.Second
@@ -220,6 +230,7 @@ func startGateway(t *testing.T, o gatewayOpts) *gateway {
 		Log: log, Keys: keys, Codec: codec, Redis: rdb, Backends: backends, Registry: m.Registry,
 		Limiter:             ratelimit.New(rdb, prefix, o.window, log),
 		WriteLimitPerMinute: o.writeLimit, PublicLimitPerMinute: o.publicLimit,
+		ReadLimitPerMinute: o.readLimit, PublicReadLimitPerMinute: o.publicRead,
 		PublicBaseURL: "http://gateway.test", Version: "test", OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
 		AccessLog: true, CORSAllowOrigins: "*",
 	})

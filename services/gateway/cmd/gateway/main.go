@@ -48,10 +48,14 @@ type appConfig struct {
 	UpstreamTimeout  time.Duration `env:"UPSTREAM_TIMEOUT" envDefault:"4s"`
 	UpstreamMaxConns int           `env:"UPSTREAM_MAX_CONNS" envDefault:"256"`
 
-	WriteLimitPerMinute  int           `env:"WRITE_RATE_LIMIT_PER_MINUTE" envDefault:"120"`
-	PublicLimitPerMinute int           `env:"PUBLIC_POST_RATE_LIMIT_PER_MINUTE" envDefault:"10"`
-	RateLimitWindow      time.Duration `env:"RATE_LIMIT_WINDOW" envDefault:"60s"`
-	KeyCacheTTL          time.Duration `env:"KEY_CACHE_TTL" envDefault:"10s"`
+	WriteLimitPerMinute  int `env:"WRITE_RATE_LIMIT_PER_MINUTE" envDefault:"120"`
+	PublicLimitPerMinute int `env:"PUBLIC_POST_RATE_LIMIT_PER_MINUTE" envDefault:"10"`
+	// Read budgets (0 turns one off): per key for keyed GETs, per client IP
+	// for public GETs served by a backend.
+	ReadLimitPerMinute       int           `env:"READ_RATE_LIMIT_PER_MINUTE" envDefault:"1200"`
+	PublicReadLimitPerMinute int           `env:"PUBLIC_READ_RATE_LIMIT_PER_MINUTE" envDefault:"600"`
+	RateLimitWindow          time.Duration `env:"RATE_LIMIT_WINDOW" envDefault:"60s"`
+	KeyCacheTTL              time.Duration `env:"KEY_CACHE_TTL" envDefault:"10s"`
 
 	PublicBaseURL    string `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080"`
 	CORSAllowOrigins string `env:"CORS_ALLOW_ORIGINS" envDefault:"*"`
@@ -62,6 +66,9 @@ func (c appConfig) Validate() error {
 	errs := []error{c.Common.Validate(), c.Web.Validate()}
 	if c.WriteLimitPerMinute < 1 || c.PublicLimitPerMinute < 1 {
 		errs = append(errs, errors.New("rate limits must be positive"))
+	}
+	if c.ReadLimitPerMinute < 0 || c.PublicReadLimitPerMinute < 0 {
+		errs = append(errs, errors.New("read rate limits must not be negative (0 turns one off)"))
 	}
 	if c.RateLimitWindow < time.Second {
 		errs = append(errs, errors.New("RATE_LIMIT_WINDOW must be at least 1s"))
@@ -146,6 +153,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 		Log: log, Keys: keys, Codec: codec, Redis: rdb, Backends: backends, Registry: m.Registry,
 		Limiter:             ratelimit.New(rdb, cfg.RedisKeyPrefix, cfg.RateLimitWindow, log),
 		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,
+		ReadLimitPerMinute: cfg.ReadLimitPerMinute, PublicReadLimitPerMinute: cfg.PublicReadLimitPerMinute,
 		PublicBaseURL: cfg.PublicBaseURL, Version: version, OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
 		AccessLog: cfg.AccessLog, CORSAllowOrigins: cfg.CORSAllowOrigins,
 	})

@@ -38,9 +38,12 @@ type Config struct {
 
 	WriteLimitPerMinute  int
 	PublicLimitPerMinute int
-	PublicBaseURL        string
-	Version              string
-	OpenAPIYAML          []byte
+	// Read budgets per minute; 0 turns that limit off.
+	ReadLimitPerMinute       int
+	PublicReadLimitPerMinute int
+	PublicBaseURL            string
+	Version                  string
+	OpenAPIYAML              []byte
 	// Docs holds docs/index.html and docs/redoc.standalone.js (api.Docs).
 	Docs      fs.FS
 	AccessLog bool
@@ -127,11 +130,17 @@ func (a *App) handler(r Route) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		id := identity.Identity{Kind: identity.KindPublic, ClientIP: c.IP(), RequestID: web.RequestID(c)}
 		var decision *ratelimit.Decision
+		check := func(budget string, limit int) {
+			d := a.cfg.Limiter.Allow(c.UserContext(), budget, limit)
+			a.limitHit.WithLabelValues(r.Limit, outcome(d), d.Source).Inc()
+			decision = &d
+		}
 		if r.Public() {
-			if r.Limit == LimitPublicIP {
-				d := a.cfg.Limiter.Allow(c.UserContext(), "ip:"+c.IP()+":"+r.Path, a.cfg.PublicLimitPerMinute)
-				a.limitHit.WithLabelValues(r.Limit, outcome(d), d.Source).Inc()
-				decision = &d
+			switch {
+			case r.Limit == LimitPublicIP:
+				check("ip:"+c.IP()+":"+r.Path, a.cfg.PublicLimitPerMinute)
+			case r.Limit == LimitPublicRead && a.cfg.PublicReadLimitPerMinute > 0:
+				check("ip:"+c.IP()+":read", a.cfg.PublicReadLimitPerMinute)
 			}
 		} else {
 			key, err := a.authenticate(c, r)
@@ -149,9 +158,9 @@ func (a *App) handler(r Route) fiber.Handler {
 				if key.RateLimitPerMinute > 0 {
 					limit = key.RateLimitPerMinute
 				}
-				d := a.cfg.Limiter.Allow(c.UserContext(), "key:"+strconv.FormatInt(key.ID, 10)+":write", limit)
-				a.limitHit.WithLabelValues(r.Limit, outcome(d), d.Source).Inc()
-				decision = &d
+				check("key:"+strconv.FormatInt(key.ID, 10)+":write", limit)
+			} else if r.Limit == LimitKeyRead && a.cfg.ReadLimitPerMinute > 0 {
+				check("key:"+strconv.FormatInt(key.ID, 10)+":read", a.cfg.ReadLimitPerMinute)
 			}
 		}
 		if decision != nil && !decision.Allowed {
@@ -262,6 +271,18 @@ func (a *App) accessLog(c *fiber.Ctx) error {
 	return err
 }
 
+// limited reports whether requests on r are counted against a budget with
+// this configuration.
+func (a *App) limited(r Route) bool {
+	switch r.Limit {
+	case LimitKeyRead:
+		return a.cfg.ReadLimitPerMinute > 0
+	case LimitPublicRead:
+		return a.cfg.PublicReadLimitPerMinute > 0
+	}
+	return r.Limit != LimitNone
+}
+
 // info answers GET /v2 from the route table.
 func (a *App) info(c *fiber.Ctx) error {
 	type routeInfo struct {
@@ -274,7 +295,7 @@ func (a *App) info(c *fiber.Ctx) error {
 	}
 	routes := make([]routeInfo, 0, len(Table))
 	for _, r := range Table {
-		ri := routeInfo{Method: r.Method, Path: r.Path, Auth: "public", Scopes: []string{}, Write: r.Write, RateLimited: r.Limit != LimitNone}
+		ri := routeInfo{Method: r.Method, Path: r.Path, Auth: "public", Scopes: []string{}, Write: r.Write, RateLimited: a.limited(r)}
 		if !r.Public() {
 			ri.Auth, ri.Scopes = "key", r.Scopes
 		}

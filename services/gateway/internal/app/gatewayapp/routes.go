@@ -16,6 +16,11 @@ const (
 	LimitNone     = ""
 	LimitKeyWrite = "key_write" // the spec's write limit, per API key
 	LimitPublicIP = "public_ip" // spam guard on public POSTs, per client IP
+	// Reads (the spec leaves their limits open): a budget per key for keyed
+	// GETs and per client IP for public backend GETs, far above what a site
+	// or a platform needs, so one client cannot starve the others.
+	LimitKeyRead    = "key_read"
+	LimitPublicRead = "public_read"
 )
 
 // Route is one line of the route table: the spec's Auth column, written once.
@@ -50,29 +55,29 @@ var (
 // Table is every public route of the API.
 var Table = []Route{
 	{Method: "GET", Path: "/v2", Backend: local, Scopes: publicRoute, Summary: "API information and routes"},
-	{Method: "GET", Path: "/v2/health", Backend: local, Scopes: broadRead, Summary: "Service health"},
+	{Method: "GET", Path: "/v2/health", Backend: local, Scopes: broadRead, Limit: LimitKeyRead, Summary: "Service health"},
 	{Method: "GET", Path: "/v2/openapi.json", Backend: local, Scopes: publicRoute, Summary: "OpenAPI document (JSON)"},
 	{Method: "GET", Path: "/v2/openapi.yaml", Backend: local, Scopes: publicRoute, Summary: "OpenAPI document (YAML)"},
 	{Method: "GET", Path: "/v2/docs", Backend: local, Scopes: publicRoute, Summary: "API reference page"},
 
-	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Summary: "List active jobs"},
+	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List active jobs"},
 	{Method: "POST", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Create or update a job"},
 	{Method: "POST", Path: "/v2/jobs/unpublish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Unpublish a job"},
-	{Method: "GET", Path: "/v2/vine/jobs", Backend: BackendJobs, Scopes: publicRoute, Summary: "Jobs feed"},
+	{Method: "GET", Path: "/v2/vine/jobs", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Jobs feed"},
 
-	{Method: "GET", Path: "/v2/cities", Backend: BackendDirectory, Scopes: citiesRead, Summary: "Confirmed cities"},
-	{Method: "GET", Path: "/v2/spaces", Backend: BackendDirectory, Scopes: spacesRead, Summary: "Confirmed spaces"},
-	{Method: "GET", Path: "/v2/city_spaces", Backend: BackendDirectory, Scopes: spacesRead, Summary: "Spaces with city metadata"},
+	{Method: "GET", Path: "/v2/cities", Backend: BackendDirectory, Scopes: citiesRead, Limit: LimitKeyRead, Summary: "Confirmed cities"},
+	{Method: "GET", Path: "/v2/spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Confirmed spaces"},
+	{Method: "GET", Path: "/v2/city_spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Spaces with city metadata"},
 
-	{Method: "GET", Path: "/v2/blog", Backend: BackendContent, Scopes: publicRoute, Summary: "Blog posts"},
-	{Method: "GET", Path: "/v2/vine/blog", Backend: BackendContent, Scopes: publicRoute, Summary: "Blog feed"},
+	{Method: "GET", Path: "/v2/blog", Backend: BackendContent, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Blog posts"},
+	{Method: "GET", Path: "/v2/vine/blog", Backend: BackendContent, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Blog feed"},
 
-	{Method: "GET", Path: "/v2/events", Backend: BackendCommunity, Scopes: eventsRead, Summary: "Events"},
-	{Method: "GET", Path: "/v2/vine/events", Backend: BackendCommunity, Scopes: publicRoute, Summary: "Events feed"},
+	{Method: "GET", Path: "/v2/events", Backend: BackendCommunity, Scopes: eventsRead, Limit: LimitKeyRead, Summary: "Events"},
+	{Method: "GET", Path: "/v2/vine/events", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Events feed"},
 	{Method: "POST", Path: "/v2/feedback", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Send feedback"},
 	{Method: "POST", Path: "/v2/newsletters/subscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Subscribe to the newsletter"},
-	{Method: "GET", Path: "/v2/newsletters/confirm", Backend: BackendCommunity, Scopes: publicRoute, Summary: "Confirm a subscription (link form)"},
+	{Method: "GET", Path: "/v2/newsletters/confirm", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Confirm a subscription (link form)"},
 	{Method: "POST", Path: "/v2/newsletters/confirm", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Confirm a subscription"},
-	{Method: "GET", Path: "/v2/newsletters/unsubscribe", Backend: BackendCommunity, Scopes: publicRoute, Summary: "Unsubscribe (link form)"},
+	{Method: "GET", Path: "/v2/newsletters/unsubscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Unsubscribe (link form)"},
 	{Method: "POST", Path: "/v2/newsletters/unsubscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Unsubscribe"},
 }
