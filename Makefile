@@ -55,10 +55,21 @@ test-race: docs ## The tests with the race detector
 
 ##@ Lint
 
+# golangci-lint, pinned; installed into ./bin under its version's name, so a bump
+# reinstalls it and an existing binary is reused (CI keeps Go's build cache).
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(BIN)/.golangci-lint
+	GOBIN=$(BIN)/.golangci-lint go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(BIN)/.golangci-lint/golangci-lint $@
+
 .PHONY: lint
-lint: $(NPM_TOOLS)/node_modules/.package-lock.json ## gofmt, go vet on every module, Redocly lint of the OpenAPI document
+lint: $(NPM_TOOLS)/node_modules/.package-lock.json $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint (.golangci.yml) on every module, Redocly lint of the OpenAPI document
 	@out=$$(gofmt -l $(MODULE_DIRS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(MODULE)/...
+	$(GOLANGCI_LINT) run $(addsuffix /...,$(MODULE_DIRS))
 	cd api && ../$(NPM_TOOLS)/node_modules/.bin/redocly lint --config redocly.yaml openapi.yaml
 
 ##@ Help

@@ -99,7 +99,8 @@ func ServeAdmin(ctx context.Context, addr string, reg *prometheus.Registry, log 
 	log.Info("admin server started", "addr", ln.Addr().String())
 	go func() {
 		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// ctx is already done here; the shutdown gets its own deadline.
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
 	}()

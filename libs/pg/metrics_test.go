@@ -73,10 +73,10 @@ func TestPgxTracerMakesQuerySpansWithoutParameters(t *testing.T) {
 			continue
 		}
 		for _, a := range s.Attributes() {
-			if strings.Contains(a.Value.Emit(), "personal@example.com") {
+			if strings.Contains(a.Value.String(), "personal@example.com") {
 				t.Fatalf("span %s records a query parameter in %s", s.Name(), a.Key)
 			}
-			if strings.Contains(a.Value.Emit(), "SELECT length") {
+			if strings.Contains(a.Value.String(), "SELECT length") {
 				found = true
 			}
 		}

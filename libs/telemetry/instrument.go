@@ -14,7 +14,7 @@ import (
 // PgxTracer makes every query a span (pg.Options.Tracer). The SQL text is
 // recorded, never the parameters: they may hold personal data.
 func PgxTracer() pgx.QueryTracer {
-	return otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName(), otelpgx.WithDisableConnectionDetailsInAttributes())
+	return otelpgx.NewTracer(otelpgx.WithDisableConnectionDetailsInAttributes())
 }
 
 // InstrumentRedis makes every Redis command a span. Command arguments are

@@ -26,7 +26,11 @@ func TestSetupWithoutEndpointGivesIDsButRecordsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer shutdown(context.Background())
+	t.Cleanup(func() {
+		if err := shutdown(context.Background()); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
 	ctx, span := otel.Tracer("t").Start(context.Background(), "op")
 	defer span.End()
 	if !span.SpanContext().IsValid() || span.IsRecording() || span.SpanContext().IsSampled() {

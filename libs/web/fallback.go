@@ -53,8 +53,7 @@ func (s *Server) unknownMethods(allow map[string]string) {
 			next(rc)
 			return
 		}
-		path := string(rc.Path())
-		if a, ok := allow[path]; ok {
+		if a, ok := allow[string(rc.Path())]; ok {
 			rc.Response.Header.Set(fiber.HeaderAllow, a)
 		}
 		body, _ := json.Marshal(Envelope{Status: http.StatusMethodNotAllowed, Error: &ErrorBody{

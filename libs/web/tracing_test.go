@@ -90,7 +90,7 @@ func serverSpan(t *testing.T, rid string) sdktrace.ReadOnlySpan {
 func attrs(s sdktrace.ReadOnlySpan) map[string]string {
 	m := map[string]string{}
 	for _, a := range s.Attributes() {
-		m[string(a.Key)] = a.Value.Emit()
+		m[string(a.Key)] = a.Value.String()
 	}
 	return m
 }

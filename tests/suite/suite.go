@@ -96,7 +96,7 @@ func Build() (string, error) {
 		}
 		out, err := exec.Command("go", "build", "-o", buildDir+"/", "github.com/coworkjobs/coworkjobs/services/...").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("build: %w\n%s", err, out)
 		}
 	})
 	return buildDir, buildErr
@@ -177,13 +177,13 @@ func Start(ctx context.Context, o Options) (*Suite, error) {
 	for _, seed := range o.Seeds {
 		s.note("seeding: %s", strings.Join(seed, " "))
 		if out, err := s.Run(ctx, seed[0], seed[1:]...); err != nil {
-			return nil, fmt.Errorf("%s: %v\n%s", strings.Join(seed, " "), err, out)
+			return nil, fmt.Errorf("%s: %w\n%s", strings.Join(seed, " "), err, out)
 		}
 	}
 	if o.Keys {
 		out, err := s.Run(ctx, "gateway-keys", "demo")
 		if err != nil {
-			return nil, fmt.Errorf("gateway-keys demo: %v\n%s", err, out)
+			return nil, fmt.Errorf("gateway-keys demo: %w\n%s", err, out)
 		}
 		// Lines are "<kind words...> <key>".
 		sc := bufio.NewScanner(bytes.NewReader(out))

@@ -156,8 +156,6 @@ func do(t *testing.T, r req) response {
 	return out
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func contains(list []string, sub string) bool {
 	for _, s := range list {
 		if strings.Contains(s, sub) {

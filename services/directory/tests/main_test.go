@@ -174,11 +174,3 @@ func objects(t *testing.T, env envelope) []map[string]any {
 	}
 	return out
 }
-
-func field(objs []map[string]any, key string) []any {
-	out := make([]any, len(objs))
-	for i, o := range objs {
-		out[i] = o[key]
-	}
-	return out
-}

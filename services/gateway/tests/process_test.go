@@ -76,7 +76,9 @@ func startProcess(t *testing.T, backend, prefix string) *process {
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-p.done
+		if err := <-p.done; err != nil {
+			t.Logf("gateway process %s: %v", p.base, err) // "signal: killed" unless it had stopped already
+		}
 	})
 	for range 100 {
 		if resp, err := client.Get(p.base + "/readyz"); err == nil {

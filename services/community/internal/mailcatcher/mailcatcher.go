@@ -39,7 +39,7 @@ type Server struct {
 
 // New returns a catcher writing into dir (created if missing).
 func New(dir string, log *slog.Logger) (*Server, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("mail folder: %w", err)
 	}
 	s := &Server{Dir: dir, Log: log}
@@ -58,7 +58,8 @@ func New(dir string, log *slog.Logger) (*Server, error) {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() {
 		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// ctx is already done here; the shutdown gets its own deadline.
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = s.smtp.Shutdown(shutdownCtx)
 	}()
@@ -116,7 +117,7 @@ func (s *Server) write(msg []byte) (string, error) {
 	name := fmt.Sprintf("%s-%04d-%s.eml", time.Now().UTC().Format("20060102T150405.000"), n, hex.EncodeToString(rnd[:]))
 	path := filepath.Join(s.Dir, name)
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, msg, 0o644); err != nil {
+	if err := os.WriteFile(tmp, msg, 0o600); err != nil {
 		return "", fmt.Errorf("write mail: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

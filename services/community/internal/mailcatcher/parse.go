@@ -1,6 +1,7 @@
 package mailcatcher
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -54,7 +55,7 @@ func textPart(contentType, encoding string, body io.Reader) (string, error) {
 		r := multipart.NewReader(body, params["boundary"])
 		for {
 			p, err := r.NextRawPart()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				return "", nil
 			}
 			if err != nil {

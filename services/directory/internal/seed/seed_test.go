@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -153,9 +154,11 @@ func TestDemoCoordinatesAreTrue(t *testing.T) {
 			continue
 		}
 		found++
-		var lat, lon float64
-		fmt.Sscan(c.Lat, &lat)
-		fmt.Sscan(c.Lon, &lon)
+		lat, errLat := strconv.ParseFloat(c.Lat, 64)
+		lon, errLon := strconv.ParseFloat(c.Lon, 64)
+		if errLat != nil || errLon != nil {
+			t.Fatalf("%s: coordinates %q,%q are not decimals", c.Slug, c.Lat, c.Lon)
+		}
 		if d := max(abs(lat-k[0]), abs(lon-k[1])); d > 0.1 {
 			t.Errorf("%s at %s,%s, want about %v", c.Slug, c.Lat, c.Lon, k)
 		}

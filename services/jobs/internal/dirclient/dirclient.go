@@ -112,12 +112,12 @@ func (c *Client) get(ctx context.Context, path string, dst any) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %v", jobbus.ErrDirectoryUnavailable, err)
+		return fmt.Errorf("%w: %w", jobbus.ErrDirectoryUnavailable, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return fmt.Errorf("%w: read: %v", jobbus.ErrDirectoryUnavailable, err)
+		return fmt.Errorf("%w: read: %w", jobbus.ErrDirectoryUnavailable, err)
 	}
 	if resp.StatusCode == http.StatusNotFound {
 		return errNotFound
@@ -127,10 +127,10 @@ func (c *Client) get(ctx context.Context, path string, dst any) error {
 	}
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return fmt.Errorf("%w: decode %s: %v", jobbus.ErrDirectoryUnavailable, path, err)
+		return fmt.Errorf("%w: decode %s: %w", jobbus.ErrDirectoryUnavailable, path, err)
 	}
 	if err := json.Unmarshal(env.Data, dst); err != nil {
-		return fmt.Errorf("%w: decode %s data: %v", jobbus.ErrDirectoryUnavailable, path, err)
+		return fmt.Errorf("%w: decode %s data: %w", jobbus.ErrDirectoryUnavailable, path, err)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ const (
 	TaskQueue          = "jobs-expiry"
 	SignalReschedule   = "reschedule"
 	SweepScheduleID    = "jobs-expiry-sweep"
-	SweepWorkflowID    = "jobs-expiry-sweep"
+	SweepWorkflowID    = "jobs-expiry-sweep" //nolint:gosec // G101: a workflow id, not a credential
 	maxHistoryEvents   = 2000
 	sweepBatch         = 1000
 	activityTimeout    = 30 * time.Second
