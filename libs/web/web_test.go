@@ -43,7 +43,7 @@ func start(t *testing.T, srv *web.Server) (string, context.CancelFunc, chan erro
 	return "http://" + ln.Addr().String(), cancel, done
 }
 
-func newServer(t *testing.T) *web.Server {
+func newServer(t testing.TB) *web.Server {
 	srv := web.New(testConfig(), logx.NewTo(io.Discard, "test", "error"), "test")
 	srv.App.Get("/panic", func(c *fiber.Ctx) error { panic("boom") })
 	srv.App.Get("/plain-error", func(c *fiber.Ctx) error { return errors.New("secret internal detail") })
