@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -41,7 +42,26 @@ func DecodeJSONBytes(body []byte, dst any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return BadRequest("Request body must hold exactly one JSON object")
 	}
+	// PostgreSQL refuses NUL in text, so a NUL that reached an INSERT would
+	// be a 500; no field of this API can hold one, so it is refused here.
+	if bytes.Contains(body, []byte(`\u0000`)) && hasNUL(body) {
+		return BadRequest(`Request body contains a NUL character (\u0000), which no field accepts`)
+	}
 	return nil
+}
+
+// hasNUL reports whether a decoded string or key of the JSON body holds NUL.
+func hasNUL(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok && strings.IndexByte(s, 0) >= 0 {
+			return true
+		}
+	}
 }
 
 func jsonKind(goKind string) string {

@@ -12,24 +12,54 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/web"
 )
 
-// isObject is the reference answer to "is this body one JSON object?",
-// written with the standard library's validator rather than the decoder
-// DecodeJSONBytes uses, so the two can disagree when one is wrong.
+// isObject is the reference answer to "is this body one JSON object without
+// NUL in its text?", written with the standard library's validator and
+// Unmarshal rather than the decoder DecodeJSONBytes uses, so the two can
+// disagree when one is wrong.
 func isObject(body []byte) bool {
 	b := bytes.TrimSpace(body)
-	return len(b) > 0 && b[0] == '{' && utf8.Valid(b) && json.Valid(b)
+	if len(b) == 0 || b[0] != '{' || !utf8.Valid(b) || !json.Valid(b) {
+		return false
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // numbers beyond float64 are still JSON
+	if err := dec.Decode(&v); err != nil {
+		return false
+	}
+	return !holdsNUL(v)
+}
+
+func holdsNUL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.ContainsRune(v, 0)
+	case []any:
+		for _, e := range v {
+			if holdsNUL(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if strings.ContainsRune(k, 0) || holdsNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // FuzzDecodeJSON: DecodeJSONBytes accepts exactly the bodies that are one
-// JSON object in valid UTF-8 (surrounded by white space at most); everything
-// else is a 400 bad_request. Into a typed struct, a well-formed object may
+// JSON object in valid UTF-8 (surrounded by white space at most) with no NUL
+// in a string or key; everything else is a 400 bad_request. Into a typed struct, a well-formed object may
 // also be a 422 validation_error naming a field, and nothing else.
 func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range []string{
 		`{}`, ` {"name":"a","n":1} `, `{"name":`, `[1]`, `"x"`, `null`, `{"n":1}{"n":2}`, `{"n":1} x`,
 		"{\"name\":\"\xff\"}", `{"n":"x"}`, `{"n":1e400}`, `{"n":-0}`, `{"name":"a","name":"b"}`,
 		`{"tags":["a",1]}`, `{"deep":` + strings.Repeat(`[`, 200) + strings.Repeat(`]`, 200) + `}`,
-		`{"a":"\ud800"}`, `{"a":"\u0000"}`, "\ufeff{}", `{"a":1,}`, `{'a':1}`, `{"n":1.5}`, `{"n":9223372036854775808}`,
+		`{"a":"\ud800"}`, `{"a":"\u0000"}`, `{"a\u0000":1}`, `{"a":"\\u0000"}`, `{"a":["x\u0000"]}`, "\ufeff{}", `{"a":1,}`, `{'a':1}`, `{"n":1.5}`, `{"n":9223372036854775808}`,
 	} {
 		f.Add([]byte(s))
 	}
