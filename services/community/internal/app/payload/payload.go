@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -62,10 +63,17 @@ func (b *Body) problem(name, msg string) {
 	b.bad[name] = true
 }
 
-// String returns a text field ("" when absent or null).
+// String returns a text field ("" when absent or null). A form value is
+// raw bytes, so one that is not valid UTF-8 or holds NUL is a problem (JSON
+// bodies are checked by web.DecodeJSON): PostgreSQL would refuse to store it.
 func (b *Body) String(name string) string {
 	if b.form {
-		return b.c.FormValue(name)
+		v := b.c.FormValue(name)
+		if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+			b.problem(name, name+" must be valid UTF-8 text without NUL characters")
+			return ""
+		}
+		return v
 	}
 	raw, ok := b.fields[name]
 	if !ok || string(raw) == "null" {

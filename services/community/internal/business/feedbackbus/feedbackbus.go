@@ -65,8 +65,15 @@ func Normalize(f NewFeedback) NewFeedback {
 	if f.Category == "" {
 		f.Category = DefaultCategory
 	}
+	// The header is raw bytes: keep only what a text column can hold, and
+	// cut on a character boundary.
+	f.UserAgent = strings.ReplaceAll(strings.ToValidUTF8(f.UserAgent, ""), "\x00", "")
 	if len(f.UserAgent) > 500 {
-		f.UserAgent = f.UserAgent[:500]
+		cut := 500
+		for cut > 0 && !utf8.RuneStart(f.UserAgent[cut]) {
+			cut--
+		}
+		f.UserAgent = f.UserAgent[:cut]
 	}
 	return f
 }
