@@ -1,0 +1,47 @@
+package dirapp
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+)
+
+// FuzzTextParam reads the q and search parameters of GET /v2/cities and
+// /v2/spaces as the handlers do. Properties: a value is either refused with a
+// problem naming the parameter, or reaches the SQL layer as trimmed, valid
+// UTF-8 of at most MaxTextLen characters with no control character; a
+// repeated parameter is a problem, never a silent pick.
+func FuzzTextParam(f *testing.F) {
+	for _, s := range []string{"q=berlin", "search=z%C3%BCr", "q=%ff", "q=a%00b", "q=" + strings.Repeat("x", 201),
+		"q=a&q=b", "search=%20%20zu%20%20", "q=%E2%80%AE", "q", "q=&search=", "search=%0d%0aSet-Cookie:x", "q=%zz"} {
+		f.Add(s)
+	}
+	app := fiber.New()
+	f.Fuzz(func(t *testing.T, query string) {
+		var rc fasthttp.RequestCtx
+		rc.Request.SetRequestURI("/v2/cities?" + query)
+		c := app.AcquireCtx(&rc)
+		defer app.ReleaseCtx(c)
+		for _, name := range []string{"q", "search"} {
+			var problems []string
+			v := textParam(c, name, &problems)
+			if len(problems) > 0 {
+				if v != "" || len(problems) != 1 || !strings.HasPrefix(problems[0], name+" ") {
+					t.Fatalf("%q: %s = %q with problems %q", query, name, v, problems)
+				}
+				continue
+			}
+			if n := len(c.Context().QueryArgs().PeekMulti(name)); n > 1 {
+				t.Fatalf("%q: %d values of %s accepted", query, n, name)
+			}
+			if !utf8.ValidString(v) || utf8.RuneCountInString(v) > MaxTextLen || v != strings.TrimSpace(v) ||
+				strings.IndexFunc(v, unicode.IsControl) >= 0 {
+				t.Fatalf("%q: %s accepted as %q", query, name, v)
+			}
+		}
+	})
+}
