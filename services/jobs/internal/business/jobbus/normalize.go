@@ -113,7 +113,16 @@ func ExternalURL(raw string) (string, bool) {
 	q := u.Query()
 	q.Set(RefParam, RefValue)
 	u.RawQuery = q.Encode()
-	return u.String(), true
+	return bounded(u.String())
+}
+
+// bounded applies MaxURLLen to a normalised URL: escaping can lengthen it,
+// and the bound is on what is stored (so a stored URL sent again is accepted).
+func bounded(u string) (string, bool) {
+	if len(u) > MaxURLLen {
+		return "", false
+	}
+	return u, true
 }
 
 // ApplyURL validates an application link: an absolute http(s) URL or a
@@ -134,7 +143,7 @@ func ApplyURL(raw string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return u.String(), true
+	return bounded(u.String())
 }
 
 func parseHTTPURL(raw string) (*url.URL, bool) {
