@@ -67,6 +67,18 @@ test-race: docs ## The tests with the race detector
 	@bash scripts/deps.sh test
 	go test -race $(GOTEST_FLAGS) $(MODULE)/...
 
+FUZZTIME ?= 10s
+SOAK_DURATION ?= 5m
+
+.PHONY: fuzz
+fuzz: ## Every Go fuzz target for FUZZTIME each (default 10s); a failing input lands in its testdata/fuzz
+	@FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
+
+.PHONY: soak
+soak: ## Mixed traffic with injected faults for SOAK_DURATION (default 5m), then the accounting (jobs lost must be 0)
+	@bash scripts/deps.sh
+	SOAK_DURATION=$(SOAK_DURATION) go test -count=1 -v -timeout 2h -run '^TestSoak$$' $(MODULE)/tests/reliability
+
 ##@ Lint
 
 # golangci-lint, pinned; installed into ./bin under its version's name, so a bump
