@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,7 +107,7 @@ func New(cfg Config, log *slog.Logger, name string, opts ...Option) *Server {
 		EnableTrustedProxyCheck: cfg.ProxyHeader != "",
 		TrustedProxies:          cfg.TrustedProxies,
 	})
-	s.App.Use(tracing(o), s.recover, requestID, deadline(cfg.RequestTimeout))
+	s.App.Use(tracing(o), s.recover, requestID, identityEncodingOnly, deadline(cfg.RequestTimeout))
 	s.App.Get("/livez", func(c *fiber.Ctx) error {
 		return OK(c, http.StatusOK, fiber.Map{"status": "ok"})
 	})
@@ -187,6 +189,18 @@ func validRequestID(id string) bool {
 		}
 	}
 	return true
+}
+
+// identityEncodingOnly refuses a compressed request body (415). Fiber's
+// c.Body() inflates gzip, deflate and brotli bodies in full, after the body
+// limit was checked on the compressed bytes, so a small request could make a
+// service allocate gigabytes; no client of this API needs to compress.
+func identityEncodingOnly(c *fiber.Ctx) error {
+	if ce := c.Get(fiber.HeaderContentEncoding); ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
+		return NewError(http.StatusUnsupportedMediaType, "Content-Encoding "+strconv.Quote(ce)+
+			" is not accepted on requests; send the body uncompressed")
+	}
+	return c.Next()
 }
 
 // RequestID returns the id of the current request.
