@@ -1216,6 +1216,12 @@ type RateLimited = RateLimitEnvelope
 // ServerError defines model for ServerError.
 type ServerError = ErrorEnvelope
 
+// ServiceUnavailable defines model for ServiceUnavailable.
+type ServiceUnavailable = ErrorEnvelope
+
+// Timeout defines model for Timeout.
+type Timeout = ErrorEnvelope
+
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = ErrorEnvelope
 
@@ -5079,6 +5085,10 @@ type GetBlogResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetBlogResponse429Headers
 }
@@ -5113,6 +5123,16 @@ func (r GetBlogResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetBlogResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBlogResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetBlogResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -5190,6 +5210,10 @@ type ListCitiesResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListCitiesResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -5235,6 +5259,16 @@ func (r ListCitiesResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListCitiesResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListCitiesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ListCitiesResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -5310,6 +5344,10 @@ type ListCitySpacesResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListCitySpacesResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -5350,6 +5388,16 @@ func (r ListCitySpacesResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListCitySpacesResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListCitySpacesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ListCitySpacesResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -5457,6 +5505,10 @@ type ListEventsResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListEventsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -5498,6 +5550,16 @@ func (r ListEventsResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListEventsResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListEventsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ListEventsResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -5551,6 +5613,8 @@ type CreateFeedbackResponse struct {
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *ErrorEnvelope
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -5559,6 +5623,10 @@ type CreateFeedbackResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateFeedbackResponse429Headers
 }
@@ -5580,6 +5648,11 @@ func (r CreateFeedbackResponse) GetJSON400() *BadRequest {
 	return r.JSON400
 }
 
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateFeedbackResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r CreateFeedbackResponse) GetJSON415() *ErrorEnvelope {
 	return r.JSON415
@@ -5598,6 +5671,16 @@ func (r CreateFeedbackResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r CreateFeedbackResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateFeedbackResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r CreateFeedbackResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -5660,6 +5743,8 @@ type GetHealthResponse struct {
 	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetHealthResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -5691,6 +5776,11 @@ func (r GetHealthResponse) GetJSON403() *Forbidden {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r GetHealthResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetHealthResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -5757,6 +5847,10 @@ type ListJobsResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListJobsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -5798,6 +5892,16 @@ func (r ListJobsResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListJobsResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListJobsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ListJobsResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -5877,6 +5981,8 @@ type CreateJobResponse struct {
 	JSON500 *ServerError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ErrorEnvelope
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateJobResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -5942,6 +6048,11 @@ func (r CreateJobResponse) GetJSON503() *ErrorEnvelope {
 	return r.JSON503
 }
 
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r CreateJobResponse) GetJSON504() *Timeout {
+	return r.JSON504
+}
+
 // GetBody returns the raw response body bytes
 func (r CreateJobResponse) GetBody() []byte {
 	return r.Body
@@ -6004,12 +6115,18 @@ type UnpublishJobResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Validation
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UnpublishJobResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -6048,6 +6165,11 @@ func (r UnpublishJobResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UnpublishJobResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r UnpublishJobResponse) GetJSON422() *Validation {
 	return r.JSON422
@@ -6061,6 +6183,16 @@ func (r UnpublishJobResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r UnpublishJobResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UnpublishJobResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UnpublishJobResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -6115,6 +6247,10 @@ type ConfirmNewsletterResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ConfirmNewsletterResponse429Headers
 }
@@ -6147,6 +6283,16 @@ func (r ConfirmNewsletterResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ConfirmNewsletterResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ConfirmNewsletterResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ConfirmNewsletterResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -6195,12 +6341,20 @@ type ConfirmNewsletterPostResponse struct {
 	JSON400 *BadRequest
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorEnvelope
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Validation
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ConfirmNewsletterPostResponse429Headers
 }
@@ -6220,6 +6374,16 @@ func (r ConfirmNewsletterPostResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ConfirmNewsletterPostResponse) GetJSON409() *ErrorEnvelope {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ConfirmNewsletterPostResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ConfirmNewsletterPostResponse) GetJSON422() *Validation {
 	return r.JSON422
@@ -6233,6 +6397,16 @@ func (r ConfirmNewsletterPostResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ConfirmNewsletterPostResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ConfirmNewsletterPostResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ConfirmNewsletterPostResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -6279,12 +6453,20 @@ type SubscribeNewsletterResponse struct {
 	JSON202 *SubscriptionEnvelope
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *ErrorEnvelope
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *ValidationErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SubscribeNewsletterResponse429Headers
 }
@@ -6297,6 +6479,16 @@ func (r SubscribeNewsletterResponse) GetJSON202() *SubscriptionEnvelope {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r SubscribeNewsletterResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SubscribeNewsletterResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SubscribeNewsletterResponse) GetJSON415() *ErrorEnvelope {
+	return r.JSON415
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -6312,6 +6504,16 @@ func (r SubscribeNewsletterResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SubscribeNewsletterResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SubscribeNewsletterResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r SubscribeNewsletterResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -6364,6 +6566,10 @@ type UnsubscribeNewsletterResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UnsubscribeNewsletterResponse429Headers
 }
@@ -6391,6 +6597,16 @@ func (r UnsubscribeNewsletterResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r UnsubscribeNewsletterResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UnsubscribeNewsletterResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UnsubscribeNewsletterResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -6439,12 +6655,18 @@ type UnsubscribeNewsletterPostResponse struct {
 	JSON400 *BadRequest
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Validation
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UnsubscribeNewsletterPostResponse429Headers
 }
@@ -6464,6 +6686,11 @@ func (r UnsubscribeNewsletterPostResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UnsubscribeNewsletterPostResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r UnsubscribeNewsletterPostResponse) GetJSON422() *Validation {
 	return r.JSON422
@@ -6477,6 +6704,16 @@ func (r UnsubscribeNewsletterPostResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r UnsubscribeNewsletterPostResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UnsubscribeNewsletterPostResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UnsubscribeNewsletterPostResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -6636,6 +6873,10 @@ type ListSpacesResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListSpacesResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -6681,6 +6922,16 @@ func (r ListSpacesResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListSpacesResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListSpacesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ListSpacesResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -6751,6 +7002,10 @@ type GetBlogFeedResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetBlogFeedResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -6785,6 +7040,16 @@ func (r GetBlogFeedResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetBlogFeedResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBlogFeedResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetBlogFeedResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -6848,6 +7113,10 @@ type GetEventsFeedResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetEventsFeedResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -6879,6 +7148,16 @@ func (r GetEventsFeedResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetEventsFeedResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetEventsFeedResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetEventsFeedResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -6942,6 +7221,10 @@ type JobsFeedResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *JobsFeedResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -6973,6 +7256,16 @@ func (r JobsFeedResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r JobsFeedResponse) GetJSON500() *ServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r JobsFeedResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r JobsFeedResponse) GetJSON504() *Timeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -7851,6 +8144,20 @@ func ParseGetBlogResponse(rsp *http.Response) (*GetBlogResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -7955,6 +8262,20 @@ func ParseListCitiesResponse(rsp *http.Response) (*ListCitiesResponse, error) {
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -8090,6 +8411,20 @@ func ParseListCitySpacesResponse(rsp *http.Response) (*ListCitySpacesResponse, e
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -8256,6 +8591,20 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -8340,8 +8689,12 @@ func ParseCreateFeedbackResponse(rsp *http.Response) (*CreateFeedbackResponse, e
 		}
 		response.JSON400 = &dest
 
-	case rsp.StatusCode == 413:
-		break // No content-type
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest ErrorEnvelope
@@ -8370,6 +8723,20 @@ func ParseCreateFeedbackResponse(rsp *http.Response) (*CreateFeedbackResponse, e
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -8458,6 +8825,13 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -8570,6 +8944,20 @@ func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -8711,6 +9099,13 @@ func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -8826,6 +9221,13 @@ func ParseUnpublishJobResponse(rsp *http.Response) (*UnpublishJobResponse, error
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Validation
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8846,6 +9248,20 @@ func ParseUnpublishJobResponse(rsp *http.Response) (*UnpublishJobResponse, error
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -8952,6 +9368,20 @@ func ParseConfirmNewsletterResponse(rsp *http.Response) (*ConfirmNewsletterRespo
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -9026,8 +9456,19 @@ func ParseConfirmNewsletterPostResponse(rsp *http.Response) (*ConfirmNewsletterP
 		}
 		response.JSON404 = &dest
 
-	case rsp.StatusCode == 409:
-		break // No content-type
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Validation
@@ -9049,6 +9490,20 @@ func ParseConfirmNewsletterPostResponse(rsp *http.Response) (*ConfirmNewsletterP
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -9117,8 +9572,19 @@ func ParseSubscribeNewsletterResponse(rsp *http.Response) (*SubscribeNewsletterR
 		}
 		response.JSON400 = &dest
 
-	case rsp.StatusCode == 415:
-		break // No content-type
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationErrorEnvelope
@@ -9140,6 +9606,20 @@ func ParseSubscribeNewsletterResponse(rsp *http.Response) (*SubscribeNewsletterR
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -9229,6 +9709,20 @@ func ParseUnsubscribeNewsletterResponse(rsp *http.Response) (*UnsubscribeNewslet
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -9303,6 +9797,13 @@ func ParseUnsubscribeNewsletterPostResponse(rsp *http.Response) (*UnsubscribeNew
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Validation
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9323,6 +9824,20 @@ func ParseUnsubscribeNewsletterPostResponse(rsp *http.Response) (*UnsubscribeNew
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -9481,6 +9996,20 @@ func ParseListSpacesResponse(rsp *http.Response) (*ListSpacesResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -9610,6 +10139,20 @@ func ParseGetBlogFeedResponse(rsp *http.Response) (*GetBlogFeedResponse, error) 
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -9735,6 +10278,20 @@ func ParseGetEventsFeedResponse(rsp *http.Response) (*GetEventsFeedResponse, err
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -9842,6 +10399,20 @@ func ParseJobsFeedResponse(rsp *http.Response) (*JobsFeedResponse, error) {
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 

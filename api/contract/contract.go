@@ -7,19 +7,34 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"github.com/coworkjobs/coworkjobs/api"
 )
 
 // Checker validates responses; safe for concurrent use.
 type Checker struct {
-	mu sync.Mutex
-	v  validator.Validator
+	mu  sync.Mutex
+	v   validator.Validator
+	ops []Operation
+}
+
+// Operation is one operation of the document.
+type Operation struct {
+	Method string // upper case
+	Path   string // as written, e.g. /v2/jobs
+	ID     string // operationId
+	// Public operations need no key (`security: []`).
+	Public bool
+	// Scopes are the scopes its security requirements name (any one grants
+	// access), sorted and without duplicates.
+	Scopes []string
 }
 
 // New loads the embedded document.
@@ -39,7 +54,64 @@ func New() (*Checker, error) {
 		}
 		return nil, fmt.Errorf("openapi document is invalid: %s", strings.Join(msgs, "; "))
 	}
-	return &Checker{v: v}, nil
+	model, err := doc.BuildV3Model()
+	if err != nil {
+		return nil, fmt.Errorf("build openapi model: %w", err)
+	}
+	return &Checker{v: v, ops: operations(&model.Model)}, nil
+}
+
+func operations(m *v3.Document) []Operation {
+	var ops []Operation
+	for path, item := range m.Paths.PathItems.FromOldest() {
+		for method, op := range item.GetOperations().FromOldest() {
+			sec := op.Security
+			if sec == nil { // not written on the operation: the document's default applies
+				sec = m.Security
+			}
+			o := Operation{Method: strings.ToUpper(method), Path: path, ID: op.OperationId, Public: len(sec) == 0}
+			for _, req := range sec {
+				if req.Requirements == nil {
+					continue
+				}
+				for _, scopes := range req.Requirements.FromOldest() {
+					o.Scopes = append(o.Scopes, scopes...)
+				}
+			}
+			slices.Sort(o.Scopes)
+			o.Scopes = slices.Compact(o.Scopes)
+			ops = append(ops, o)
+		}
+	}
+	return ops
+}
+
+// Operations lists every operation of the document, in document order.
+func (c *Checker) Operations() []Operation { return slices.Clone(c.ops) }
+
+// Documented reports whether the document has an operation for method on
+// path (a request path; `{name}` segments of the document match any value).
+func (c *Checker) Documented(method, path string) bool {
+	for _, o := range c.ops {
+		if o.Method == method && pathMatches(o.Path, path) {
+			return true
+		}
+	}
+	return false
+}
+
+func pathMatches(template, path string) bool {
+	ts, ps := strings.Split(template, "/"), strings.Split(path, "/")
+	if len(ts) != len(ps) {
+		return false
+	}
+	for i, t := range ts {
+		param := strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}")
+		if (param && ps[i] == "") || (!param && t != ps[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Check validates one response to req: its status must be documented for the

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coworkjobs/coworkjobs/api"
+	"github.com/coworkjobs/coworkjobs/api/contract"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
@@ -114,6 +115,17 @@ func webConfig() web.Config {
 		ShutdownTimeout: 5 * time.Second, Concurrency: 256}
 }
 
+// echoHeader marks the answers of a test backend.
+const echoHeader = "X-Test-Backend"
+
+var checker = func() *contract.Checker {
+	c, err := contract.New()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
 // seen is what an echo backend reports about the request it received.
 type seen struct {
 	Identity identity.Identity `json:"identity"`
@@ -132,6 +144,7 @@ func startBackend(t *testing.T, name string) string {
 	}
 	srv := web.New(webConfig(), logx.NewTo(io.Discard, name, "error"), name)
 	srv.App.Use("/v2", codec.Middleware(), func(c *fiber.Ctx) error {
+		c.Set(echoHeader, name) // its answers are not the API's: do does not contract-check them
 		if d := c.Query("sleep_ms"); d != "" {
 			ms, _ := strconv.Atoi(d)
 			time.Sleep(time.Duration(ms) * time.Millisecond)
@@ -294,6 +307,13 @@ func do(t *testing.T, method, url, body string, hdr map[string]string) response 
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	// What the gateway answers itself (its own routes, and errors of routes it
+	// proxies) must be what the OpenAPI document promises.
+	if resp.Header.Get(echoHeader) == "" && checker.Documented(req.Method, req.URL.Path) {
+		if err := checker.Check(req, resp.StatusCode, resp.Header, raw); err != nil {
+			t.Errorf("contract: %v", err)
+		}
+	}
 	if err := json.Unmarshal(raw, &r.env); err != nil {
 		t.Fatalf("%s %s: not an envelope (%d): %q", method, url, resp.StatusCode, raw)
 	}
