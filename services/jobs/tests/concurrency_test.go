@@ -43,6 +43,14 @@ func TestIdempotency(t *testing.T) {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 	})
+	t.Run("create422KeyNotText", func(t *testing.T) {
+		for _, k := range []string{"k\xff\xfe", "k\x01"} {
+			r := do(t, appFlat, "POST", "/v2/jobs", body, &key, "Idempotency-Key", k)
+			if r.Status != 422 || !r.hasDetail("Idempotency-Key must be printable UTF-8 text") {
+				t.Fatalf("%q: %d %s", k, r.Status, r.Body)
+			}
+		}
+	})
 	t.Run("create201ExpiredKeyIsReusable", func(t *testing.T) {
 		r := do(t, appFlat, "POST", "/v2/jobs", body, &key, "Idempotency-Key", "old-key")
 		if r.Status != 201 {

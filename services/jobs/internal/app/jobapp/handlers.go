@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -247,6 +248,11 @@ func (h *handlers) create(c *fiber.Ctx) error {
 	if key := c.Get(HeaderIdempotencyKey); key != "" {
 		if utf8.RuneCountInString(key) > jobbus.MaxIdemKeyLen {
 			return web.Validation("Validation failed", []string{fmt.Sprintf("Idempotency-Key must be at most %d characters", jobbus.MaxIdemKeyLen)})
+		}
+		// A header carries raw bytes; the key is stored as text, which must be
+		// valid UTF-8 (PostgreSQL refuses anything else).
+		if !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
+			return web.Validation("Validation failed", []string{"Idempotency-Key must be printable UTF-8 text"})
 		}
 		idem = &jobbus.Idempotency{KeyID: identity.From(c).KeyID, Key: key}
 	}
