@@ -61,6 +61,15 @@ func New() (*Checker, error) {
 	return &Checker{v: v, ops: operations(&model.Model)}, nil
 }
 
+// MustNew is New for test setup, where a broken document ends the run.
+func MustNew() *Checker {
+	c, err := New()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
 func operations(m *v3.Document) []Operation {
 	var ops []Operation
 	for path, item := range m.Paths.PathItems.FromOldest() {
@@ -98,6 +107,41 @@ func (c *Checker) Documented(method, path string) bool {
 		}
 	}
 	return false
+}
+
+// Undocumented returns the routes ("METHOD /path", Fiber's :param segments
+// allowed) under /v2 that the document does not describe. HEAD is left out:
+// it answers as the GET it mirrors.
+func (c *Checker) Undocumented(routes []string) []string {
+	var missing []string
+	for _, r := range routes {
+		method, path, _ := strings.Cut(r, " ")
+		if method == http.MethodHead || (path != "/v2" && !strings.HasPrefix(path, "/v2/")) {
+			continue
+		}
+		segs := strings.Split(path, "/")
+		for i, s := range segs {
+			if strings.HasPrefix(s, ":") {
+				segs[i] = "{" + s[1:] + "}"
+			}
+		}
+		if !c.Documented(method, strings.Join(segs, "/")) {
+			missing = append(missing, r)
+		}
+	}
+	return missing
+}
+
+// CheckServed is Check for a backend's answer in the backend's own tests:
+// requests the document does not cover (internal routes, probes, HEAD,
+// unknown paths) pass, and so does a 401, which a backend gives only to a
+// request without the gateway's signed identity; clients get their 401s from
+// the gateway, whose tests check them.
+func (c *Checker) CheckServed(req *http.Request, status int, header http.Header, body []byte) error {
+	if status == http.StatusUnauthorized || !c.Documented(req.Method, req.URL.Path) {
+		return nil
+	}
+	return c.Check(req, status, header, body)
 }
 
 func pathMatches(template, path string) bool {

@@ -76,3 +76,24 @@ func TestCheckFindsDrift(t *testing.T) {
 		}
 	}
 }
+
+func TestUndocumentedAndCheckServed(t *testing.T) {
+	c := checker(t)
+	got := c.Undocumented([]string{"GET /v2/jobs", "HEAD /v2/jobs", "POST /v2/jobs/unpublish", "GET /livez",
+		"GET /internal/spaces/:id", "DELETE /v2/jobs", "GET /v2/jobs/:id"})
+	if !slices.Equal(got, []string{"DELETE /v2/jobs", "GET /v2/jobs/:id"}) {
+		t.Fatalf("Undocumented: %v", got)
+	}
+	json := http.Header{"Content-Type": []string{"application/json"}}
+	blog := httptest.NewRequest(http.MethodGet, "/v2/blog", nil)
+	if err := c.CheckServed(blog, 401, json, []byte(`{"success":false,"status":401,"error":{"code":"unauthorized","message":"no identity"}}`)); err != nil {
+		t.Fatalf("a backend's identity 401 is checked: %v", err)
+	}
+	internal := httptest.NewRequest(http.MethodGet, "/internal/catalog", nil)
+	if err := c.CheckServed(internal, 200, json, []byte(`{"anything":1}`)); err != nil {
+		t.Fatalf("an internal route is checked: %v", err)
+	}
+	if err := c.CheckServed(blog, 200, json, []byte(`{"success":true,"status":200,"data":{"posts":"none"}}`)); err == nil {
+		t.Fatal("a wrong blog answer passes CheckServed")
+	}
+}

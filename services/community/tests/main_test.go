@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/api/contract"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
@@ -24,6 +25,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 	"github.com/coworkjobs/coworkjobs/services/community/migrations"
 )
+
+// checker validates every answer of a documented route against api/openapi.yaml.
+var checker = contract.MustNew()
 
 const (
 	identitySecret = "test-identity-secret-0123456789abcdef"
@@ -148,6 +152,10 @@ func do(t *testing.T, r req) response {
 	defer res.Body.Close()
 	out := response{Status: res.StatusCode, Header: res.Header}
 	out.Body, _ = io.ReadAll(res.Body)
+	// Every answer of a documented route must be what api/openapi.yaml promises.
+	if err := checker.CheckServed(hr, res.StatusCode, res.Header, out.Body); err != nil {
+		t.Errorf("contract: %v", err)
+	}
 	if len(out.Body) > 0 {
 		if err := json.Unmarshal(out.Body, &out.Env); err != nil {
 			t.Fatalf("%s %s: body is not an envelope: %s", r.method, r.path, out.Body)

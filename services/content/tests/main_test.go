@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/api/contract"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
@@ -26,6 +27,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/content/internal/business/postbus/stores/postdb"
 	"github.com/coworkjobs/coworkjobs/services/content/migrations"
 )
+
+// checker validates every answer of a documented route against api/openapi.yaml.
+var checker = contract.MustNew()
 
 const (
 	schema  = "content"
@@ -169,6 +173,10 @@ func do(t *testing.T, method, target string, headers map[string]string) (*http.R
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Every answer of a documented route must be what api/openapi.yaml promises.
+	if err := checker.CheckServed(req, resp.StatusCode, resp.Header, raw); err != nil {
+		t.Errorf("contract: %v", err)
 	}
 	var env envelope
 	if len(raw) > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/api/contract"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
@@ -26,6 +27,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/business/dirbus/stores/dirdb"
 	"github.com/coworkjobs/coworkjobs/services/directory/migrations"
 )
+
+// checker validates every answer of a documented route against api/openapi.yaml.
+var checker = contract.MustNew()
 
 const secret = "test-secret-test-secret-test-secret-0123"
 
@@ -150,6 +154,10 @@ func do(t *testing.T, req *http.Request) (int, envelope) {
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Every answer of a documented route must be what api/openapi.yaml promises.
+	if err := checker.CheckServed(req, resp.StatusCode, resp.Header, body); err != nil {
+		t.Errorf("contract: %v", err)
 	}
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {

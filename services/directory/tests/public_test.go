@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -330,7 +331,15 @@ func TestConditionalGet(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { resp.Body.Close() })
+				body, err := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := checker.CheckServed(req, resp.StatusCode, resp.Header, body); err != nil {
+					t.Errorf("contract: %v", err)
+				}
+				resp.Body = io.NopCloser(bytes.NewReader(body))
 				return resp
 			}
 			first := send("")

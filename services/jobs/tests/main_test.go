@@ -20,6 +20,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/api/contract"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
@@ -46,6 +47,7 @@ var (
 	appPaged  *fiber.App // JOBS_PAGINATION_ENABLED=true
 	testLog   = slog.New(slog.NewTextHandler(io.Discard, nil))
 	bgContext = context.Background()
+	checker   = contract.MustNew()
 )
 
 func TestMain(m *testing.M) {
@@ -287,6 +289,10 @@ func do(t *testing.T, app *fiber.App, method, path string, body string, id *iden
 	r.Body, err = io.ReadAll(res.Body)
 	if err != nil {
 		t.Fatalf("read body: %v", err)
+	}
+	// Every answer of a documented route must be what api/openapi.yaml promises.
+	if err := checker.CheckServed(req, r.Status, r.Header, r.Body); err != nil {
+		t.Errorf("contract: %v", err)
 	}
 	if len(r.Body) > 0 {
 		if err := json.Unmarshal(r.Body, &r.Env); err != nil {
