@@ -79,7 +79,7 @@ func Mount(app *fiber.App, cfg Config) (*App, error) {
 		AllowHeaders:  "X-API-Key, Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-ID",
 		ExposeHeaders: "X-Request-ID, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed, ETag",
 		MaxAge:        600,
-	}))
+	}), keepCORSHeaders)
 	app.Use(securityHeaders)
 	if cfg.AccessLog {
 		app.Use(a.accessLog)
@@ -250,6 +250,30 @@ func securityHeaders(c *fiber.Ctx) error {
 	h.Set(fiber.HeaderReferrerPolicy, "no-referrer")
 	if len(h.Peek(fiber.HeaderCacheControl)) == 0 {
 		h.Set(fiber.HeaderCacheControl, "no-store")
+	}
+	return err
+}
+
+// keepCORSHeaders puts back the CORS headers the cors middleware set before
+// the handler: a forwarded response replaces every header set before it, and
+// without them a browser may not read any backend's answer cross-origin.
+func keepCORSHeaders(c *fiber.Ctx) error {
+	type header struct{ k, v string }
+	var kept []header
+	c.Response().Header.VisitAll(func(k, v []byte) {
+		if name := string(k); strings.HasPrefix(name, "Access-Control-") || name == fiber.HeaderVary {
+			kept = append(kept, header{name, string(v)})
+		}
+	})
+	err := c.Next()
+	h := &c.Response().Header
+	for _, kv := range kept {
+		switch cur := string(h.Peek(kv.k)); {
+		case cur == "":
+			h.Set(kv.k, kv.v)
+		case kv.k == fiber.HeaderVary && !strings.Contains(strings.ToLower(cur), strings.ToLower(kv.v)):
+			h.Set(kv.k, cur+", "+kv.v) // the backend's Vary and the origin's both hold
+		}
 	}
 	return err
 }
