@@ -69,7 +69,8 @@ func startPrivate(ctx context.Context) (*private, error) {
 		Name: "faults", DatabaseURL: p.pg.URL, RedisURL: "redis://" + p.redis.Addr + "/0", Keys: true,
 		Workers: []string{"jobs-worker"},
 		Env: append([]string{"TEMPORAL_ADDRESS=" + p.temporal.Addr, "REQUEST_TIMEOUT=" + requestTimeout.String(),
-			"UPSTREAM_TIMEOUT=" + requestTimeout.String(), "JOBS_RELAY_INTERVAL=200ms", "KEY_CACHE_TTL=2s"}, generous...),
+			"UPSTREAM_TIMEOUT=" + requestTimeout.String(), "JOBS_RELAY_INTERVAL=200ms", "KEY_CACHE_TTL=2s",
+			"CORS_ALLOW_ORIGINS=https://board.example"}, generous...),
 	})
 	if err != nil {
 		return p, err

@@ -1,0 +1,416 @@
+package reliability
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/coworkjobs/coworkjobs/libs/htmltest"
+)
+
+// listedIDs returns the job ids GET /v2/jobs?query shows to key k.
+func listedIDs(t *testing.T, gw, k, query string, hdr ...string) map[int64]bool {
+	t.Helper()
+	r := do(t, "GET", gw+"/v2/jobs?"+query, "", append([]string{"X-API-Key", k}, hdr...)...)
+	if r.status != 200 {
+		t.Fatalf("list ?%s: %s", query, r)
+	}
+	var l struct {
+		Jobs []struct {
+			ID        int64   `json:"id_job"`
+			SpaceName *string `json:"space_name"`
+		} `json:"jobs"`
+	}
+	r.into(t, &l)
+	ids := map[int64]bool{}
+	for _, j := range l.Jobs {
+		ids[j.ID] = true
+	}
+	return ids
+}
+
+type spaceFixture struct {
+	key     string
+	name    string
+	job     int64 // an active job of this space
+	jobBody string
+}
+
+// spaceJob creates an active job in space id (with the trusted importer, which
+// may name any confirmed space) and returns its id.
+func spaceJob(t *testing.T, gw string, id int, body map[string]any) int64 {
+	t.Helper()
+	body["id_space"] = id
+	b, _ := json.Marshal(body)
+	r := do(t, "POST", gw+"/v2/jobs", string(b), "X-API-Key", key(t, importerKey))
+	var cr createResult
+	r.into(t, &cr)
+	if r.status != 201 || cr.Status != "active" {
+		t.Fatalf("fixture job in space %d: %s", id, r)
+	}
+	return cr.JobID
+}
+
+// A key of one space can never read or change another space's jobs, spaces
+// or events. Every route of GET /v2 is classified: space-scoped routes are
+// checked both ways (space 1 against space 2's data and back), and the rest
+// must say why they hold no space's private data, so a new route fails the
+// test until it is classified.
+func TestSpaceKeysIsolatedEveryRoute(t *testing.T) {
+	gw := shared.URL["gateway"]
+	body := func(space int) map[string]any {
+		return map[string]any{"title": fmt.Sprintf("Isolation %d %s", space, randomSuffix()), "company": "Isolated",
+			"description": "<p>x</p>", "job_type": "parttime", "tags": "iso", "city_name": "Berlin",
+			"external_url": "https://e.example/iso"}
+	}
+	b1, b2 := body(1), body(2)
+	s1 := spaceFixture{key: key(t, space1Key), name: space1Name, job: spaceJob(t, gw, 1, b1)}
+	s2 := spaceFixture{key: key(t, space2Key), name: space2Name, job: spaceJob(t, gw, 2, b2)}
+	delete(b2, "id_space")
+	raw2, _ := json.Marshal(b2)
+	s2.jobBody = string(raw2)
+
+	checks := map[string]func(t *testing.T, own, other spaceFixture){
+		"GET /v2/jobs": func(t *testing.T, own, other spaceFixture) {
+			for _, q := range []string{"", "space=" + url.QueryEscape(other.name), "id_space=2&space_id=2&sid=2",
+				"city=lisbon", "q=isolation", "api_key=" + other.key} {
+				ids := listedIDs(t, gw, own.key, q)
+				if ids[other.job] {
+					t.Fatalf("?%s: %s's key lists %s's job %d", q, own.name, other.name, other.job)
+				}
+			}
+			if !listedIDs(t, gw, own.key, "")[own.job] {
+				t.Fatalf("%s's key does not list its own job (the check above proves nothing)", own.name)
+			}
+			// A forged identity header is stripped at the gateway.
+			forged := listedIDs(t, gw, own.key, "", "X-Coworkjobs-Identity", "eyJrbmQiOiJsaXZlIn0.AAAA")
+			if forged[other.job] {
+				t.Fatal("a forged identity header widened the listing")
+			}
+		},
+		"POST /v2/jobs": func(t *testing.T, own, other spaceFixture) {
+			spaceID := map[string]int{space1Name: 2, space2Name: 1}[own.name]
+			r := do(t, "POST", gw+"/v2/jobs", fmt.Sprintf(`{"title":"Cross %s","company":"X","description":"x","job_type":"fulltime","tags":"x","city_name":"Berlin","id_space":%d}`, randomSuffix(), spaceID),
+				"X-API-Key", own.key)
+			if r.status != 403 || r.code() != "forbidden" {
+				t.Fatalf("%s's key posting into space %d: %s", own.name, spaceID, r)
+			}
+		},
+		"POST /v2/jobs/unpublish": func(t *testing.T, own, other spaceFixture) {
+			r := do(t, "POST", gw+"/v2/jobs/unpublish", fmt.Sprintf(`{"job_id":%d}`, other.job), "X-API-Key", own.key)
+			if r.status != 403 || r.code() != "forbidden" {
+				t.Fatalf("%s's key unpublishing %s's job: %s", own.name, other.name, r)
+			}
+			if n := count(t, db, `SELECT count(*) FROM jobs.jobs WHERE id = $1 AND status = 'active'`, other.job); n != 1 {
+				t.Fatalf("%s's job changed", other.name)
+			}
+		},
+		"GET /v2/spaces": func(t *testing.T, own, other spaceFixture) {
+			for _, q := range []string{"", "q=lisbon", "q=berlin"} {
+				r := do(t, "GET", gw+"/v2/spaces?"+q, "", "X-API-Key", own.key)
+				var spaces []struct {
+					Name string `json:"space_name"`
+				}
+				r.into(t, &spaces)
+				for _, sp := range spaces {
+					if sp.Name != own.name {
+						t.Fatalf("?%s: %s's key sees space %q", q, own.name, sp.Name)
+					}
+				}
+			}
+		},
+		"GET /v2/events": func(t *testing.T, own, other spaceFixture) {
+			ownID, otherID := map[string]int64{space1Name: 1, space2Name: 2}[own.name], map[string]int64{space1Name: 1, space2Name: 2}[other.name]
+			r := do(t, "GET", gw+"/v2/events?per_page=50", "", "X-API-Key", own.key)
+			var l struct {
+				Events []struct {
+					SpaceID *int64 `json:"space_id"`
+				} `json:"events"`
+			}
+			r.into(t, &l)
+			if len(l.Events) == 0 {
+				t.Fatalf("%s's key sees no events (the check proves nothing)", own.name)
+			}
+			for _, e := range l.Events {
+				if e.SpaceID == nil || *e.SpaceID != ownID {
+					t.Fatalf("%s's key sees an event of space %v", own.name, e.SpaceID)
+				}
+			}
+			r = do(t, "GET", gw+fmt.Sprintf("/v2/events?space=%d", otherID), "", "X-API-Key", own.key)
+			if r.status != 403 || r.code() != "forbidden" {
+				t.Fatalf("%s's key asking for space %d's events: %s", own.name, otherID, r)
+			}
+		},
+	}
+	// Routes that hold no space's private data, and why.
+	unscoped := map[string]string{
+		"GET /v2":                          "public route table",
+		"GET /v2/health":                   "service health, no tenant data",
+		"GET /v2/openapi.json":             "public document",
+		"GET /v2/openapi.yaml":             "public document",
+		"GET /v2/docs":                     "public reference page",
+		"GET /v2/vine/jobs":                "public feed of active (published) jobs",
+		"GET /v2/cities":                   "shared directory of cities",
+		"GET /v2/city_spaces":              "the spec's exception: every confirmed space, whatever the key",
+		"GET /v2/blog":                     "public blog",
+		"GET /v2/vine/blog":                "public feed",
+		"GET /v2/vine/events":              "public feed of upcoming events",
+		"POST /v2/feedback":                "public write, owned by no space",
+		"POST /v2/newsletters/subscribe":   "public write, owned by no space",
+		"GET /v2/newsletters/confirm":      "token-addressed, owned by no space",
+		"POST /v2/newsletters/confirm":     "token-addressed, owned by no space",
+		"GET /v2/newsletters/unsubscribe":  "token-addressed, owned by no space",
+		"POST /v2/newsletters/unsubscribe": "token-addressed, owned by no space",
+	}
+	for _, rt := range routes(t, gw) {
+		name := rt.Method + " " + rt.Path
+		check, scoped := checks[name]
+		if !scoped {
+			if _, ok := unscoped[name]; !ok {
+				t.Errorf("%s is not classified: add a cross-space check or say why it holds no space's data", name)
+			}
+			continue
+		}
+		t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) {
+			check(t, s1, s2)
+			check(t, s2, s1)
+		})
+	}
+
+	// The same fingerprint in another space is another job: space 1 posting
+	// space 2's exact job creates its own and leaves space 2's untouched.
+	t.Run("fingerprintIsPerSpace", func(t *testing.T) {
+		var before string
+		if err := db.QueryRow(context.Background(), `SELECT updated_at::text FROM jobs.jobs WHERE id = $1`, s2.job).Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		r := do(t, "POST", gw+"/v2/jobs", s2.jobBody, "X-API-Key", s1.key)
+		var cr createResult
+		r.into(t, &cr)
+		if r.status != 201 || cr.Action != "created" || cr.JobID == s2.job {
+			t.Fatalf("space 1 posting space 2's job: %s", r)
+		}
+		var after string
+		_ = db.QueryRow(context.Background(), `SELECT updated_at::text FROM jobs.jobs WHERE id = $1`, s2.job).Scan(&after)
+		if after != before {
+			t.Fatal("space 2's job was updated by space 1's create")
+		}
+	})
+	// An Idempotency-Key is the key holder's own: another space using the same
+	// string gets its own answer, never the first space's stored one.
+	t.Run("idempotencyKeyIsPerAPIKey", func(t *testing.T) {
+		idem := "shared-" + randomSuffix()
+		first := do(t, "POST", gw+"/v2/jobs", jobBody("Idem owner "+randomSuffix()), "X-API-Key", s1.key, "Idempotency-Key", idem)
+		other := do(t, "POST", gw+"/v2/jobs", jobBody("Idem other "+randomSuffix()), "X-API-Key", s2.key, "Idempotency-Key", idem)
+		if first.status != 201 || other.status != 201 || other.header.Get("Idempotent-Replayed") != "" || string(other.raw) == string(first.raw) {
+			t.Fatalf("second space got the first's answer: %s / %s", first, other)
+		}
+	})
+}
+
+// Keys are stored only as SHA-256 hashes: no column of any key row holds a
+// key or its secret part, and each demo key's hash is there.
+func TestKeysStoredOnlyHashed(t *testing.T) {
+	rows, err := db.Query(context.Background(), `SELECT row_to_json(k)::text, encode(key_hash, 'hex') FROM gateway.api_keys k`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	hashes := map[string]bool{}
+	var all strings.Builder
+	for rows.Next() {
+		var row, h string
+		if err := rows.Scan(&row, &h); err != nil {
+			t.Fatal(err)
+		}
+		hashes[h] = true
+		all.WriteString(row)
+	}
+	if len(shared.Keys) == 0 {
+		t.Fatal("no demo keys")
+	}
+	for kind, k := range shared.Keys {
+		secret := k[len("svc_live_"):]
+		if strings.Contains(all.String(), secret[:12]) || strings.Contains(all.String(), secret[len(secret)-12:]) {
+			t.Fatalf("the %s is stored in a readable form", kind)
+		}
+		sum := sha256.Sum256([]byte(k))
+		if !hashes[fmt.Sprintf("%x", sum)] {
+			t.Fatalf("the %s's SHA-256 is not stored", kind)
+		}
+	}
+}
+
+// Values that would change SQL if they were spliced into it are data: no
+// 500, nothing stored or lost, and a search for them finds what matches the
+// literal text (nothing), not everything. LIKE wildcards in q are literal.
+func TestInjectionIsData(t *testing.T) {
+	gw := shared.URL["gateway"]
+	k := key(t, liveKey)
+	before := rowCounts(t)
+	all := len(listedIDs(t, gw, k, ""))
+	if all == 0 {
+		t.Fatal("no jobs listed: the comparison below proves nothing")
+	}
+	payloads := []string{`' OR '1'='1`, `'; DROP TABLE jobs.jobs; --`, `") OR 1=1 --`, `%' OR 1=1 --`, `\'; SELECT pg_sleep(10); --`,
+		`1 UNION SELECT key_hash FROM gateway.api_keys`, `$1`, `___`, `%%%`, `\%\_`}
+	for _, p := range payloads {
+		for _, q := range []string{"q", "city", "job_type"} {
+			r := do(t, "GET", gw+"/v2/jobs?"+q+"="+url.QueryEscape(p), "", "X-API-Key", k)
+			if r.status >= 500 {
+				t.Fatalf("?%s=%q: %s", q, p, r)
+			}
+			if r.status == 200 {
+				var l struct {
+					Jobs []json.RawMessage `json:"jobs"`
+				}
+				r.into(t, &l)
+				if len(l.Jobs) != 0 {
+					t.Fatalf("?%s=%q matched %d of %d jobs", q, p, len(l.Jobs), all)
+				}
+			}
+		}
+		for _, path := range []string{"/v2/cities?search=", "/v2/cities?q=", "/v2/spaces?q=", "/v2/blog?tag=", "/v2/blog?category=", "/v2/events?city="} {
+			if r := do(t, "GET", gw+path+url.QueryEscape(p), "", "X-API-Key", k); r.status >= 500 {
+				t.Fatalf("%s%q: %s", path, p, r)
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"title": p, "company": p, "description": p, "job_type": p, "tags": p, "city_name": p})
+		if r := do(t, "POST", gw+"/v2/jobs", string(b), "X-API-Key", k); r.status != 422 {
+			t.Fatalf("create with %q everywhere: %s", p, r)
+		}
+	}
+	after := rowCounts(t)
+	for tb, n := range before {
+		if after[tb] != n {
+			t.Errorf("%s: %d rows before, %d after", tb, n, after[tb])
+		}
+	}
+}
+
+// descriptionAllow is the spec's basic HTML of a job description.
+var descriptionAllow = htmltest.Allow{Elements: strings.Fields("p br ul ol li h2 h3 strong em a"),
+	Attributes: map[string][]string{"a": {"href", "rel"}}, Schemes: []string{"http", "https", "mailto"}}
+
+// A description full of script vectors, sent through the gateway, is stored
+// and served without anything a browser would run (checked on the HTML5 parse
+// of what is stored, and on the public feed's summary).
+func TestStoredDescriptionCarriesNoScript(t *testing.T) {
+	gw := shared.URL["gateway"]
+	vectors := `<p>Real text</p><script>alert(1)</script><img src=x onerror=alert(1)><svg onload=alert(1)>` +
+		`<a href="javascript:alert(1)">a</a><a href="java&#x09;script:alert(1)">b</a><a href=" JAVASCRIPT:alert(1)">c</a>` +
+		`<iframe src="javascript:alert(1)"></iframe><math><mtext><table><mglyph><style><img src=x onerror=alert(1)>` +
+		`<p style="background:url(javascript:alert(1))" onclick="x()">d</p><a href="data:text/html;base64,PHNjcmlwdD4=">e</a>` +
+		`<noscript><p title="</noscript><img src=x onerror=alert(1)>"></noscript><!--<script>x</script>-->`
+	b, _ := json.Marshal(map[string]any{"title": "XSS " + randomSuffix(), "company": "Sanitised", "description": vectors,
+		"job_type": "fulltime", "tags": "xss", "city_name": "Berlin"})
+	r := do(t, "POST", gw+"/v2/jobs", string(b), "X-API-Key", key(t, importerKey))
+	var cr createResult
+	r.into(t, &cr)
+	if r.status != 201 {
+		t.Fatalf("create: %s", r)
+	}
+	var stored string
+	if err := db.QueryRow(context.Background(), `SELECT description FROM jobs.jobs WHERE id = $1`, cr.JobID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if p := htmltest.Problems(stored, descriptionAllow); p != nil || !strings.Contains(stored, "Real text") {
+		t.Fatalf("stored description %q carries %q", stored, p)
+	}
+	feed := do(t, "GET", gw+"/v2/vine/jobs?limit=50", "")
+	var f struct {
+		Items []struct {
+			ID      string `json:"id"`
+			Summary string `json:"summary"`
+		} `json:"items"`
+	}
+	feed.into(t, &f)
+	for _, it := range f.Items {
+		if it.ID == fmt.Sprintf("job:%d", cr.JobID) {
+			if strings.ContainsAny(it.Summary, "<>") || strings.Contains(strings.ToLower(it.Summary), "alert") {
+				t.Fatalf("feed summary %q carries markup or script", it.Summary)
+			}
+			return
+		}
+	}
+	t.Fatalf("job %d not in the feed", cr.JobID)
+}
+
+// Security headers are set on every route's answer, errors included; CORS
+// answers preflights deliberately: the allowed methods and headers (keys,
+// idempotency), exposed rate-limit and replay headers, never credentials.
+func TestSecurityHeadersAndCORS(t *testing.T) {
+	gw := shared.URL["gateway"]
+	k := key(t, liveKey)
+	want := map[string]string{"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"}
+	paths := []string{"/v2/nope"}
+	for _, rt := range routes(t, gw) {
+		if rt.Method == "GET" {
+			paths = append(paths, rt.Path)
+		}
+	}
+	for _, p := range paths {
+		for _, hdr := range [][]string{{"X-API-Key", k}, nil} {
+			r := send("GET", gw+p, nil, hdr...)
+			for h, v := range want {
+				if got := r.header.Get(h); got != v {
+					t.Errorf("GET %s (%d): %s = %q, want %q", p, r.status, h, got, v)
+				}
+			}
+			if r.header.Get("Cache-Control") == "" {
+				t.Errorf("GET %s (%d): no Cache-Control", p, r.status)
+			}
+			if hdr != nil && r.status == 200 && r.header.Get("Cache-Control") != "no-store" && !strings.HasPrefix(r.header.Get("Cache-Control"), "private") &&
+				!strings.HasPrefix(p, "/v2/vine/") && !strings.HasPrefix(p, "/v2/openapi") && p != "/v2/docs" && p != "/v2" && p != "/v2/blog" {
+				t.Errorf("GET %s with a key is cacheable by shared caches: %q", p, r.header.Get("Cache-Control"))
+			}
+		}
+	}
+	pre := send("OPTIONS", gw+"/v2/jobs", nil, "Origin", "https://board.example", "Access-Control-Request-Method", "POST",
+		"Access-Control-Request-Headers", "X-API-Key, Idempotency-Key, Content-Type")
+	if pre.status != 204 || pre.header.Get("Access-Control-Allow-Origin") == "" {
+		t.Fatalf("preflight: %d %v", pre.status, pre.header)
+	}
+	for _, h := range []string{"x-api-key", "idempotency-key", "content-type"} {
+		if !strings.Contains(strings.ToLower(pre.header.Get("Access-Control-Allow-Headers")), h) {
+			t.Errorf("preflight does not allow %s: %q", h, pre.header.Get("Access-Control-Allow-Headers"))
+		}
+	}
+	if m := pre.header.Get("Access-Control-Allow-Methods"); !strings.Contains(m, "POST") || strings.Contains(m, "DELETE") || strings.Contains(m, "PUT") {
+		t.Errorf("preflight methods %q", m)
+	}
+	if pre.header.Get("Access-Control-Allow-Credentials") == "true" {
+		t.Error("credentials allowed cross-origin")
+	}
+	got := send("GET", gw+"/v2/jobs", nil, "Origin", "https://board.example", "X-API-Key", k)
+	for _, h := range []string{"X-RateLimit-Remaining", "Idempotent-Replayed", "X-Request-ID"} {
+		if !strings.Contains(strings.ToLower(got.header.Get("Access-Control-Expose-Headers")), strings.ToLower(h)) {
+			t.Errorf("%s not exposed: %q", h, got.header.Get("Access-Control-Expose-Headers"))
+		}
+	}
+}
+
+// With CORS_ALLOW_ORIGINS set, only those origins are allowed, on proxied
+// answers as on preflights; any other origin gets no Allow-Origin.
+func TestCORSConfiguredOrigins(t *testing.T) {
+	p := privateSystem(t)
+	gw, k := p.sys.URL["gateway"], p.sys.Keys[liveKey]
+	for _, origin := range []string{"https://board.example", "https://evil.example"} {
+		allowed := origin == "https://board.example"
+		r := send("GET", gw+"/v2/jobs", nil, "Origin", origin, "X-API-Key", k)
+		pre := send("OPTIONS", gw+"/v2/jobs", nil, "Origin", origin, "Access-Control-Request-Method", "POST")
+		for name, got := range map[string]reply{"GET": r, "preflight": pre} {
+			acao := got.header.Get("Access-Control-Allow-Origin")
+			if allowed && acao != origin || !allowed && acao != "" {
+				t.Errorf("%s from %s: Access-Control-Allow-Origin %q", name, origin, acao)
+			}
+		}
+		if allowed && !strings.Contains(r.header.Get("Vary"), "Origin") {
+			t.Errorf("answer for an allowed origin does not vary by Origin: %q", r.header.Get("Vary"))
+		}
+	}
+}
