@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -24,6 +25,9 @@ import (
 // Backend is one upstream service with a pooled, bounded connection set: the
 // gateway reuses connections (no dial per request) and never opens more than
 // MaxConns to one backend, so overload queues instead of growing memory.
+// Answers up to streamThreshold are read whole; larger or chunked ones (the
+// unpaginated job list) are streamed to the client as they arrive, so the
+// gateway holds a few buffers per request whatever the size of the answer.
 type Backend struct {
 	Name    string
 	host    string
@@ -51,13 +55,16 @@ func NewBackend(name, rawURL string, timeout time.Duration, maxConns int) (*Back
 			NoDefaultUserAgentHeader:      true,
 			DisableHeaderNamesNormalizing: true,
 			DisablePathNormalizing:        true,
-			// A backend may not answer with a body larger than the gateway will
-			// hold in memory for one request.
-			MaxResponseBodySize: 64 << 20,
+			StreamResponseBody:            true,
+			MaxResponseBodySize:           streamThreshold,
 		},
 		timeout: timeout,
 	}, nil
 }
+
+// streamThreshold is the largest answer the gateway reads whole before
+// relaying it.
+const streamThreshold = 64 << 10
 
 // stripped request headers: credentials stay at the edge, and a client may not
 // forge the identity or forwarding headers.
@@ -105,12 +112,14 @@ func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
 	defer span.End()
 	telemetry.InjectFastHTTP(ctx, &req.Header)
 
-	resp := c.Response()
-	if err := b.client.DoTimeout(req, resp, b.timeout); err != nil {
-		resp.Reset()
+	up := fasthttp.AcquireResponse()
+	if err := b.client.DoTimeout(req, up, b.timeout); err != nil {
+		fasthttp.ReleaseResponse(up)
 		span.SetStatus(codes.Error, err.Error())
 		return upstreamError(b.Name, err)
 	}
+	resp := c.Response()
+	relay(up, resp)
 	span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode()))
 	if resp.StatusCode() >= 500 {
 		span.SetStatus(codes.Error, "")
@@ -119,6 +128,58 @@ func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
 	resp.Header.Del("Keep-Alive")
 	resp.Header.Del(fiber.HeaderServer)
 	return nil
+}
+
+// relay moves the backend's answer up into resp (the backend's headers
+// replace whatever was set before) and takes ownership of up. A body read
+// whole changes hands without a copy; a streamed one is handed over as a
+// stream that releases up when the client has been sent all of it.
+func relay(up, resp *fasthttp.Response) {
+	up.Header.CopyTo(&resp.Header)
+	n := up.Header.ContentLength()
+	if up.IsBodyStream() && (n < 0 || n > streamThreshold) {
+		resp.SetBodyStream(&relayedBody{up: up, r: up.BodyStream(), left: int64(n)}, n)
+		return
+	}
+	// SwapBody drains the stream over the already read body (closing it
+	// releases the connection); the body buffer then changes hands, and resp's
+	// old one goes back to the pool with up.
+	up.SwapBody(resp.SwapBody(up.SwapBody(nil)))
+	fasthttp.ReleaseResponse(up)
+}
+
+// relayedBody is a backend's streamed answer on its way to the client. When
+// the client stops reading early (it went away), the rest of the answer is
+// still on the backend connection, so that connection is closed rather than
+// returned to the pool, where the next request would read the leftovers.
+type relayedBody struct {
+	up   *fasthttp.Response
+	r    io.Reader
+	left int64 // bytes still due with a Content-Length; negative when chunked
+	done bool
+}
+
+func (b *relayedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if b.left >= 0 {
+		b.left -= int64(n)
+	}
+	// A sized body is written with exactly its length, so EOF may never be
+	// asked for; a chunked one ends with EOF after its last chunk.
+	if errors.Is(err, io.EOF) || b.left == 0 {
+		b.done = true
+	}
+	return n, err
+}
+
+// Close is called once by fasthttp when the answer is written or dropped.
+func (b *relayedBody) Close() error {
+	if !b.done {
+		b.up.SetConnectionClose() // read by the client's release hook
+	}
+	err := b.up.CloseBodyStream()
+	fasthttp.ReleaseResponse(b.up)
+	return err
 }
 
 func upstreamError(name string, err error) *web.Error {

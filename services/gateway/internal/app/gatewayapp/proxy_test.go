@@ -1,0 +1,101 @@
+package gatewayapp
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+)
+
+// serve runs app on a loopback port until the test ends.
+func serve(t *testing.T, app *fiber.App) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	t.Cleanup(func() { _ = app.ShutdownWithTimeout(5 * time.Second) })
+	return ln.Addr().String()
+}
+
+// A client that hangs up in the middle of a streamed answer must not leave
+// the backend connection in the pool with the rest of that answer unread:
+// the next request sent on it would read the leftovers as its response. The
+// gateway closes it instead, so the backend's write fails at once; a pooled
+// connection would leave the backend blocked on a full socket (its write
+// timeout is minutes here), and nothing else touches this pool to rescue it:
+// no health poll, no idle sweep.
+func TestAbandonedStreamClosesItsBackendConnection(t *testing.T) {
+	ended := make(chan error, 4)
+	backend := fiber.New(fiber.Config{WriteTimeout: 5 * time.Minute})
+	chunk := []byte(strings.Repeat("x", 8<<10))
+	backend.Get("/v2/jobs", func(c *fiber.Ctx) error {
+		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+			for range 4096 { // 32 MiB, chunked
+				if _, err := w.Write(chunk); err != nil {
+					ended <- err
+					return
+				}
+				if err := w.Flush(); err != nil {
+					ended <- err
+					return
+				}
+			}
+			ended <- nil
+		})
+		return nil
+	})
+	backend.Get("/v2/small", func(c *fiber.Ctx) error { return c.SendString(`{"success":true,"status":200,"data":{}}`) })
+	b, err := NewBackend(BackendJobs, "http://"+serve(t, backend), time.Minute, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.client.MaxIdleConnDuration = time.Hour // no idle sweep closes a pooled connection during the test
+	codec, err := identity.NewCodec("proxy-test-secret-0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &App{cfg: Config{Codec: codec}}
+	front := fiber.New()
+	front.Get("/v2/*", func(c *fiber.Ctx) error { return a.forward(c, b, identity.Identity{Kind: identity.KindPublic}) })
+	addr := serve(t, front)
+
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "GET /v2/jobs HTTP/1.1\r\nHost: gateway.test\r\n\r\n")
+	if _, err := io.ReadFull(conn, make([]byte, 1024)); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("the backend wrote all 32 MiB to a client that hung up after 1 KiB")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the backend is still blocked writing the abandoned answer: its connection went back to the pool")
+	}
+	// The pool still serves.
+	for range 5 {
+		req, resp := "GET /v2/small HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n", make([]byte, 12)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprint(c, req)
+		if _, err := io.ReadFull(c, resp); err != nil || string(resp) != "HTTP/1.1 200" {
+			t.Fatalf("after the abandoned stream: %q %v", resp, err)
+		}
+		c.Close()
+	}
+}
