@@ -20,6 +20,21 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for BlogFeedVersion.
+const (
+	BlogFeedVersionVine1 BlogFeedVersion = "vine/1"
+)
+
+// Valid indicates whether the value is a known member of the BlogFeedVersion enum.
+func (e BlogFeedVersion) Valid() bool {
+	switch e {
+	case BlogFeedVersionVine1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeBadRequest           ErrorCode = "bad_request"
@@ -65,6 +80,21 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeUnsupportedMediaType:
 		return true
 	case ErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ErrorEnvelopeSuccess.
+const (
+	ErrorEnvelopeSuccessFalse ErrorEnvelopeSuccess = false
+)
+
+// Valid indicates whether the value is a known member of the ErrorEnvelopeSuccess enum.
+func (e ErrorEnvelopeSuccess) Valid() bool {
+	switch e {
+	case ErrorEnvelopeSuccessFalse:
 		return true
 	default:
 		return false
@@ -374,6 +404,51 @@ func (e JobUnpublishResultStatus) Valid() bool {
 	}
 }
 
+// Defines values for RateLimitEnvelopeErrorCode.
+const (
+	RateLimitEnvelopeErrorCodeRateLimitExceeded RateLimitEnvelopeErrorCode = "rate_limit_exceeded"
+)
+
+// Valid indicates whether the value is a known member of the RateLimitEnvelopeErrorCode enum.
+func (e RateLimitEnvelopeErrorCode) Valid() bool {
+	switch e {
+	case RateLimitEnvelopeErrorCodeRateLimitExceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RateLimitEnvelopeStatus.
+const (
+	N429 RateLimitEnvelopeStatus = 429
+)
+
+// Valid indicates whether the value is a known member of the RateLimitEnvelopeStatus enum.
+func (e RateLimitEnvelopeStatus) Valid() bool {
+	switch e {
+	case N429:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RateLimitEnvelopeSuccess.
+const (
+	RateLimitEnvelopeSuccessFalse RateLimitEnvelopeSuccess = false
+)
+
+// Valid indicates whether the value is a known member of the RateLimitEnvelopeSuccess enum.
+func (e RateLimitEnvelopeSuccess) Valid() bool {
+	switch e {
+	case RateLimitEnvelopeSuccessFalse:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RouteInfoAuth.
 const (
 	Key    RouteInfoAuth = "key"
@@ -425,6 +500,51 @@ func (e SubscriptionStatus) Valid() bool {
 	case Subscribed:
 		return true
 	case Unsubscribed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ValidationErrorEnvelopeErrorCode.
+const (
+	ValidationErrorEnvelopeErrorCodeValidationError ValidationErrorEnvelopeErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ValidationErrorEnvelopeErrorCode enum.
+func (e ValidationErrorEnvelopeErrorCode) Valid() bool {
+	switch e {
+	case ValidationErrorEnvelopeErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ValidationErrorEnvelopeStatus.
+const (
+	N422 ValidationErrorEnvelopeStatus = 422
+)
+
+// Valid indicates whether the value is a known member of the ValidationErrorEnvelopeStatus enum.
+func (e ValidationErrorEnvelopeStatus) Valid() bool {
+	switch e {
+	case N422:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ValidationErrorEnvelopeSuccess.
+const (
+	ValidationErrorEnvelopeSuccessFalse ValidationErrorEnvelopeSuccess = false
+)
+
+// Valid indicates whether the value is a known member of the ValidationErrorEnvelopeSuccess enum.
+func (e ValidationErrorEnvelopeSuccess) Valid() bool {
+	switch e {
+	case ValidationErrorEnvelopeSuccessFalse:
 		return true
 	default:
 		return false
@@ -486,12 +606,15 @@ type BlogAuthor struct {
 
 // BlogFeed The shared shape of the public feeds (vine/1, modelled on JSON Feed 1.1) with blog items.
 type BlogFeed struct {
-	FeedUrl     string         `json:"feed_url"`
-	HomePageUrl string         `json:"home_page_url"`
-	Items       []BlogFeedItem `json:"items"`
-	Title       string         `json:"title"`
-	Version     interface{}    `json:"version"`
+	FeedUrl     string          `json:"feed_url"`
+	HomePageUrl string          `json:"home_page_url"`
+	Items       []BlogFeedItem  `json:"items"`
+	Title       string          `json:"title"`
+	Version     BlogFeedVersion `json:"version"`
 }
+
+// BlogFeedVersion defines model for BlogFeed.Version.
+type BlogFeedVersion string
 
 // BlogFeedItem defines model for BlogFeedItem.
 type BlogFeedItem struct {
@@ -689,22 +812,32 @@ type Envelope struct {
 
 // Error defines model for Error.
 type Error struct {
+	// Code Machine-readable error code; each HTTP status has one (see the responses).
 	Code ErrorCode `json:"code"`
 
-	// Details An array of messages on 422, an object on 429; absent otherwise unless stated.
+	// Details An array of messages on 422, an object on 429; never sent with any other status.
 	Details interface{} `json:"details,omitempty"`
 	Message string      `json:"message"`
 }
 
-// ErrorCode defines model for Error.Code.
+// ErrorCode Machine-readable error code; each HTTP status has one (see the responses).
 type ErrorCode string
 
-// ErrorEnvelope defines model for ErrorEnvelope.
+// ErrorEnvelope An error other than 422 and 429 (those carry `details`); `details` is never sent here.
 type ErrorEnvelope struct {
-	Error   Error       `json:"error"`
-	Status  int         `json:"status"`
-	Success interface{} `json:"success"`
+	Error struct {
+		// Code Machine-readable error code; each HTTP status has one (see the responses).
+		Code    ErrorCode `json:"code"`
+		Message string    `json:"message"`
+	} `json:"error"`
+
+	// Status The HTTP status code.
+	Status  int                  `json:"status"`
+	Success ErrorEnvelopeSuccess `json:"success"`
 }
+
+// ErrorEnvelopeSuccess defines model for ErrorEnvelope.Success.
+type ErrorEnvelopeSuccess bool
 
 // Event defines model for Event.
 type Event struct {
@@ -1049,6 +1182,12 @@ type JobList struct {
 // JobType defines model for JobType.
 type JobType string
 
+// JobUnpublishRequest defines model for JobUnpublishRequest.
+type JobUnpublishRequest struct {
+	// JobId The job's id (`job_id` of the creation result, `id_job` in lists).
+	JobId int `json:"job_id"`
+}
+
 // JobUnpublishResult defines model for JobUnpublishResult.
 type JobUnpublishResult struct {
 	Action JobUnpublishResultAction `json:"action"`
@@ -1081,19 +1220,31 @@ type Pagination struct {
 	TotalPages int `json:"total_pages"`
 }
 
-// RateLimitEnvelope defines model for RateLimitEnvelope.
+// RateLimitEnvelope 429 `rate_limit_exceeded`; `details` says the budget and when to retry.
 type RateLimitEnvelope struct {
 	Error struct {
-		Code    interface{} `json:"code"`
+		Code    RateLimitEnvelopeErrorCode `json:"code"`
 		Details struct {
-			LimitPerMinute    int `json:"limit_per_minute"`
+			// LimitPerMinute The budget of this key (or client IP) per sliding minute.
+			LimitPerMinute int `json:"limit_per_minute"`
+
+			// RetryAfterSeconds Seconds until a request fits the window again (also in `Retry-After`).
 			RetryAfterSeconds int `json:"retry_after_seconds"`
 		} `json:"details"`
 		Message string `json:"message"`
 	} `json:"error"`
-	Status  interface{} `json:"status"`
-	Success interface{} `json:"success"`
+	Status  RateLimitEnvelopeStatus  `json:"status"`
+	Success RateLimitEnvelopeSuccess `json:"success"`
 }
+
+// RateLimitEnvelopeErrorCode defines model for RateLimitEnvelope.Error.Code.
+type RateLimitEnvelopeErrorCode string
+
+// RateLimitEnvelopeStatus defines model for RateLimitEnvelope.Status.
+type RateLimitEnvelopeStatus int
+
+// RateLimitEnvelopeSuccess defines model for RateLimitEnvelope.Success.
+type RateLimitEnvelopeSuccess bool
 
 // RouteInfo defines model for RouteInfo.
 type RouteInfo struct {
@@ -1175,16 +1326,25 @@ type TokenRequest struct {
 	Token *string `json:"token,omitempty"`
 }
 
-// ValidationErrorEnvelope defines model for ValidationErrorEnvelope.
+// ValidationErrorEnvelope 422 `validation_error`; `details` lists every problem found, one message each.
 type ValidationErrorEnvelope struct {
 	Error struct {
-		Code    interface{} `json:"code"`
-		Details []string    `json:"details"`
-		Message string      `json:"message"`
+		Code    ValidationErrorEnvelopeErrorCode `json:"code"`
+		Details []string                         `json:"details"`
+		Message string                           `json:"message"`
 	} `json:"error"`
-	Status  interface{} `json:"status"`
-	Success interface{} `json:"success"`
+	Status  ValidationErrorEnvelopeStatus  `json:"status"`
+	Success ValidationErrorEnvelopeSuccess `json:"success"`
 }
+
+// ValidationErrorEnvelopeErrorCode defines model for ValidationErrorEnvelope.Error.Code.
+type ValidationErrorEnvelopeErrorCode string
+
+// ValidationErrorEnvelopeStatus defines model for ValidationErrorEnvelope.Status.
+type ValidationErrorEnvelopeStatus int
+
+// ValidationErrorEnvelopeSuccess defines model for ValidationErrorEnvelope.Success.
+type ValidationErrorEnvelopeSuccess bool
 
 // DirectoryCitySlug defines model for DirectoryCitySlug.
 type DirectoryCitySlug = string
@@ -1195,37 +1355,37 @@ type NewsletterToken = string
 // NewsletterTokenOptional defines model for NewsletterTokenOptional.
 type NewsletterTokenOptional = string
 
-// BadRequest defines model for BadRequest.
+// BadRequest An error other than 422 and 429 (those carry `details`); `details` is never sent here.
 type BadRequest = ErrorEnvelope
 
-// Conflict defines model for Conflict.
+// Conflict An error other than 422 and 429 (those carry `details`); `details` is never sent here.
 type Conflict = ErrorEnvelope
 
-// Forbidden defines model for Forbidden.
+// Forbidden An error other than 422 and 429 (those carry `details`); `details` is never sent here.
 type Forbidden = ErrorEnvelope
 
-// NotFound defines model for NotFound.
+// NotFound An error other than 422 and 429 (those carry `details`); `details` is never sent here.
 type NotFound = ErrorEnvelope
 
-// PayloadTooLarge defines model for PayloadTooLarge.
+// PayloadTooLarge An error other than 422 and 429 (those carry `details`); `details` is never sent here.
 type PayloadTooLarge = ErrorEnvelope
 
-// RateLimited defines model for RateLimited.
+// RateLimited 429 `rate_limit_exceeded`; `details` says the budget and when to retry.
 type RateLimited = RateLimitEnvelope
 
-// ServerError defines model for ServerError.
+// ServerError An error other than 422 and 429 (those carry `details`); `details` is never sent here.
 type ServerError = ErrorEnvelope
 
-// ServiceUnavailable defines model for ServiceUnavailable.
+// ServiceUnavailable An error other than 422 and 429 (those carry `details`); `details` is never sent here.
 type ServiceUnavailable = ErrorEnvelope
 
-// Timeout defines model for Timeout.
+// Timeout An error other than 422 and 429 (those carry `details`); `details` is never sent here.
 type Timeout = ErrorEnvelope
 
-// Unauthorized defines model for Unauthorized.
+// Unauthorized An error other than 422 and 429 (those carry `details`); `details` is never sent here.
 type Unauthorized = ErrorEnvelope
 
-// Validation defines model for Validation.
+// Validation 422 `validation_error`; `details` lists every problem found, one message each.
 type Validation = ValidationErrorEnvelope
 
 // GetBlogParams defines parameters for GetBlog.
@@ -1304,11 +1464,6 @@ type CreateJobParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
-// UnpublishJobJSONBody defines parameters for UnpublishJob.
-type UnpublishJobJSONBody struct {
-	JobId int `json:"job_id"`
-}
-
 // ConfirmNewsletterParams defines parameters for ConfirmNewsletter.
 type ConfirmNewsletterParams struct {
 	// Token Signed token from the mail (base64url payload "." base64url HMAC-SHA256).
@@ -1383,7 +1538,7 @@ type CreateFeedbackMultipartRequestBody = FeedbackRequest
 type CreateJobJSONRequestBody = JobCreateRequest
 
 // UnpublishJobJSONRequestBody defines body for UnpublishJob for application/json ContentType.
-type UnpublishJobJSONRequestBody UnpublishJobJSONBody
+type UnpublishJobJSONRequestBody = JobUnpublishRequest
 
 // ConfirmNewsletterPostJSONRequestBody defines body for ConfirmNewsletterPost for application/json ContentType.
 type ConfirmNewsletterPostJSONRequestBody = TokenRequest
@@ -1396,6 +1551,9 @@ type SubscribeNewsletterJSONRequestBody = SubscribeRequest
 
 // SubscribeNewsletterFormdataRequestBody defines body for SubscribeNewsletter for application/x-www-form-urlencoded ContentType.
 type SubscribeNewsletterFormdataRequestBody = SubscribeRequest
+
+// SubscribeNewsletterMultipartRequestBody defines body for SubscribeNewsletter for multipart/form-data ContentType.
+type SubscribeNewsletterMultipartRequestBody = SubscribeRequest
 
 // UnsubscribeNewsletterPostJSONRequestBody defines body for UnsubscribeNewsletterPost for application/json ContentType.
 type UnsubscribeNewsletterPostJSONRequestBody = TokenRequest
@@ -4985,14 +5143,6 @@ type ClientWithResponsesInterface interface {
 	JobsFeedWithResponse(ctx context.Context, params *JobsFeedParams, reqEditors ...RequestEditorFn) (*JobsFeedResponse, error)
 }
 
-// GetApiInfoResponse429Headers the declared response headers of an HTTP 429 response for GetApiInfo
-type GetApiInfoResponse429Headers struct {
-	RetryAfter          *int
-	XRateLimitLimit     *int
-	XRateLimitRemaining *int
-	XRateLimitReset     *int
-}
-
 type GetApiInfoResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5005,10 +5155,6 @@ type GetApiInfoResponse struct {
 		Status  int  `json:"status"`
 		Success bool `json:"success"`
 	}
-	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *RateLimited
-	// Headers429 the parsed response headers for an HTTP 429 response
-	Headers429 *GetApiInfoResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5021,11 +5167,6 @@ func (r GetApiInfoResponse) GetJSON200() *struct {
 	Success bool `json:"success"`
 } {
 	return r.JSON200
-}
-
-// GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r GetApiInfoResponse) GetJSON429() *RateLimited {
-	return r.JSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -8042,47 +8183,6 @@ func ParseGetApiInfoResponse(rsp *http.Response) (*GetApiInfoResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON429 = &dest
-
-	}
-
-	switch {
-	case rsp.StatusCode == 429:
-		var headers GetApiInfoResponse429Headers
-		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RetryAfter = &value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = &value
-		}
-		response.Headers429 = &headers
 	}
 
 	return response, nil

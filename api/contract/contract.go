@@ -35,6 +35,8 @@ type Operation struct {
 	// Scopes are the scopes its security requirements name (any one grants
 	// access), sorted and without duplicates.
 	Scopes []string
+	// Statuses are the documented response codes ("200", "422", ...), sorted.
+	Statuses []string
 }
 
 // New loads the embedded document.
@@ -89,6 +91,9 @@ func operations(m *v3.Document) []Operation {
 			}
 			slices.Sort(o.Scopes)
 			o.Scopes = slices.Compact(o.Scopes)
+			if op.Responses != nil && op.Responses.Codes != nil {
+				o.Statuses = slices.Sorted(op.Responses.Codes.KeysFromOldest())
+			}
 			ops = append(ops, o)
 		}
 	}

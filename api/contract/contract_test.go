@@ -1,12 +1,18 @@
 package contract_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/pb33f/go-yaml"
+	"github.com/pb33f/libopenapi"
+
+	"github.com/coworkjobs/coworkjobs/api"
 	"github.com/coworkjobs/coworkjobs/api/contract"
 )
 
@@ -96,4 +102,62 @@ func TestUndocumentedAndCheckServed(t *testing.T) {
 	if err := c.CheckServed(blog, 200, json, []byte(`{"success":true,"status":200,"data":{"posts":"none"}}`)); err == nil {
 		t.Fatal("a wrong blog answer passes CheckServed")
 	}
+}
+
+// Every JSON response example of the document is a valid answer of its
+// operation: the examples a reader copies tell the truth too.
+func TestResponseExamplesMatchTheDocument(t *testing.T) {
+	doc, err := libopenapi.NewDocument(api.OpenAPIYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := checker(t)
+	header := http.Header{"Content-Type": []string{"application/json"}}
+	checked := 0
+	for path, item := range model.Model.Paths.PathItems.FromOldest() {
+		for method, op := range item.GetOperations().FromOldest() {
+			for code, resp := range op.Responses.Codes.FromOldest() {
+				if resp.Content == nil {
+					continue // 304: no body
+				}
+				mt, ok := resp.Content.Get("application/json")
+				if !ok {
+					continue
+				}
+				examples := map[string]*yaml.Node{"example": mt.Example}
+				if mt.Examples != nil {
+					for name, ex := range mt.Examples.FromOldest() {
+						examples[name] = ex.Value
+					}
+				}
+				for name, node := range examples {
+					if node == nil {
+						continue
+					}
+					var v any
+					if err := node.Decode(&v); err != nil {
+						t.Fatalf("%s %s %s %s: %v", method, path, code, name, err)
+					}
+					body, err := json.Marshal(v)
+					if err != nil {
+						t.Fatalf("%s %s %s %s: %v", method, path, code, name, err)
+					}
+					status, _ := strconv.Atoi(code)
+					req := httptest.NewRequest(strings.ToUpper(method), path, nil)
+					if err := c.Check(req, status, header, body); err != nil {
+						t.Errorf("example %q: %v", name, err)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d examples checked", checked)
+	}
+	t.Logf("%d response examples checked", checked)
 }

@@ -9,7 +9,9 @@ import (
 
 // The route table the gateway enforces and the OpenAPI document are the same
 // API: every route is documented with the same access (public, or the same
-// scopes), and every documented operation is routed.
+// scopes) and with the errors the gateway itself answers on it (401/403 for
+// keys, 429 where limited, 503/504 where proxied, 413 for bodies), and every
+// documented operation is routed.
 func TestRouteTableIsTheDocument(t *testing.T) {
 	documented := map[string]bool{}
 	for _, op := range checker.Operations() {
@@ -26,6 +28,23 @@ func TestRouteTableIsTheDocument(t *testing.T) {
 		want := slices.Sorted(slices.Values(r.Scopes))
 		if !slices.Equal(want, op.Scopes) {
 			t.Errorf("%s %s: routed scopes %v, documented %v", op.Method, op.Path, want, op.Scopes)
+		}
+		// The answers the gateway itself may give are documented, and only those.
+		has := func(code string) bool { return slices.Contains(op.Statuses, code) }
+		if !r.Public() && (!has("401") || !has("403")) {
+			t.Errorf("%s %s needs a key but does not document 401 and 403: %v", op.Method, op.Path, op.Statuses)
+		}
+		if r.Public() && has("401") {
+			t.Errorf("%s %s is public but documents 401", op.Method, op.Path)
+		}
+		if limited := r.Limit != gatewayapp.LimitNone; limited != has("429") {
+			t.Errorf("%s %s: rate limited %v, 429 documented %v", op.Method, op.Path, limited, has("429"))
+		}
+		if r.Backend != "" && (!has("503") || !has("504")) {
+			t.Errorf("%s %s is proxied to %s but does not document 503 and 504", op.Method, op.Path, r.Backend)
+		}
+		if op.Method == "POST" && !has("413") {
+			t.Errorf("%s %s takes a body but does not document 413", op.Method, op.Path)
 		}
 	}
 	for _, r := range gatewayapp.Table {
