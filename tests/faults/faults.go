@@ -390,8 +390,12 @@ func TemporalCLI(ctx context.Context) (string, error) {
 // repoRoot is the directory of the go.work file.
 func repoRoot(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOWORK").Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == "off" {
-		return "", fmt.Errorf("faults: no go.work found (%v)", err)
+	if err != nil {
+		return "", fmt.Errorf("faults: go env GOWORK: %w", err)
 	}
-	return filepath.Dir(strings.TrimSpace(string(out))), nil
+	gowork := strings.TrimSpace(string(out))
+	if gowork == "" || gowork == "off" {
+		return "", fmt.Errorf("faults: no go.work found (GOWORK=%q)", gowork)
+	}
+	return filepath.Dir(gowork), nil
 }
