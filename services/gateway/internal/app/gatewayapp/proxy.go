@@ -70,7 +70,11 @@ const streamThreshold = 64 << 10
 // forge the identity or forwarding headers.
 var stripped = []string{"X-API-Key", fiber.HeaderAuthorization, identity.Header, fiber.HeaderXForwardedFor,
 	"X-Forwarded-Host", fiber.HeaderXForwardedProto, fiber.HeaderConnection, "Keep-Alive", "Proxy-Authorization",
-	"Te", "Trailer", "Upgrade", fiber.HeaderCookie,
+	"Te", "Trailer", "Upgrade", "Proxy-Connection", fiber.HeaderCookie,
+	// The gateway has read the whole body already (and answered the client's
+	// 100-continue itself); forwarded, Expect makes the backend client wait
+	// for a 100 that never comes and the request fails as a 503.
+	fiber.HeaderExpect,
 	// A client's trace context and baggage stop here: the gateway's own span
 	// is the parent the backend sees (injected below).
 	"Traceparent", "Tracestate", "Baggage"}
