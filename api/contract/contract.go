@@ -137,6 +137,22 @@ func (c *Checker) Undocumented(routes []string) []string {
 	return missing
 }
 
+// CheckRoutes fails when routes (see Undocumented) hold no /v2 route at all,
+// or one the document does not describe.
+func (c *Checker) CheckRoutes(routes []string) error {
+	served := slices.ContainsFunc(routes, func(r string) bool {
+		_, path, _ := strings.Cut(r, " ")
+		return path == "/v2" || strings.HasPrefix(path, "/v2/")
+	})
+	if !served {
+		return fmt.Errorf("no /v2 route among %d routes", len(routes))
+	}
+	if missing := c.Undocumented(routes); len(missing) > 0 {
+		return fmt.Errorf("served but not in api/openapi.yaml: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
 // CheckServed is Check for a backend's answer in the backend's own tests:
 // requests the document does not cover (internal routes, probes, HEAD,
 // unknown paths) pass, and so does a 401, which a backend gives only to a

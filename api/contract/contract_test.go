@@ -90,6 +90,15 @@ func TestUndocumentedAndCheckServed(t *testing.T) {
 	if !slices.Equal(got, []string{"DELETE /v2/jobs", "GET /v2/jobs/:id"}) {
 		t.Fatalf("Undocumented: %v", got)
 	}
+	if err := c.CheckRoutes([]string{"GET /v2/jobs", "GET /livez"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckRoutes([]string{"GET /livez"}); err == nil {
+		t.Fatal("CheckRoutes passes without a /v2 route")
+	}
+	if err := c.CheckRoutes([]string{"GET /v2/jobs", "DELETE /v2/jobs"}); err == nil || !strings.Contains(err.Error(), "DELETE /v2/jobs") {
+		t.Fatalf("CheckRoutes on an undocumented route: %v", err)
+	}
 	json := http.Header{"Content-Type": []string{"application/json"}}
 	blog := httptest.NewRequest(http.MethodGet, "/v2/blog", nil)
 	if err := c.CheckServed(blog, 401, json, []byte(`{"success":false,"status":401,"error":{"code":"unauthorized","message":"no identity"}}`)); err != nil {
