@@ -32,6 +32,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/coworkjobs/coworkjobs/api/contract"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
@@ -118,6 +119,8 @@ var (
 	urls   map[string]string // API base URLs
 	admins map[string]string // admin base URLs
 	keys   map[string]string
+	// checker validates the gateway's answers against api/openapi.yaml.
+	checker = contract.MustNew()
 )
 
 func TestMain(m *testing.M) {
@@ -179,8 +182,14 @@ func send(t *testing.T, method, url, body string, hdr map[string]string) *http.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	// What the gateway answers on a documented route is what the OpenAPI document promises.
+	if strings.HasPrefix(url, urls["gateway"]) && checker.Documented(req.Method, req.URL.Path) {
+		if err := checker.Check(req, resp.StatusCode, resp.Header, raw); err != nil {
+			t.Errorf("contract: %v", err)
+		}
+	}
 	return resp
 }
 
