@@ -31,9 +31,9 @@ type Config struct {
 	IdleTimeout     time.Duration `env:"IDLE_TIMEOUT" envDefault:"60s"`
 	RequestTimeout  time.Duration `env:"REQUEST_TIMEOUT" envDefault:"5s"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s"`
-	// Concurrency caps open connections so that overload queues in the kernel
-	// instead of growing the heap.
-	Concurrency int `env:"HTTP_CONCURRENCY" envDefault:"4096"`
+	// Concurrency caps the connections served at once so that overload
+	// queues in the kernel instead of growing the heap (see connCap).
+	Concurrency int `env:"HTTP_CONCURRENCY" envDefault:"256"`
 	// ProxyHeader names the header holding the client address (X-Forwarded-For
 	// behind an ingress); it is honoured only from TrustedProxies.
 	ProxyHeader    string   `env:"PROXY_HEADER"`
@@ -73,6 +73,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	checks map[string]Check
+	conns  atomic.Pointer[connCap] // set by Serve
 }
 
 // HeaderRequestID carries the request id between client, gateway and backends.
@@ -91,13 +92,15 @@ func New(cfg Config, log *slog.Logger, name string, opts ...Option) *Server {
 	}
 	s := &Server{cfg: cfg, log: log, checks: map[string]Check{}}
 	s.App = fiber.New(fiber.Config{
-		AppName:               name,
-		ErrorHandler:          ErrorHandler(log),
-		BodyLimit:             cfg.BodyLimitBytes,
-		ReadTimeout:           cfg.ReadTimeout,
-		WriteTimeout:          cfg.WriteTimeout,
-		IdleTimeout:           cfg.IdleTimeout,
-		Concurrency:           cfg.Concurrency,
+		AppName:      name,
+		ErrorHandler: ErrorHandler(log),
+		BodyLimit:    cfg.BodyLimitBytes,
+		ReadTimeout:  cfg.ReadTimeout,
+		WriteTimeout: cfg.WriteTimeout,
+		IdleTimeout:  cfg.IdleTimeout,
+		// The listener caps connections (connCap); fasthttp's own limit, which
+		// refuses in plain text, is kept out of the way.
+		Concurrency:           cfg.Concurrency + 64,
 		DisableStartupMessage: true,
 		// Strict routing keeps one canonical path per route, so /v2/jobs/ is a 404
 		// rather than a silent alias.
@@ -107,7 +110,7 @@ func New(cfg Config, log *slog.Logger, name string, opts ...Option) *Server {
 		EnableTrustedProxyCheck: cfg.ProxyHeader != "",
 		TrustedProxies:          cfg.TrustedProxies,
 	})
-	s.App.Use(tracing(o), s.recover, requestID, identityEncodingOnly, deadline(cfg.RequestTimeout))
+	s.App.Use(s.rotateWhenFull, tracing(o), s.recover, requestID, identityEncodingOnly, deadline(cfg.RequestTimeout))
 	s.App.Get("/livez", func(c *fiber.Ctx) error {
 		return OK(c, http.StatusOK, fiber.Map{"status": "ok"})
 	})
@@ -232,6 +235,9 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve is Run on an existing listener (tests listen on port 0).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	capped := newConnCap(ln, s.cfg.Concurrency)
+	s.conns.Store(capped)
+	ln = capped
 	errc := make(chan error, 1)
 	go func() { errc <- s.App.Listener(ln) }()
 	s.log.Info("http server started", "addr", ln.Addr().String())

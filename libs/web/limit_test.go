@@ -1,0 +1,82 @@
+package web_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/coworkjobs/coworkjobs/libs/logx"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+)
+
+// Past HTTP_CONCURRENCY a connection waits in the kernel's queue instead of
+// being refused: it is served, in the envelope, once a slot frees; and the
+// answer given while every slot is taken closes its connection, so that a
+// waiting client is not stuck behind a keep-alive one.
+func TestConnectionsPastTheCapWaitAndAreServed(t *testing.T) {
+	cfg := testConfig()
+	cfg.Concurrency = 1
+	srv := web.New(cfg, logx.NewTo(io.Discard, "test", "error"), "test")
+	release := make(chan struct{})
+	var released, servedEarly atomic.Bool
+	srv.App.Get("/hold", func(c *fiber.Ctx) error {
+		<-release
+		return web.OK(c, http.StatusOK, fiber.Map{"held": true})
+	})
+	srv.App.Get("/next", func(c *fiber.Ctx) error {
+		if !released.Load() {
+			servedEarly.Store(true)
+		}
+		return web.OK(c, http.StatusOK, fiber.Map{"next": true})
+	})
+	base, _, _ := start(t, srv)
+	addr := strings.TrimPrefix(base, "http://")
+
+	send := func(path string) (net.Conn, *bufio.Reader) {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\n\r\n", path)
+		return conn, bufio.NewReader(conn)
+	}
+	read := func(r *bufio.Reader) (*http.Response, map[string]any) {
+		t.Helper()
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var env map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+			t.Fatalf("answer is not an envelope: %v", err)
+		}
+		return resp, env
+	}
+
+	_, first := send("/hold") // takes the only slot
+	_, second := send("/next") // connected (the kernel accepts), not served
+	released.Store(true)
+	close(release)
+	resp, _ := read(first)
+	if resp.StatusCode != http.StatusOK || !resp.Close {
+		t.Fatalf("the answer at the cap: status %d, Connection: close %v", resp.StatusCode, resp.Close)
+	}
+	resp, env := read(second)
+	if resp.StatusCode != http.StatusOK || env["success"] != true {
+		t.Fatalf("the waiting connection: status %d %v", resp.StatusCode, env)
+	}
+	if servedEarly.Load() {
+		t.Fatal("a second connection was served while the cap of one was taken")
+	}
+}
