@@ -1385,6 +1385,9 @@ type Timeout = ErrorEnvelope
 // Unauthorized An error other than 422 and 429 (those carry `details`); `details` is never sent here.
 type Unauthorized = ErrorEnvelope
 
+// UnsupportedMediaType An error other than 422 and 429 (those carry `details`); `details` is never sent here.
+type UnsupportedMediaType = ErrorEnvelope
+
 // Validation 422 `validation_error`; `details` lists every problem found, one message each.
 type Validation = ValidationErrorEnvelope
 
@@ -6114,6 +6117,8 @@ type CreateJobResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *ValidationErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -6167,6 +6172,11 @@ func (r CreateJobResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateJobResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateJobResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -6258,6 +6268,8 @@ type UnpublishJobResponse struct {
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Validation
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -6309,6 +6321,11 @@ func (r UnpublishJobResponse) GetJSON404() *NotFound {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r UnpublishJobResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UnpublishJobResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -6486,6 +6503,8 @@ type ConfirmNewsletterPostResponse struct {
 	JSON409 *ErrorEnvelope
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Validation
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -6523,6 +6542,11 @@ func (r ConfirmNewsletterPostResponse) GetJSON409() *ErrorEnvelope {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ConfirmNewsletterPostResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ConfirmNewsletterPostResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -6798,6 +6822,8 @@ type UnsubscribeNewsletterPostResponse struct {
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Validation
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -6830,6 +6856,11 @@ func (r UnsubscribeNewsletterPostResponse) GetJSON404() *NotFound {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r UnsubscribeNewsletterPostResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UnsubscribeNewsletterPostResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -9171,6 +9202,13 @@ func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9327,6 +9365,13 @@ func ParseUnpublishJobResponse(rsp *http.Response) (*UnpublishJobResponse, error
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Validation
@@ -9569,6 +9614,13 @@ func ParseConfirmNewsletterPostResponse(rsp *http.Response) (*ConfirmNewsletterP
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Validation
@@ -9903,6 +9955,13 @@ func ParseUnsubscribeNewsletterPostResponse(rsp *http.Response) (*UnsubscribeNew
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Validation

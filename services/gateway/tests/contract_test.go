@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
 
 // The route table the gateway enforces and the OpenAPI document are the same
 // API: every route is documented with the same access (public, or the same
 // scopes) and with the errors the gateway itself answers on it (401/403 for
-// keys, 429 where limited, 503/504 where proxied, 413 for bodies), and every
+// keys, 429 where limited, 503/504 where proxied, 413/415 for bodies), and every
 // documented operation is routed.
 func TestRouteTableIsTheDocument(t *testing.T) {
 	documented := map[string]bool{}
@@ -43,13 +44,27 @@ func TestRouteTableIsTheDocument(t *testing.T) {
 		if r.Backend != "" && (!has("503") || !has("504")) {
 			t.Errorf("%s %s is proxied to %s but does not document 503 and 504", op.Method, op.Path, r.Backend)
 		}
-		if op.Method == "POST" && !has("413") {
-			t.Errorf("%s %s takes a body but does not document 413", op.Method, op.Path)
+		if op.Method == "POST" && (!has("413") || !has("415")) {
+			t.Errorf("%s %s takes a body but does not document 413 and 415", op.Method, op.Path)
 		}
 	}
 	for _, r := range gatewayapp.Table {
 		if !documented[r.Method+" "+r.Path] {
 			t.Errorf("%s %s is routed but not documented", r.Method, r.Path)
+		}
+	}
+}
+
+// A compressed body is refused with the documented 415 before it is read (do
+// checks the answer against the document).
+func TestCompressedBodyGetsDocumented415(t *testing.T) {
+	g := startGateway(t, gatewayOpts{})
+	_, raw := g.newKey(t, keybus.NewKey{Scopes: []string{"write"}})
+	for _, path := range []string{"/v2/jobs", "/v2/jobs/unpublish", "/v2/feedback"} {
+		r := do(t, "POST", g.base+path, `{"job_id":1}`, map[string]string{
+			"X-API-Key": raw, "Content-Type": "application/json", "Content-Encoding": "gzip"})
+		if r.status != 415 || r.env.Error == nil || r.env.Error.Code != "unsupported_media_type" {
+			t.Fatalf("POST %s gzip: %d %s", path, r.status, r.raw)
 		}
 	}
 }
