@@ -64,7 +64,7 @@ func TestConnectionsPastTheCapWaitAndAreServed(t *testing.T) {
 		return resp, env
 	}
 
-	_, first := send("/hold") // takes the only slot
+	_, first := send("/hold")  // takes the only slot
 	_, second := send("/next") // connected (the kernel accepts), not served
 	released.Store(true)
 	close(release)
