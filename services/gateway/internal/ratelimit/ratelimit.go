@@ -42,27 +42,29 @@ func (d Decision) RetryAfterSeconds() int {
 	return s
 }
 
-// script: drop entries older than the window, count, admit if under the limit,
-// and return the time until the oldest entry leaves. TIME makes every replica
-// share Redis's clock instead of their own.
+// script: drop entries older than the window, count, admit up to ARGV[4]
+// units if under the limit (one entry each), and return the units granted,
+// the count, and the time until the oldest entry leaves. TIME makes every
+// replica share Redis's clock instead of their own.
 var script = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
+local want = tonumber(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
-local allowed = 0
-if count < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  count = count + 1
-  allowed = 1
+local granted = math.min(want, limit - count)
+if granted < 0 then granted = 0 end
+for i = 1, granted do
+  redis.call('ZADD', KEYS[1], now, ARGV[3] .. ':' .. i)
 end
+count = count + granted
 redis.call('PEXPIRE', KEYS[1], window)
 local reset = 0
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if oldest[2] then reset = tonumber(oldest[2]) + window - now end
-return {allowed, count, reset}
+return {granted, count, reset}
 `)
 
 // Limiter checks budgets.
@@ -78,12 +80,27 @@ type Limiter struct {
 	// that an outage costs one timeout per second, not one per request.
 	redisDownUntil atomic.Int64
 	local          *local
+
+	leaseMu  sync.Mutex
+	leases   map[string]*lease
+	leaseSwp time.Time
+}
+
+// lease is budget taken from Redis ahead of use by AllowLeased. Its units
+// were counted in Redis when taken, so they stay valid exactly as long as
+// their entries stay in the window.
+type lease struct {
+	units     int       // left to spend
+	remaining int       // the budget Redis had left after granting them
+	until     time.Time // when their entries leave the window
+	resetAt   time.Time // when the oldest entry of the bucket leaves it
 }
 
 // New returns a limiter over rdb (nil: local only) with keys under prefix.
 func New(rdb *redis.Client, prefix string, window time.Duration, log *slog.Logger) *Limiter {
 	host := strconv.FormatInt(time.Now().UnixNano(), 36)
-	return &Limiter{rdb: rdb, prefix: prefix, window: window, instance: host, log: log, local: newLocal(window)}
+	return &Limiter{rdb: rdb, prefix: prefix, window: window, instance: host, log: log, local: newLocal(window),
+		leases: map[string]*lease{}}
 }
 
 // Window is the sliding window length.
@@ -96,21 +113,84 @@ func (l *Limiter) RedisAvailable() bool {
 
 // Allow spends one unit of bucket's budget of limit per window, if any is left.
 func (l *Limiter) Allow(ctx context.Context, bucket string, limit int) Decision {
-	if l.rdb != nil && time.Now().UnixNano() >= l.redisDownUntil.Load() {
-		member := l.instance + ":" + strconv.FormatUint(l.seq.Add(1), 36)
-		res, err := script.Run(ctx, l.rdb, []string{l.prefix + bucket}, l.window.Milliseconds(), limit, member).Int64Slice()
-		if err == nil && len(res) == 3 {
-			return Decision{
-				Allowed: res[0] == 1, Limit: limit, Remaining: max(limit-int(res[1]), 0),
-				ResetAfter: time.Duration(res[2]) * time.Millisecond, Source: SourceRedis,
-			}
-		}
-		if ctx.Err() == nil {
-			l.redisDownUntil.Store(time.Now().Add(time.Second).UnixNano())
-			l.log.Warn("rate limiter: redis unavailable, limiting per instance", "error", err)
-		}
+	d, _, ok := l.take(ctx, bucket, limit, 1)
+	if ok {
+		return d
 	}
 	return l.local.allow(bucket, limit, time.Now())
+}
+
+// take asks Redis for up to n units; ok is false when Redis did not answer.
+func (l *Limiter) take(ctx context.Context, bucket string, limit, n int) (Decision, int, bool) {
+	if l.rdb == nil || time.Now().UnixNano() < l.redisDownUntil.Load() {
+		return Decision{}, 0, false
+	}
+	member := l.instance + ":" + strconv.FormatUint(l.seq.Add(1), 36)
+	res, err := script.Run(ctx, l.rdb, []string{l.prefix + bucket}, l.window.Milliseconds(), limit, member, n).Int64Slice()
+	if err == nil && len(res) == 3 {
+		return Decision{
+			Allowed: res[0] > 0, Limit: limit, Remaining: max(limit-int(res[1]), 0),
+			ResetAfter: time.Duration(res[2]) * time.Millisecond, Source: SourceRedis,
+		}, int(res[0]), true
+	}
+	if ctx.Err() == nil {
+		l.redisDownUntil.Store(time.Now().Add(time.Second).UnixNano())
+		l.log.Warn("rate limiter: redis unavailable, limiting per instance", "error", err)
+	}
+	return Decision{}, 0, false
+}
+
+// LeaseSize is how many units AllowLeased takes from Redis at once for a
+// budget of limit: a hundredth of it, at least 1 (so small budgets are
+// counted one by one, exactly) and at most 64.
+func LeaseSize(limit int) int { return min(max(limit/100, 1), 64) }
+
+// AllowLeased is Allow for budgets where an instance may hold a little of
+// the budget ahead of use (reads): it takes LeaseSize(limit) units from Redis
+// at once and spends them locally, so most requests cost no round trip. The
+// units are counted in Redis when taken, so all replicas together still
+// never exceed the limit; one instance's unspent units are simply not
+// available to the others until they leave the window. Remaining is exact
+// for a client that talks to one instance.
+func (l *Limiter) AllowLeased(ctx context.Context, bucket string, limit int) Decision {
+	size := LeaseSize(limit)
+	if size == 1 {
+		return l.Allow(ctx, bucket, limit)
+	}
+	now := time.Now()
+	l.leaseMu.Lock()
+	if now.Sub(l.leaseSwp) > l.window {
+		// Forget expired leases so memory follows active clients only.
+		for k, ls := range l.leases {
+			if !now.Before(ls.until) {
+				delete(l.leases, k)
+			}
+		}
+		l.leaseSwp = now
+	}
+	if ls := l.leases[bucket]; ls != nil && ls.units > 0 && now.Before(ls.until) {
+		ls.units--
+		d := Decision{Allowed: true, Limit: limit, Remaining: ls.remaining + ls.units,
+			ResetAfter: max(ls.resetAt.Sub(now), 0), Source: SourceRedis}
+		l.leaseMu.Unlock()
+		return d
+	}
+	l.leaseMu.Unlock()
+
+	d, granted, ok := l.take(ctx, bucket, limit, size)
+	if !ok {
+		return l.local.allow(bucket, limit, now)
+	}
+	if granted > 0 {
+		l.leaseMu.Lock()
+		// Another request of the same bucket may have leased meanwhile; the
+		// newer lease wins and the other's units are forgone (still counted).
+		l.leases[bucket] = &lease{units: granted - 1, remaining: d.Remaining, until: now.Add(l.window),
+			resetAt: now.Add(d.ResetAfter)}
+		l.leaseMu.Unlock()
+		d.Remaining += granted - 1
+	}
+	return d
 }
 
 // local is the in-memory sliding log used while Redis is away.

@@ -2,45 +2,17 @@ package ratelimit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/coworkjobs/coworkjobs/libs/redisx"
 )
 
-// benchLimiter is a limiter over the real local Redis (TEST_REDIS_URL wins),
-// its keys under a prefix of their own that is deleted afterwards.
+// benchLimiter is a limiter over the real local Redis under a prefix of its own.
 func benchLimiter(b *testing.B) *Limiter {
-	b.Helper()
-	url := os.Getenv("TEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	rdb, err := redisx.Open(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		b.Fatalf("redis at %s: %v", url, err)
-	}
-	var r [4]byte
-	_, _ = rand.Read(r[:])
-	prefix := "bench:rl:" + hex.EncodeToString(r[:]) + ":"
-	b.Cleanup(func() {
-		keys, _ := rdb.Keys(ctx, prefix+"*").Result()
-		if len(keys) > 0 {
-			_ = rdb.Del(ctx, keys...).Err()
-		}
-		_ = rdb.Close()
-	})
+	rdb, prefix := testRedis(b)
 	return New(rdb, prefix, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
@@ -89,6 +61,19 @@ func BenchmarkAllowRedisParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkAllowLeased is a read with a large budget: one Redis round trip
+// per LeaseSize = 64 requests.
+func BenchmarkAllowLeased(b *testing.B) {
+	l := benchLimiter(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := l.AllowLeased(ctx, "key:1:read", 1<<30); !d.Allowed {
+			b.Fatalf("decision %+v", d)
+		}
+	}
 }
 
 // BenchmarkAllowLocal is the per-instance fallback used while Redis is away,

@@ -131,7 +131,14 @@ func (a *App) handler(r Route) fiber.Handler {
 		id := identity.Identity{Kind: identity.KindPublic, ClientIP: c.IP(), RequestID: web.RequestID(c)}
 		var decision *ratelimit.Decision
 		check := func(budget string, limit int) {
-			d := a.cfg.Limiter.Allow(c.UserContext(), budget, limit)
+			var d ratelimit.Decision
+			if r.Limit == LimitKeyRead || r.Limit == LimitPublicRead {
+				// Reads may spend budget leased ahead from Redis: most of them
+				// then cost no round trip (writes are counted one by one).
+				d = a.cfg.Limiter.AllowLeased(c.UserContext(), budget, limit)
+			} else {
+				d = a.cfg.Limiter.Allow(c.UserContext(), budget, limit)
+			}
 			a.limitHit.WithLabelValues(r.Limit, outcome(d), d.Source).Inc()
 			decision = &d
 		}

@@ -1,0 +1,105 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/coworkjobs/coworkjobs/libs/redisx"
+)
+
+// testRedis is the real local Redis (TEST_REDIS_URL wins) and a key prefix
+// of the caller's own, whose keys are deleted afterwards.
+func testRedis(tb testing.TB) (*redis.Client, string) {
+	tb.Helper()
+	url := os.Getenv("TEST_REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	rdb, err := redisx.Open(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		tb.Fatalf("redis at %s: %v", url, err)
+	}
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	prefix := "test:rl:" + hex.EncodeToString(r[:]) + ":"
+	tb.Cleanup(func() {
+		keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+		if len(keys) > 0 {
+			_ = rdb.Del(ctx, keys...).Err()
+		}
+		_ = rdb.Close()
+	})
+	return rdb, prefix
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Leased units are counted in Redis when they are taken: two instances
+// spending one budget in turns never admit more than the limit together, and
+// forgo at most the units each still holds.
+func TestLeasedReadsStayWithinTheSharedBudget(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	a, b := New(rdb, prefix, time.Minute, quiet()), New(rdb, prefix, time.Minute, quiet())
+	const limit = 300 // leases of 3
+	ctx := context.Background()
+	allowed := 0
+	for i := range 1000 {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		if d := l.AllowLeased(ctx, "key:9:read", limit); d.Allowed {
+			allowed++
+		}
+	}
+	if held := 2 * (LeaseSize(limit) - 1); allowed > limit || allowed < limit-held {
+		t.Fatalf("%d reads admitted for a budget of %d shared by two instances (at most %d may be held unspent)", allowed, limit, held)
+	}
+}
+
+// On one instance a lease is invisible to the client: Remaining counts down
+// one by one, while Redis is asked once per lease.
+func TestLeasedRemainingIsExactOnOneInstance(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	l := New(rdb, prefix, time.Minute, quiet())
+	const limit = 1000 // leases of 10
+	ctx := context.Background()
+	for i := 1; i <= 25; i++ {
+		d := l.AllowLeased(ctx, "key:7:read", limit)
+		if !d.Allowed || d.Remaining != limit-i || d.Source != SourceRedis {
+			t.Fatalf("read %d: %+v, want remaining %d", i, d, limit-i)
+		}
+	}
+	if n, err := rdb.ZCard(ctx, prefix+"key:7:read").Result(); err != nil || n != 30 {
+		t.Fatalf("redis holds %d units (%v), want 3 leases of 10", n, err)
+	}
+}
+
+// A small budget is leased one unit at a time, so it is exact: the read past
+// it is refused with the time until a unit frees.
+func TestSmallBudgetsAreCountedOneByOne(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	l := New(rdb, prefix, time.Minute, quiet())
+	ctx := context.Background()
+	for i := range 50 {
+		if d := l.AllowLeased(ctx, "ip:203.0.113.9:read", 50); !d.Allowed {
+			t.Fatalf("read %d of 50 refused: %+v", i+1, d)
+		}
+	}
+	d := l.AllowLeased(ctx, "ip:203.0.113.9:read", 50)
+	if d.Allowed || d.Remaining != 0 || d.RetryAfterSeconds() < 1 {
+		t.Fatalf("read 51 of 50: %+v", d)
+	}
+}
