@@ -92,78 +92,100 @@ ON CONFLICT (space_id, fingerprint) DO UPDATE SET
     -- become active when the caller now qualifies
     status = CASE WHEN jobs.status = 'draft' THEN EXCLUDED.status ELSE jobs.status END,
     updated_at = now()
-RETURNING id, hash_identifier, slug, status, (xmax = 0), is_paid, expiration_date, apply_url,
+RETURNING id, hash_identifier, slug, status, (xmax = 0) AS inserted, is_paid, expiration_date, apply_url,
           city_id, city_name, city_slug, plan_id`
+
+// upsertWithOutboxSQL is upsertSQL and its expiry intent in one statement, so
+// one round trip (and one implicit transaction) writes both: a create without
+// an Idempotency-Key needs no BEGIN, second INSERT and COMMIT of its own.
+const upsertWithOutboxSQL = `WITH job AS (` + upsertSQL + `),
+outbox AS (
+    INSERT INTO expiry_outbox (job_id, expires_at)
+    SELECT id, expiration_date FROM job WHERE status IN ('active', 'draft')
+)
+SELECT id, hash_identifier, slug, status, inserted, is_paid, expiration_date, apply_url,
+       city_id, city_name, city_slug, plan_id FROM job`
+
+func upsertArgs(nj jobbus.NewJob) []any {
+	return []any{nj.HashIdentifier, nj.SpaceID, nj.SpaceName, nj.KeyID, nj.Fingerprint, nj.Title, nj.Company, nj.Description,
+		nj.JobType, nj.Tags, nj.IsRemote, nj.Slug, nj.ExternalURL, nj.ApplyURL, nj.City.ID, nj.City.Name, nj.City.Slug,
+		nj.SalMin, nj.SalMax, nj.Currency, nj.InvEmail, nj.Plan.ID, nj.Status, nj.Plan.ExpirationDays}
+}
+
+// scanWritten reads the RETURNING list of upsertSQL and completes w's plan.
+func scanWritten(ctx context.Context, q querier, row pgx.Row, nj jobbus.NewJob) (jobbus.Written, error) {
+	var w jobbus.Written
+	var planID int
+	if err := row.Scan(&w.JobID, &w.HashIdentifier, &w.Slug, &w.Status, &w.Inserted, &w.IsPaid, &w.ExpirationDate, &w.ApplyURL,
+		&w.City.ID, &w.City.Name, &w.City.Slug, &planID); err != nil {
+		return jobbus.Written{}, fmt.Errorf("upsert job: %w", err)
+	}
+	w.City.Confirmed = true
+	w.Plan = nj.Plan
+	// An update of an expired or paused job keeps its plan.
+	if planID != nj.Plan.ID {
+		if err := q.QueryRow(ctx, `SELECT id, name, price, expiration_days, active FROM plans WHERE id = $1`, planID).
+			Scan(&w.Plan.ID, &w.Plan.Name, &w.Plan.Price, &w.Plan.ExpirationDays, &w.Plan.Active); err != nil {
+			return jobbus.Written{}, fmt.Errorf("select job plan: %w", err)
+		}
+	}
+	return w, nil
+}
 
 // Upsert implements jobbus.Storer.
 func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob, idem *jobbus.Idempotency, since time.Time,
 	finish func(jobbus.Written) (int, []byte, error)) (jobbus.Written, *jobbus.StoredResponse, error) {
+	if idem == nil {
+		w, err := scanWritten(ctx, s.pool, s.pool.QueryRow(ctx, upsertWithOutboxSQL, upsertArgs(nj)...), nj)
+		if err != nil {
+			return jobbus.Written{}, nil, err
+		}
+		if _, _, err := finish(w); err != nil {
+			return jobbus.Written{}, nil, fmt.Errorf("render result: %w", err)
+		}
+		return w, nil, nil
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return jobbus.Written{}, nil, fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 
-	if idem != nil {
-		var locked bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, lockKey(idem.KeyID, idem.Key)).Scan(&locked); err != nil {
-			return jobbus.Written{}, nil, fmt.Errorf("lock idempotency key: %w", err)
-		}
-		if !locked {
-			return jobbus.Written{}, nil, jobbus.ErrInFlight
-		}
-		stored, err := storedResponse(ctx, tx, idem.KeyID, idem.Key, since)
-		switch {
-		case err == nil:
-			return jobbus.Written{}, &stored, nil
-		case !errors.Is(err, jobbus.ErrNotFound):
-			return jobbus.Written{}, nil, err
-		}
-		// An expired record of the same key gives way to the new request.
-		if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE key_id = $1 AND idem_key = $2`, idem.KeyID, idem.Key); err != nil {
-			return jobbus.Written{}, nil, fmt.Errorf("delete expired idempotency key: %w", err)
-		}
+	var locked bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, lockKey(idem.KeyID, idem.Key)).Scan(&locked); err != nil {
+		return jobbus.Written{}, nil, fmt.Errorf("lock idempotency key: %w", err)
 	}
-
-	var w jobbus.Written
-	var planID int
-	err = tx.QueryRow(ctx, upsertSQL,
-		nj.HashIdentifier, nj.SpaceID, nj.SpaceName, nj.KeyID, nj.Fingerprint, nj.Title, nj.Company, nj.Description,
-		nj.JobType, nj.Tags, nj.IsRemote, nj.Slug, nj.ExternalURL, nj.ApplyURL, nj.City.ID, nj.City.Name, nj.City.Slug,
-		nj.SalMin, nj.SalMax, nj.Currency, nj.InvEmail, nj.Plan.ID, nj.Status, nj.Plan.ExpirationDays,
-	).Scan(&w.JobID, &w.HashIdentifier, &w.Slug, &w.Status, &w.Inserted, &w.IsPaid, &w.ExpirationDate, &w.ApplyURL,
-		&w.City.ID, &w.City.Name, &w.City.Slug, &planID)
-	if err != nil {
-		return jobbus.Written{}, nil, fmt.Errorf("upsert job: %w", err)
+	if !locked {
+		return jobbus.Written{}, nil, jobbus.ErrInFlight
 	}
-	w.City.Confirmed = true
-	w.Plan = nj.Plan
-	if planID != nj.Plan.ID {
-		if err := tx.QueryRow(ctx, `SELECT id, name, price, expiration_days, active FROM plans WHERE id = $1`, planID).
-			Scan(&w.Plan.ID, &w.Plan.Name, &w.Plan.Price, &w.Plan.ExpirationDays, &w.Plan.Active); err != nil {
-			return jobbus.Written{}, nil, fmt.Errorf("select job plan: %w", err)
-		}
+	stored, err := storedResponse(ctx, tx, idem.KeyID, idem.Key, since)
+	switch {
+	case err == nil:
+		return jobbus.Written{}, &stored, nil
+	case !errors.Is(err, jobbus.ErrNotFound):
+		return jobbus.Written{}, nil, err
+	}
+	// An expired record of the same key gives way to the new request.
+	if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE key_id = $1 AND idem_key = $2`, idem.KeyID, idem.Key); err != nil {
+		return jobbus.Written{}, nil, fmt.Errorf("delete expired idempotency key: %w", err)
 	}
 
 	// The expiry intent commits with the job; the relay hands it to Temporal.
-	if w.Status == jobbus.StatusActive || w.Status == jobbus.StatusDraft {
-		if _, err := tx.Exec(ctx, `INSERT INTO expiry_outbox (job_id, expires_at) VALUES ($1, $2)`, w.JobID, w.ExpirationDate); err != nil {
-			return jobbus.Written{}, nil, fmt.Errorf("insert expiry outbox: %w", err)
-		}
+	w, err := scanWritten(ctx, tx, tx.QueryRow(ctx, upsertWithOutboxSQL, upsertArgs(nj)...), nj)
+	if err != nil {
+		return jobbus.Written{}, nil, err
 	}
 
 	status, body, err := finish(w)
 	if err != nil {
 		return jobbus.Written{}, nil, fmt.Errorf("render result: %w", err)
 	}
-	if idem != nil {
-		if _, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (key_id, idem_key, request_hash, response_status, response_body, job_id)
-			VALUES ($1, $2, $3, $4, $5, $6)`, idem.KeyID, idem.Key, idem.RequestHash, status, body, w.JobID); err != nil {
-			if pg.IsUniqueViolation(err) {
-				return jobbus.Written{}, nil, jobbus.ErrInFlight
-			}
-			return jobbus.Written{}, nil, fmt.Errorf("insert idempotency key: %w", err)
+	if _, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (key_id, idem_key, request_hash, response_status, response_body, job_id)
+		VALUES ($1, $2, $3, $4, $5, $6)`, idem.KeyID, idem.Key, idem.RequestHash, status, body, w.JobID); err != nil {
+		if pg.IsUniqueViolation(err) {
+			return jobbus.Written{}, nil, jobbus.ErrInFlight
 		}
+		return jobbus.Written{}, nil, fmt.Errorf("insert idempotency key: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return jobbus.Written{}, nil, fmt.Errorf("commit job: %w", err)
