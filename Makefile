@@ -79,6 +79,13 @@ soak: ## Mixed traffic with injected faults for SOAK_DURATION (default 5m), then
 	@bash scripts/deps.sh
 	SOAK_DURATION=$(SOAK_DURATION) go test -count=1 -v -timeout 2h -run '^TestSoak$$' $(MODULE)/tests/reliability
 
+BENCH_JOBS ?= 100000
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: ## Load the suite through the gateway with wrk against its ceilings (BENCH_JOBS, BENCH_ARGS e.g. -growth 10000,100000,1000000 -out report.md); not part of make test
+	@bash scripts/bench.sh -jobs $(BENCH_JOBS) $(BENCH_ARGS)
+
 ##@ Lint
 
 # golangci-lint, pinned; installed into ./bin under its version's name, so a bump

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// measurement is one measured wrk run and what it cost.
+type measurement struct {
+	wrk  wrkResult
+	cpu  map[string]time.Duration // gateway, backend, postgres, redis
+	rss  map[string]rss           // peak resident size by service during the run
+	s5xx int64                    // 5xx answers the entry service counted
+}
+
+// cpuPerRequest is the summed CPU of the given groups per completed request.
+func (m measurement) cpuPerRequest(groups ...string) time.Duration {
+	if m.wrk.Requests == 0 {
+		return 0
+	}
+	var t time.Duration
+	for _, g := range groups {
+		t += m.cpu[g]
+	}
+	return t / time.Duration(m.wrk.Requests)
+}
+
+type rowResult struct {
+	row     row
+	gateway measurement
+	direct  *measurement
+	pg      *pgbenchResult
+	pgCPU   time.Duration // Postgres CPU during the pgbench run
+	note    string
+}
+
+// measure runs l against base for the configured time after a warm-up,
+// with CPU and memory watched. entry is the service whose 5xx are counted.
+func (b *bench) measure(ctx context.Context, base string, l load, backend, entry string, conns, threads int, profileAs string) (measurement, string, error) {
+	warm := b.cfg.Warmup
+	if warm > 0 {
+		if _, err := runWrk(ctx, wrkRun{BaseURL: base, Load: l, Conns: conns, Threads: threads, Duration: max(warm, time.Second),
+			Timeout: 10 * time.Second, Nonce: b.nonce(), Dir: b.dir}); err != nil {
+			return measurement{}, "", err
+		}
+	}
+	groups := b.cpuGroups(ctx, backend)
+	var wg sync.WaitGroup
+	if profileAs != "" {
+		for _, name := range []string{"gateway", backend} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := b.profile(ctx, name, b.cfg.Duration); err != nil {
+					b.note("profile %s: %v", name, err)
+				}
+			}()
+		}
+	}
+	e0 := b.status5xx(entry)
+	sampler := sampleRSS(b.pids(), 100*time.Millisecond)
+	cpu := trackCPU(groups, 100*time.Millisecond)
+	nonce := b.nonce()
+	res, err := runWrk(ctx, wrkRun{BaseURL: base, Load: l, Conns: conns, Threads: threads, Duration: b.cfg.Duration,
+		Timeout: 10 * time.Second, Nonce: nonce, Dir: b.dir})
+	used := cpu.Stop()
+	peaks := sampler.Stop()
+	wg.Wait()
+	if err != nil {
+		return measurement{}, "", err
+	}
+	return measurement{wrk: res, cpu: used, rss: peaks, s5xx: b.status5xx(entry) - e0}, nonce, nil
+}
+
+func (b *bench) nonce() string {
+	return "r" + strconv.FormatInt(time.Now().UnixNano()%1e10, 36) + strconv.Itoa(b.seqNext())
+}
+
+// runRow measures one row through the gateway, then its ceilings.
+func (b *bench) runRow(ctx context.Context, r row) (rowResult, error) {
+	b.note("row %s: %s", r.ID, r.Name)
+	res := rowResult{row: r}
+	gw := b.s.URL["gateway"]
+	if r.Setup != nil {
+		if err := r.Setup(ctx, gw, r.Load); err != nil {
+			return res, fmt.Errorf("row %s setup: %w", r.ID, err)
+		}
+	}
+	for i := range min(len(r.Load.Requests), 4) {
+		if _, err := b.probe(ctx, gw, r.Load, i); err != nil {
+			return res, fmt.Errorf("row %s probe: %w", r.ID, err)
+		}
+	}
+	profile := ""
+	if b.cfg.ProfileRow == r.ID {
+		profile = r.ID
+	}
+	m, nonce, err := b.measure(ctx, gw, r.Load, r.Backend, "gateway", b.cfg.Conns, b.cfg.Threads, profile)
+	if err != nil {
+		return res, fmt.Errorf("row %s: %w", r.ID, err)
+	}
+	res.gateway = m
+	b.addLoadRSS(m.rss)
+	if r.Load.Unique {
+		// Nothing acknowledged is lost: every 2xx answer is a stored job.
+		var stored int64
+		if err := b.data.QueryRow(ctx, `SELECT count(*) FROM jobs.jobs WHERE external_url LIKE $1`,
+			"https://jobs.bench.example/"+nonce+"-%").Scan(&stored); err != nil {
+			return res, err
+		}
+		acked := m.wrk.Requests - m.wrk.Status
+		res.note = fmt.Sprintf("%d acknowledged, %d stored", acked, stored)
+		if stored < acked {
+			return res, fmt.Errorf("row %s: %d creates acknowledged but %d stored", r.ID, acked, stored)
+		}
+	}
+	if r.Direct {
+		signed, err := b.identityHeader()
+		if err != nil {
+			return res, err
+		}
+		l := r.Load
+		l.Headers = map[string]string{"X-Coworkjobs-Identity": signed}
+		for k, v := range r.Load.Headers {
+			if k != "X-API-Key" {
+				l.Headers[k] = v
+			}
+		}
+		if _, err := b.probe(ctx, b.s.URL[r.Backend], l, 0); err != nil {
+			return res, fmt.Errorf("row %s direct probe: %w", r.ID, err)
+		}
+		dm, _, err := b.measure(ctx, b.s.URL[r.Backend], l, r.Backend, r.Backend, b.cfg.Conns, b.cfg.Threads, "")
+		if err != nil {
+			return res, fmt.Errorf("row %s direct: %w", r.ID, err)
+		}
+		res.direct = &dm
+		b.addLoadRSS(dm.rss)
+	}
+	if r.SQL != nil {
+		groups := b.cpuGroups(ctx, r.Backend)[2:3]
+		cpu := trackCPU(groups, 100*time.Millisecond)
+		pr, err := runPgbench(ctx, b.dir, b.db.URL, "jobs", r.SQL, b.dbMaxConns(), b.cfg.Duration)
+		used := cpu.Stop()
+		if err != nil {
+			return res, fmt.Errorf("row %s pgbench: %w", r.ID, err)
+		}
+		res.pg = &pr
+		res.pgCPU = used["postgres"]
+	}
+	return res, nil
+}
+
+// dbMaxConns is the pool size of a service: pgbench gets as many
+// connections as the jobs service may use.
+func (b *bench) dbMaxConns() int {
+	if n, err := strconv.Atoi(b.envValue("DB_MAX_CONNS")); err == nil && n > 0 {
+		return n
+	}
+	return 10
+}
+
+func (b *bench) addLoadRSS(peaks map[string]rss) {
+	if b.rep.rssLoad == nil {
+		b.rep.rssLoad = map[string]rss{}
+	}
+	for k, v := range peaks {
+		b.rep.rssLoad[k] = maxRSS(b.rep.rssLoad[k], v)
+	}
+}
+
+// overload opens far more connections than the services will serve at
+// once and records what they do: memory must stay capped, and every request
+// must end (an answer or a timeout envelope), none hang.
+func (b *bench) overload(ctx context.Context, r row) (overloadResult, error) {
+	b.note("overload: %s with %d connections", r.ID, b.cfg.OverloadConns)
+	if b.cfg.ProfileRow == "overload" {
+		// Heap profiles late in the run, when the most is in flight.
+		go func() {
+			time.Sleep(b.cfg.Warmup + b.cfg.Duration*3/4)
+			for _, name := range []string{"gateway", r.Backend} {
+				if err := b.fetchProfile(ctx, name, "heap", name+"-overload-"+r.ID+".heap"); err != nil {
+					b.note("heap profile %s: %v", name, err)
+				}
+				if err := b.fetchProfile(ctx, name, "metrics", name+"-overload-"+r.ID+".metrics"); err != nil {
+					b.note("metrics %s: %v", name, err)
+				}
+				if err := b.fetchProfile(ctx, name, "goroutine", name+"-overload-"+r.ID+".goroutine"); err != nil {
+					b.note("goroutine profile %s: %v", name, err)
+				}
+			}
+		}()
+	}
+	m, _, err := b.measure(ctx, b.s.URL["gateway"], r.Load, r.Backend, "gateway", b.cfg.OverloadConns, 2, "")
+	if err != nil {
+		return overloadResult{}, err
+	}
+	if b.rep.rssOverload == nil {
+		b.rep.rssOverload = map[string]rss{}
+	}
+	for k, v := range m.rss {
+		b.rep.rssOverload[k] = maxRSS(b.rep.rssOverload[k], v)
+	}
+	return overloadResult{row: r.ID, conns: b.cfg.OverloadConns, m: m}, nil
+}
+
+type overloadResult struct {
+	row   string
+	conns int
+	m     measurement
+}
+
+// setPagination restarts the jobs service with server-side pagination on
+// or off (the spec makes it a server setting, so (c) needs it off).
+func (b *bench) setPagination(ctx context.Context, on bool) error {
+	b.s.Env = append(b.s.Env, "JOBS_PAGINATION_ENABLED="+strconv.FormatBool(on))
+	if err := b.s.Terminate("jobs"); err != nil {
+		return err
+	}
+	if err := b.s.Start(ctx, "jobs"); err != nil {
+		return err
+	}
+	// The gateway's pooled connections to the old process are dead; the first
+	// requests find that out (503) and the pool redials. Drain them before
+	// measuring, without counting them anywhere.
+	for i := 0; i < 200; i++ {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.s.URL["gateway"]+"/v2/jobs?city=none&page=1", nil)
+		req.Header.Set("X-API-Key", b.key)
+		if resp, err := b.client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+	return errors.New("jobs restarted but the gateway does not reach it")
+}
+
+func (b *bench) runMain(ctx context.Context, d dataset) error {
+	b.rep.loadBefore = loadAverage()
+	// The ceiling of HTTP on this machine: a bare Fiber app.
+	if b.cfg.wants("hello") {
+		b.note("ceiling: bare Fiber hello-world")
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		hello, err := startHello(ctx, addr)
+		if err != nil {
+			return err
+		}
+		m, _, err := b.measure(ctx, "http://"+addr, load{Method: "GET", Requests: []request{{Path: "/"}}}, "jobs", "gateway", b.cfg.Conns, b.cfg.Threads, "")
+		stopProcess(hello)
+		if err != nil {
+			return fmt.Errorf("hello: %w", err)
+		}
+		b.rep.hello = &m
+	}
+
+	rows, err := b.listRows(ctx, d)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, b.writeRows(d)...)
+	rows = append(rows, b.readRows(d)...)
+	var aRow *row
+	for i, r := range rows {
+		if r.ID == "a" {
+			aRow = &rows[i]
+		}
+		if !b.cfg.wants(r.ID) {
+			continue
+		}
+		res, err := b.runRow(ctx, r)
+		if err != nil {
+			return err
+		}
+		b.rep.rows = append(b.rep.rows, res)
+	}
+	if b.cfg.wants("rate") {
+		b.note("constant rate: %d req/s of row a for %s", b.cfg.Rate, b.cfg.Duration)
+		rr := runRate(ctx, b.s.URL["gateway"], paths(aRow.Load), aRow.Load.Headers, b.cfg.Rate, b.cfg.Duration, 256)
+		b.rep.rate = &rr
+	}
+
+	// (c) needs the jobs service without server-side pagination. The
+	// overload runs come last, so that no other row inherits their memory.
+	if b.cfg.wants("c") || b.cfg.wants("overload") {
+		if err := b.setPagination(ctx, false); err != nil {
+			return err
+		}
+		c, err := b.streamRow(ctx, d, d.StreamCityMatches)
+		if err != nil {
+			return err
+		}
+		if b.cfg.wants("c") {
+			res, err := b.runRow(ctx, c)
+			if err != nil {
+				return err
+			}
+			b.rep.rows = append(b.rep.rows, res)
+		}
+		if b.cfg.wants("overload") {
+			o, err := b.overload(ctx, c)
+			if err != nil {
+				return err
+			}
+			b.rep.overloads = append(b.rep.overloads, o)
+		}
+		if err := b.setPagination(ctx, true); err != nil {
+			return err
+		}
+	}
+	if b.cfg.wants("overload") {
+		o, err := b.overload(ctx, *aRow)
+		if err != nil {
+			return err
+		}
+		b.rep.overloads = append(b.rep.overloads, o)
+	}
+	return nil
+}
+
+func paths(l load) []string {
+	out := make([]string, len(l.Requests))
+	for i, r := range l.Requests {
+		out[i] = r.Path
+	}
+	return out
+}
+
+// growthPoint is the list and search rows at one data size.
+type growthPoint struct {
+	jobs, active int
+	rows         []rowResult
+	streamRSS    map[string]rss
+}
+
+// runGrowth reseeds the jobs at each size and reruns (a), (b1), (b2) and
+// (c) with their pgbench ceilings; the queries stay the same, so the
+// matches grow with the data.
+func (b *bench) runGrowth(ctx context.Context, d dataset) error {
+	saved := b.cfg.Rows
+	defer func() { b.cfg.Rows = saved }()
+	for _, n := range b.cfg.Growth {
+		b.note("growth: %d jobs", n)
+		if out, err := b.s.Run(ctx, "jobs-seed", "synthetic", "-jobs", strconv.Itoa(n)); err != nil {
+			return fmt.Errorf("jobs-seed synthetic -jobs %d: %v: %s", n, err, out)
+		}
+		if err := b.vacuum(ctx); err != nil {
+			return err
+		}
+		p := growthPoint{jobs: n}
+		if err := b.data.QueryRow(ctx, `SELECT count(*) FROM jobs.jobs WHERE status = 'active' AND expiration_date > now()`).Scan(&p.active); err != nil {
+			return err
+		}
+		gd := d
+		var err error
+		if gd.CommonMatches, err = b.matches(ctx, d.CommonTerm); err != nil {
+			return err
+		}
+		if gd.RareMatches, err = b.matches(ctx, d.RareTerm); err != nil {
+			return err
+		}
+		rows, err := b.listRows(ctx, gd)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			r.Direct = false
+			res, err := b.runRow(ctx, r)
+			if err != nil {
+				return err
+			}
+			p.rows = append(p.rows, res)
+		}
+		if err := b.setPagination(ctx, false); err != nil {
+			return err
+		}
+		var streamMatches int
+		if err := b.data.QueryRow(ctx, `SELECT count(*) FROM jobs.jobs WHERE status = 'active' AND expiration_date > now() AND city_slug = $1`,
+			d.StreamCity).Scan(&streamMatches); err != nil {
+			return err
+		}
+		c, err := b.streamRow(ctx, d, streamMatches)
+		if err != nil {
+			return err
+		}
+		c.Direct = false
+		res, err := b.runRow(ctx, c)
+		if err != nil {
+			return err
+		}
+		p.rows = append(p.rows, res)
+		p.streamRSS = res.gateway.rss
+		if err := b.setPagination(ctx, true); err != nil {
+			return err
+		}
+		b.rep.growth = append(b.rep.growth, p)
+	}
+	return nil
+}

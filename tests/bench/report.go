@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/tests/suite"
+)
+
+type report struct {
+	cfg                   config
+	start, end            time.Time
+	machine               string
+	loadBefore, loadAfter string
+	data                  dataset
+	hello                 *measurement
+	rows                  []rowResult
+	rate                  *rateResult
+	overloads             []overloadResult
+	growth                []growthPoint
+	rssIdle               map[string]rss
+	rssLoad               map[string]rss
+	rssOverload           map[string]rss
+	pool                  int
+}
+
+// Targets of the performance issue, checked in the report.
+const (
+	targetDirectRatio  = 0.85
+	targetPgbenchRatio = 0.35
+	targetCPU          = 750 * time.Microsecond
+	targetRateP99      = 15 * time.Millisecond
+	targetCreates      = 900.0
+	targetCreatesP99   = 150 * time.Millisecond
+	targetReplays      = 2000.0
+	capGateway         = 32 << 20
+	capBackend         = 64 << 20
+)
+
+func freeAddr() (string, error) { return suite.FreeAddr() }
+
+func waitHTTP(ctx context.Context, url string) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("nothing answers at %s", url)
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func firstLine(name string, args ...string) string {
+	out, _ := exec.Command(name, args...).CombinedOutput()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}
+
+func describeMachine(ctx context.Context) string {
+	model := "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := "?"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if kb, err := parseStatusKB(b, "MemTotal:"); err == nil {
+			mem = fmt.Sprintf("%.0f GiB", float64(kb)/(1<<30))
+		}
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("%d cores (%s), %s RAM, Linux %s; %s, %s, %s, %s, %s",
+		runtime.NumCPU(), model, mem, strings.TrimSpace(string(kernel)), runtime.Version(),
+		firstLine("psql", "--version"), firstLine("redis-server", "--version"), firstLine("wrk", "-v"), firstLine("pgbench", "--version"))
+}
+
+func ms(us float64) string { return fmt.Sprintf("%.2f", us/1000) }
+
+func msd(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
+
+func usd(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Microsecond)) }
+
+func mib(n int64) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", float64(n)/(1<<20))
+}
+
+func mibs(r rss) string {
+	if r.total == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s (%s)", mib(r.total), mib(r.anon))
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+func (r *report) find(id string) *rowResult {
+	for i := range r.rows {
+		if r.rows[i].row.ID == id {
+			return &r.rows[i]
+		}
+	}
+	return nil
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("### Run of %s\n\n", r.start.UTC().Format("2006-01-02 15:04 UTC"))
+	w("- Machine: %s.\n", r.machine)
+	w("- Load average (1, 5, 15 min) before the rows: %s; after: %s. Run took %s.\n", r.loadBefore, r.loadAfter, r.end.Sub(r.start).Round(time.Second))
+	w("- Command: `make bench` → `go run ./tests/bench %s`.\n", strings.Join(os.Args[1:], " "))
+	w("- Data: %d jobs (%d active), %d cities, %d spaces. wrk -t%d -c%d, %s per run after a %s warm-up; PostgreSQL pool %d per service, pgbench -c%d -j2 -M prepared.\n",
+		r.data.Jobs, r.data.ActiveJobs, r.cfg.Cities, r.cfg.Spaces, r.cfg.Threads, r.cfg.Conns, r.cfg.Duration, r.cfg.Warmup, r.pool, r.pool)
+	w("- CPU is user+system time from /proc/<pid>/stat over the measured run, divided by the requests completed: gw = gateway, svc = the backend, pg = the benchmark database's backends and the server's own processes, redis = redis-server.\n\n")
+
+	w("| row | request | req/s | p50 ms | p99 ms | errors | × direct | × pgbench | × hello | CPU µs/req: total (gw + svc + pg + redis) |\n")
+	w("|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	helloRPS := 0.0
+	if r.hello != nil {
+		h := r.hello
+		helloRPS = h.wrk.RPS()
+		w("| ceiling | bare Fiber hello-world | %.0f | %s | %s | %d | | | 1.00 | – |\n",
+			helloRPS, ms(h.wrk.P50), ms(h.wrk.P99), h.wrk.Errors())
+	}
+	for _, rr := range r.rows {
+		m := rr.gateway
+		direct, pg := "–", "–"
+		if rr.direct != nil {
+			direct = ratio(m.wrk.RPS(), rr.direct.wrk.RPS())
+		}
+		if rr.pg != nil {
+			pg = ratio(m.wrk.RPS(), rr.pg.TPS)
+		}
+		errs := fmt.Sprint(m.wrk.Errors())
+		if m.s5xx > 0 {
+			errs += fmt.Sprintf(" (%d 5xx)", m.s5xx)
+		}
+		name := rr.row.Name
+		if rr.note != "" {
+			name += "; " + rr.note
+		}
+		w("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s (%s + %s + %s + %s) |\n", rr.row.ID, name, m.wrk.RPS(), ms(m.wrk.P50), ms(m.wrk.P99), errs,
+			direct, pg, ratio(m.wrk.RPS(), helloRPS),
+			usd(m.cpuPerRequest("gateway", "backend", "postgres", "redis")), usd(m.cpuPerRequest("gateway")), usd(m.cpuPerRequest("backend")),
+			usd(m.cpuPerRequest("postgres")), usd(m.cpuPerRequest("redis")))
+		if d := rr.direct; d != nil {
+			w("| %s direct | the same, %s hit directly (signed identity) | %.0f | %s | %s | %d | 1.00 | %s | %s | %s (– + %s + %s + %s) |\n", rr.row.ID, rr.row.Backend,
+				d.wrk.RPS(), ms(d.wrk.P50), ms(d.wrk.P99), d.wrk.Errors(), ratioPg(d, rr.pg), ratio(d.wrk.RPS(), helloRPS),
+				usd(d.cpuPerRequest("backend", "postgres", "redis")), usd(d.cpuPerRequest("backend")), usd(d.cpuPerRequest("postgres")), usd(d.cpuPerRequest("redis")))
+		}
+		if p := rr.pg; p != nil {
+			perTx := time.Duration(0)
+			if p.Transactions > 0 {
+				perTx = rr.pgCPU / time.Duration(p.Transactions)
+			}
+			w("| %s pgbench | the same SQL, PostgreSQL alone | %.0f | %s | %s | %d | | 1.00 | | %s (pg only) |\n", rr.row.ID, p.TPS, msd(p.P50), msd(p.P99), p.Failed, usd(perTx))
+		}
+	}
+	w("\n")
+
+	if rt := r.rate; rt != nil {
+		w("Constant rate (the bench's own open-loop Go generator; latency counted from each request's scheduled start, so stalls are not hidden): %d req/s of row a through the gateway for %s: %d sent, %d ok, %d errors, %d dropped; p50 %s ms, p99 %s ms, max %s ms.\n\n",
+			r.cfg.Rate, r.cfg.Duration, rt.Sent, rt.OK, rt.Errors, rt.Dropped, msd(rt.P50), msd(rt.P99), msd(rt.Max))
+	}
+	if len(r.overloads) > 0 {
+		w("Overload (wrk -t2, 10 s answer timeout):\n\n| row | connections | req/s | p50 ms | p99 ms | socket errors | timeouts | answers ≥ 400 | of which 5xx |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, o := range r.overloads {
+			x := o.m.wrk
+			w("| %s | %d | %.0f | %s | %s | %d | %d | %d | %d |\n", o.row, o.conns, x.RPS(), ms(x.P50), ms(x.P99), x.Connect+x.Read+x.Write, x.Timeout, x.Status, o.m.s5xx)
+		}
+		w("\n")
+	}
+
+	w("Resident memory, MiB: VmRSS (of which RssAnon, the heap and stacks the program allocates; the rest is its executable mapped from the page cache):\n\n| service | idle | peak under load | peak under overload | cap |\n|---|--:|--:|--:|--:|\n")
+	for _, name := range services {
+		limit := capBackend
+		if name == "gateway" {
+			limit = capGateway
+		}
+		w("| %s | %s | %s | %s | %d |\n", name, mibs(r.rssIdle[name]), mibs(r.rssLoad[name]), mibs(r.rssOverload[name]), limit>>20)
+	}
+	w("\n")
+	r.targets(w)
+	if len(r.growth) > 0 {
+		r.growthTable(w)
+	}
+	return b.String()
+}
+
+func ratioPg(d *measurement, p *pgbenchResult) string {
+	if p == nil {
+		return "–"
+	}
+	return ratio(d.wrk.RPS(), p.TPS)
+}
+
+func (r *report) targets(w func(string, ...any)) {
+	w("Targets:\n\n| target | measured | |\n|---|---|---|\n")
+	if a := r.find("a"); a != nil {
+		if a.direct != nil {
+			x := a.gateway.wrk.RPS() / a.direct.wrk.RPS()
+			w("| (a) gateway ≥ %.2f × jobs direct | %.2f | %s |\n", targetDirectRatio, x, verdict(x >= targetDirectRatio))
+		}
+		if a.pg != nil {
+			x := a.gateway.wrk.RPS() / a.pg.TPS
+			w("| (a) gateway ≥ %.2f × pgbench | %.2f | %s |\n", targetPgbenchRatio, x, verdict(x >= targetPgbenchRatio))
+		}
+		c := a.gateway.cpuPerRequest("gateway", "backend", "postgres", "redis")
+		w("| (a) CPU ≤ %s µs per request (gw + jobs + pg + redis) | %s µs | %s |\n", usd(targetCPU), usd(c), verdict(c <= targetCPU))
+		to := a.gateway.wrk.Timeout + a.gateway.s5xx
+		w("| (a) no timeouts at saturation (wrk timeouts + 5xx) | %d | %s |\n", to, verdict(to == 0))
+	}
+	if rt := r.rate; rt != nil {
+		w("| (a) p99 ≤ %s ms at %d req/s | %s ms (%d errors) | %s |\n", msd(targetRateP99), r.cfg.Rate, msd(rt.P99), rt.Errors+rt.Dropped,
+			verdict(rt.P99 <= targetRateP99 && rt.Errors+rt.Dropped == 0))
+	}
+	if b1, b2 := r.find("b1"), r.find("b2"); b1 != nil && b2 != nil {
+		ok := b2.gateway.wrk.P50 <= b1.gateway.wrk.P50
+		w("| (b) rare term no slower than a common one (p50) | rare %s ms, common %s ms | %s |\n", ms(b2.gateway.wrk.P50), ms(b1.gateway.wrk.P50), verdict(ok))
+	}
+	if d := r.find("d"); d != nil {
+		ok := d.gateway.wrk.RPS() >= targetCreates && d.gateway.wrk.P99 <= float64(targetCreatesP99/time.Microsecond)
+		w("| (d) creates ≥ %.0f/s, p99 ≤ %s ms | %.0f/s, p99 %s ms | %s |\n", targetCreates, msd(targetCreatesP99), d.gateway.wrk.RPS(), ms(d.gateway.wrk.P99), verdict(ok))
+	}
+	for _, id := range []string{"e1", "e2"} {
+		if e := r.find(id); e != nil {
+			w("| (%s) ≥ %.0f/s | %.0f/s | %s |\n", id, targetReplays, e.gateway.wrk.RPS(), verdict(e.gateway.wrk.RPS() >= targetReplays))
+		}
+	}
+	if a, c := r.find("a"), r.find("c"); a != nil && c != nil {
+		w("| (c) the unpaginated stream of %d jobs vs the paginated list (a) [prototype 0.07] | %.2f × | – |\n",
+			r.data.StreamCityMatches, c.gateway.wrk.RPS()/a.gateway.wrk.RPS())
+	}
+	if len(r.overloads) > 0 {
+		var to, shed int64
+		for _, o := range r.overloads {
+			to += o.m.wrk.Timeout
+			shed += o.m.s5xx
+		}
+		w("| every request answered under overload (wrk timeouts; 5xx shed: %d) | %d | %s |\n", shed, to, verdict(to == 0))
+	}
+	if r.rssOverload != nil {
+		names := append([]string{}, services...)
+		sort.Strings(names)
+		for _, name := range names {
+			limit := int64(capBackend)
+			if name == "gateway" {
+				limit = capGateway
+			}
+			peak := maxRSS(r.rssOverload[name], r.rssLoad[name])
+			w("| %s RSS ≤ %d MiB under load and overload: VmRSS (RssAnon) | %s MiB | %s |\n", name, limit>>20, mibs(peak), verdict(peak.total <= limit))
+		}
+	}
+	w("\n")
+}
+
+func (r *report) growthTable(w func(string, ...any)) {
+	w("Cost growth (the same queries as rows a, b1, b2 and c; gateway req/s, p50 / p99 ms, CPU µs per request; pgbench tps of the same SQL):\n\n")
+	w("| jobs (active) | a | a pgbench | b1 common | b1 pgbench | b2 rare | b2 pgbench | c stream | c pgbench | RSS during c: gateway / jobs MiB |\n|---|---|--:|---|--:|---|--:|---|--:|---|\n")
+	for _, p := range r.growth {
+		w("| %d (%d) ", p.jobs, p.active)
+		for _, rr := range p.rows {
+			m := rr.gateway
+			label := ""
+			if rr.row.ID == "c" {
+				label = strings.Fields(strings.SplitN(rr.row.Name, "(", 2)[1])[0] + " rows: "
+			}
+			w("| %s%.0f, %s / %s, %s µs ", label, m.wrk.RPS(), ms(m.wrk.P50), ms(m.wrk.P99), usd(m.cpuPerRequest("gateway", "backend", "postgres", "redis")))
+			if rr.pg != nil {
+				w("| %.0f ", rr.pg.TPS)
+			} else {
+				w("| – ")
+			}
+		}
+		w("| %s / %s |\n", mibs(p.streamRSS["gateway"]), mibs(p.streamRSS["jobs"]))
+	}
+	w("\n")
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// dataset is what the rows ask for, picked from the generated data once.
+type dataset struct {
+	Jobs, ActiveJobs int
+	// ListCities are 16 cities across the size distribution, for row (a).
+	ListCities []string
+	// StreamCity has the active job count nearest to 500, for row (c).
+	StreamCity        string
+	StreamCityMatches int
+	CommonTerm        string
+	CommonMatches     int
+	RareTerm          string
+	RareMatches       int
+	CityID            int64 // a confirmed city to post jobs to
+	CitySearches      []string
+}
+
+var jobTypes = []string{"fulltime", "parttime", "freelance", "internship"}
+
+func (b *bench) pickData(ctx context.Context) (dataset, error) {
+	var d dataset
+	err := b.data.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'active' AND expiration_date > now()) FROM jobs.jobs`).
+		Scan(&d.Jobs, &d.ActiveJobs)
+	if err != nil {
+		return d, err
+	}
+	rows, err := b.data.Query(ctx, `SELECT city_slug, count(*) FROM jobs.jobs
+		WHERE status = 'active' AND expiration_date > now() GROUP BY city_slug ORDER BY count(*) DESC, city_slug`)
+	if err != nil {
+		return d, err
+	}
+	type cityCount struct {
+		slug string
+		n    int
+	}
+	var counts []cityCount
+	for rows.Next() {
+		var c cityCount
+		if err := rows.Scan(&c.slug, &c.n); err != nil {
+			return d, err
+		}
+		counts = append(counts, c)
+	}
+	if err := rows.Err(); err != nil {
+		return d, err
+	}
+	if len(counts) < 16 {
+		return d, fmt.Errorf("only %d cities have jobs", len(counts))
+	}
+	for i := range 16 {
+		d.ListCities = append(d.ListCities, counts[i*len(counts)/16].slug)
+	}
+	best := counts[0]
+	for _, c := range counts {
+		if abs(c.n-500) < abs(best.n-500) {
+			best = c
+		}
+	}
+	d.StreamCity, d.StreamCityMatches = best.slug, best.n
+
+	// A common word of titles and tags, and a company name that only a few
+	// jobs carry (the generator numbers companies that are no space).
+	d.CommonTerm = "community"
+	if err := b.data.QueryRow(ctx, `SELECT lower(company) FROM jobs.jobs WHERE space_id = 0 AND status = 'active'
+		ORDER BY id LIMIT 1`).Scan(&d.RareTerm); err != nil {
+		return d, fmt.Errorf("rare term: %w", err)
+	}
+	if d.CommonMatches, err = b.matches(ctx, d.CommonTerm); err != nil {
+		return d, err
+	}
+	if d.RareMatches, err = b.matches(ctx, d.RareTerm); err != nil {
+		return d, err
+	}
+	if err := b.data.QueryRow(ctx, `SELECT id FROM directory.cities WHERE confirmed ORDER BY id LIMIT 1`).Scan(&d.CityID); err != nil {
+		return d, fmt.Errorf("city to post to: %w", err)
+	}
+	d.CitySearches = []string{"ber", "mar", "san", "por", "vel", "nova", "heim", "burg"}
+	return d, nil
+}
+
+func (b *bench) matches(ctx context.Context, term string) (int, error) {
+	var n int
+	err := b.data.QueryRow(ctx, `SELECT count(*) FROM jobs.jobs WHERE status = 'active' AND expiration_date > now()
+		AND search_text LIKE '%' || $1 || '%'`, term).Scan(&n)
+	return n, err
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// row is one line of the report: what is sent through the gateway, and
+// what it is compared with.
+type row struct {
+	ID, Name string
+	Backend  string // the service behind the gateway that answers it
+	Load     load
+	// Direct sends the same requests to the backend itself, with a signed
+	// identity instead of a key.
+	Direct bool
+	// SQL is the statements the backend runs for each request variant, run
+	// by pgbench as the database ceiling (nil: none).
+	SQL [][]statement
+	// Setup runs once before the row (say, creating what replays replay).
+	Setup func(ctx context.Context, base string, l load) error
+}
+
+func (b *bench) keyHeaders() map[string]string {
+	return map[string]string{"X-API-Key": b.key}
+}
+
+// listRows are the paginated reads: (a) and the two searches of (b).
+func (b *bench) listRows(ctx context.Context, d dataset) ([]row, error) {
+	a := row{ID: "a", Name: "GET /v2/jobs?city&job_type, paginated", Backend: "jobs", Direct: true,
+		Load: load{Method: "GET", Headers: b.keyHeaders()}}
+	for i, city := range d.ListCities {
+		jt := jobTypes[i%len(jobTypes)]
+		a.Load.Requests = append(a.Load.Requests, request{Path: "/v2/jobs?city=" + city + "&job_type=" + jt + "&page=1&per_page=20"})
+		sts, err := b.listStatements(ctx, "-city", city, "-job-type", jt, "-limit", "20")
+		if err != nil {
+			return nil, err
+		}
+		a.SQL = append(a.SQL, sts)
+	}
+	search := func(id, what, term string, n int) (row, error) {
+		r := row{ID: id, Name: fmt.Sprintf("GET /v2/jobs?q=%s (%s, %d matches), paginated", term, what, n), Backend: "jobs", Direct: true,
+			Load: load{Method: "GET", Headers: b.keyHeaders(), Requests: []request{{Path: "/v2/jobs?q=" + url.QueryEscape(term) + "&page=1&per_page=20"}}}}
+		sts, err := b.listStatements(ctx, "-q", term, "-limit", "20")
+		r.SQL = [][]statement{sts}
+		return r, err
+	}
+	b1, err := search("b1", "common", d.CommonTerm, d.CommonMatches)
+	if err != nil {
+		return nil, err
+	}
+	b2, err := search("b2", "rare", d.RareTerm, d.RareMatches)
+	if err != nil {
+		return nil, err
+	}
+	return []row{a, b1, b2}, nil
+}
+
+// streamRow is (c): the default, unpaginated list of one city.
+func (b *bench) streamRow(ctx context.Context, d dataset, matches int) (row, error) {
+	r := row{ID: "c", Name: fmt.Sprintf("GET /v2/jobs?city (%d matches), unpaginated stream", matches), Backend: "jobs", Direct: true,
+		Load: load{Method: "GET", Headers: b.keyHeaders(), Requests: []request{{Path: "/v2/jobs?city=" + d.StreamCity}}}}
+	sts, err := b.listStatements(ctx, "-city", d.StreamCity)
+	r.SQL = [][]statement{sts}
+	return r, err
+}
+
+// jobBody is a valid create request; %s is replaced to make it unique.
+func jobBody(cityID int64, token string) string {
+	return fmt.Sprintf(`{"title":"Bench community host %s","company":"Bench Coworking","description":"<p>Welcome members, run events and keep the desk. Ref %s.</p><ul><li>Community</li><li>Events</li></ul>","job_type":"fulltime","tags":"Community, events ,hospitality,community","id_city":%d,"external_url":"https://jobs.bench.example/%s","is_remote":0,"sal_min":30000,"sal_max":42000}`,
+		token, token, cityID, token)
+}
+
+// writeRows are (d) unique creates, (e1) replays of an Idempotency-Key and
+// (e2) duplicates matched by fingerprint.
+func (b *bench) writeRows(d dataset) []row {
+	jobsHeaders := func() map[string]string {
+		h := b.keyHeaders()
+		h["Content-Type"] = "application/json"
+		return h
+	}
+	dRow := row{ID: "d", Name: "POST /v2/jobs, unique bodies", Backend: "jobs", Direct: true,
+		Load: load{Method: "POST", Headers: jobsHeaders(), Unique: true,
+			Requests: []request{{Path: "/v2/jobs", Body: jobBody(d.CityID, "%s")}}}}
+	// 64 keys and 64 jobs, each created once in Setup, then sent again and again.
+	e1 := row{ID: "e1", Name: "POST /v2/jobs, replayed Idempotency-Key", Backend: "jobs", Direct: true,
+		Load: load{Method: "POST", Headers: jobsHeaders()}}
+	e2 := row{ID: "e2", Name: "POST /v2/jobs, duplicate (fingerprint match)", Backend: "jobs", Direct: true,
+		Load: load{Method: "POST", Headers: jobsHeaders()}}
+	run := strconv.FormatInt(int64(b.seqNext()), 10)
+	for i := range 64 {
+		e1.Load.Requests = append(e1.Load.Requests, request{Path: "/v2/jobs", Body: jobBody(d.CityID, "replay-"+run+"-"+strconv.Itoa(i)),
+			Header: map[string]string{"Idempotency-Key": "bench-replay-" + run + "-" + strconv.Itoa(i)}})
+		e2.Load.Requests = append(e2.Load.Requests, request{Path: "/v2/jobs", Body: jobBody(d.CityID, "dup-"+run+"-"+strconv.Itoa(i))})
+	}
+	once := func(ctx context.Context, base string, l load) error {
+		for i := range l.Requests {
+			if _, err := b.probe(ctx, base, l, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	e1.Setup, e2.Setup = once, once
+	return []row{dRow, e1, e2}
+}
+
+func (b *bench) seqNext() int {
+	b.seq++
+	return b.seq
+}
+
+// readRows are (f) the city search of the directory and (g) the public jobs feed.
+func (b *bench) readRows(d dataset) []row {
+	f := row{ID: "f", Name: "GET /v2/cities?search=", Backend: "directory", Direct: true,
+		Load: load{Method: "GET", Headers: b.keyHeaders()}}
+	for _, s := range d.CitySearches {
+		f.Load.Requests = append(f.Load.Requests, request{Path: "/v2/cities?search=" + s})
+	}
+	g := row{ID: "g", Name: "GET /v2/vine/jobs (public feed)", Backend: "jobs", Direct: true,
+		Load: load{Method: "GET", Requests: []request{{Path: "/v2/vine/jobs"}}}}
+	return []row{f, g}
+}
+
+func (c config) wants(id string) bool {
+	return c.Rows == nil || c.Rows[id] || c.Rows[strings.TrimRight(id, "0123456789")]
+}

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/tests/suite"
+)
+
+// services the benchmark starts: the ones its rows reach.
+var services = []string{"directory", "jobs", "gateway"}
+
+type bench struct {
+	cfg     config
+	s       *suite.Suite
+	db      *pgtest.DB
+	monitor *pgx.Conn // on the server's maintenance database, so it is no backend of ours
+	data    *pgx.Conn // on the benchmark database
+	dir     string
+	codec   *identity.Codec
+	key     string
+	keyID   int64
+	seq     int
+	client  *http.Client
+
+	rep report
+}
+
+func run(ctx context.Context, cfg config) error {
+	for _, tool := range []string{"wrk", "pgbench"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is not installed (scripts/bench.sh installs it)", tool)
+		}
+	}
+	b := &bench{cfg: cfg, client: &http.Client{Timeout: 30 * time.Second}}
+	b.rep.start = time.Now()
+	b.rep.cfg = cfg
+	b.rep.machine = describeMachine(ctx)
+	var err error
+	if b.dir, err = os.MkdirTemp("", "coworkjobs-bench"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.dir)
+
+	if b.db, err = pgtest.Create("bench"); err != nil {
+		return err
+	}
+	if cfg.Keep {
+		b.note("database %s is kept", b.db.Name)
+	} else {
+		defer func() {
+			if err := b.db.Drop(); err != nil {
+				b.note("drop database %s: %v", b.db.Name, err)
+			}
+		}()
+	}
+	b.note("building and starting %s with %d jobs, %d cities, %d spaces", strings.Join(services, ", "), cfg.Jobs, cfg.Cities, cfg.Spaces)
+	seedStart := time.Now()
+	b.s, err = suite.Start(ctx, suite.Options{
+		Name: "bench", DatabaseURL: b.db.URL, Services: services, Admin: true,
+		Seeds: [][]string{
+			{"directory-seed", "synthetic", "-cities", strconv.Itoa(cfg.Cities), "-spaces", strconv.Itoa(cfg.Spaces), "-reset"},
+			{"jobs-seed", "synthetic", "-jobs", strconv.Itoa(cfg.Jobs)},
+		},
+		// The read limiters stay on (every keyed or public GET still pays its
+		// Redis check, as in production) with budgets no row can exhaust.
+		Env: append([]string{"JOBS_PAGINATION_ENABLED=true", "READ_RATE_LIMIT_PER_MINUTE=100000000",
+			"PUBLIC_READ_RATE_LIMIT_PER_MINUTE=100000000"}, cfg.Env...),
+		Out: os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	defer b.s.Stop()
+	b.note("suite up and seeded in %s", time.Since(seedStart).Round(time.Second))
+
+	if b.monitor, err = pgx.Connect(ctx, pgtest.BaseURL()); err != nil {
+		return err
+	}
+	defer b.monitor.Close(context.Background())
+	if b.data, err = pgx.Connect(ctx, b.db.URL); err != nil {
+		return err
+	}
+	defer b.data.Close(context.Background())
+	if err := b.vacuum(ctx); err != nil {
+		return err
+	}
+	if b.codec, err = identity.NewCodec(b.envValue("INTERNAL_IDENTITY_SECRET")); err != nil {
+		return err
+	}
+	if err := b.createKey(ctx); err != nil {
+		return err
+	}
+	if err := b.measureIdle(); err != nil {
+		return err
+	}
+	ds, err := b.pickData(ctx)
+	if err != nil {
+		return err
+	}
+	b.rep.data = ds
+	b.rep.pool = b.dbMaxConns()
+	if err := b.runMain(ctx, ds); err != nil {
+		return err
+	}
+	if len(cfg.Growth) > 0 {
+		if err := b.runGrowth(ctx, ds); err != nil {
+			return err
+		}
+	}
+	b.rep.end = time.Now()
+	b.rep.loadAfter = loadAverage()
+	md := b.rep.markdown()
+	fmt.Print(md)
+	if cfg.Out != "" {
+		if err := os.WriteFile(cfg.Out, []byte(md), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *bench) note(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func (b *bench) envValue(name string) string {
+	v := ""
+	for _, kv := range b.s.Env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val // the last one wins, as in exec
+		}
+	}
+	return v
+}
+
+// vacuum leaves the freshly copied table as a running system keeps it
+// (autovacuum would, a few minutes later): visibility map set, statistics fresh.
+func (b *bench) vacuum(ctx context.Context) error {
+	if _, err := b.data.Exec(ctx, `VACUUM ANALYZE jobs.jobs`); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	return nil
+}
+
+// createKey makes a trusted-importer key with a budget no row can exhaust:
+// the rate limiter still runs on every write, it just never says no.
+func (b *bench) createKey(ctx context.Context) error {
+	out, err := b.s.Run(ctx, "gateway-keys", "create", "-name", "bench", "-scopes", "read,write",
+		"-trusted-importer", "-rate-limit", "100000000", "-json")
+	if err != nil {
+		return fmt.Errorf("gateway-keys create: %v: %s", err, out)
+	}
+	var k struct {
+		ID  int64  `json:"id"`
+		Key string `json:"key"`
+	}
+	if err := json.Unmarshal(out, &k); err != nil || k.Key == "" {
+		return fmt.Errorf("gateway-keys create printed %q", out)
+	}
+	b.key, b.keyID = k.Key, k.ID
+	return nil
+}
+
+// identityHeader is what the gateway would send for the bench key.
+func (b *bench) identityHeader() (string, error) {
+	return b.codec.Sign(identity.Identity{Kind: identity.KindLive, KeyID: b.keyID, Scopes: []string{"read", "write"},
+		TrustedImporter: true, ClientIP: "127.0.0.1"}, identity.MaxTTL)
+}
+
+func (b *bench) pids() map[string]int {
+	m := map[string]int{}
+	for _, name := range services {
+		m[name] = b.s.PID(name)
+	}
+	return m
+}
+
+// measureIdle records each service's resident size before any load.
+func (b *bench) measureIdle() error {
+	time.Sleep(2 * time.Second) // let start-up garbage be collected
+	b.rep.rssIdle = map[string]rss{}
+	for name, pid := range b.pids() {
+		r, err := readRSS(pid)
+		if err != nil {
+			return fmt.Errorf("rss of %s: %w", name, err)
+		}
+		b.rep.rssIdle[name] = r
+	}
+	return nil
+}
+
+// cpuGroups are the processes whose CPU a request costs. PostgreSQL is the
+// backends of the benchmark database plus the server's own processes (WAL
+// writer, checkpointer, ...), not the backends of other databases, which
+// other people's tests may be using on a shared machine. Redis is the
+// whole server.
+func (b *bench) cpuGroups(ctx context.Context, backend string) []cpuGroup {
+	return []cpuGroup{
+		{"gateway", func() []int { return []int{b.s.PID("gateway")} }},
+		{"backend", func() []int { return []int{b.s.PID(backend)} }},
+		{"postgres", func() []int { return b.postgresPIDs(ctx) }},
+		{"redis", func() []int { return pidsByComm("redis-server") }},
+	}
+}
+
+func (b *bench) postgresPIDs(ctx context.Context) []int {
+	rows, err := b.monitor.Query(ctx, `SELECT pid FROM pg_stat_activity
+		WHERE (datname = $1 OR backend_type <> 'client backend') AND pid <> pg_backend_pid()`, b.db.Name)
+	if err != nil {
+		b.note("pg_stat_activity: %v", err)
+		return nil
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil
+	}
+	out := make([]int, 0, len(pids)+1)
+	for _, p := range pids {
+		out = append(out, int(p))
+	}
+	// The postmaster forks every new backend: its CPU counts too.
+	if len(out) > 0 {
+		if ppid := parentPID(out[0]); ppid > 1 {
+			out = append(out, ppid)
+		}
+	}
+	return out
+}
+
+func parentPID(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
+}
+
+// status5xx adds up the 5xx answers a service has counted (its /metrics).
+func (b *bench) status5xx(name string) int64 {
+	resp, err := b.client.Get(b.s.Admin[name] + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	return sum5xx(resp.Body)
+}
+
+func sum5xx(r io.Reader) int64 {
+	var n float64
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "http_requests_total{") && strings.Contains(line, `status_class="5xx"`) {
+			if i := strings.LastIndexByte(line, ' '); i > 0 {
+				v, _ := strconv.ParseFloat(line[i+1:], 64)
+				n += v
+			}
+		}
+	}
+	return int64(n)
+}
+
+// profile fetches a CPU profile of d from a service's admin port.
+func (b *bench) profile(ctx context.Context, name string, d time.Duration) error {
+	return b.fetchProfile(ctx, name, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), name+".pprof")
+}
+
+// fetchProfile saves /debug/pprof/<what> of a service into the profile directory.
+func (b *bench) fetchProfile(ctx context.Context, name, what, file string) error {
+	if err := os.MkdirAll(b.cfg.ProfileDir, 0o755); err != nil {
+		return err
+	}
+	u := b.s.Admin[name] + "/debug/pprof/" + what
+	if what == "metrics" {
+		u = b.s.Admin[name] + "/metrics"
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := (&http.Client{Timeout: b.cfg.Duration + 30*time.Second}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof %s %s: %s", name, what, resp.Status)
+	}
+	f, err := os.Create(filepath.Join(b.cfg.ProfileDir, file))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
+// probe sends one request of a load and checks that it succeeds with an
+// envelope, so that no row measures a stream of errors.
+func (b *bench) probe(ctx context.Context, base string, l load, i int) ([]byte, error) {
+	r := l.Requests[i%len(l.Requests)]
+	body := r.Body
+	if l.Unique {
+		b.seq++
+		body = strings.ReplaceAll(body, "%s", fmt.Sprintf("probe-%d-%d", time.Now().UnixNano(), b.seq))
+	}
+	req, err := http.NewRequestWithContext(ctx, l.Method, base+r.Path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range l.Headers {
+		req.Header.Set(k, v)
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var env struct {
+		Success bool `json:"success"`
+	}
+	if resp.StatusCode >= 300 || json.Unmarshal(raw, &env) != nil || !env.Success {
+		return raw, fmt.Errorf("%s %s: %d %.300s", l.Method, r.Path, resp.StatusCode, raw)
+	}
+	return raw, nil
+}
