@@ -349,7 +349,7 @@ func (b *bench) runGrowth(ctx context.Context, d dataset) error {
 	for _, n := range b.cfg.Growth {
 		b.note("growth: %d jobs", n)
 		if out, err := b.s.Run(ctx, "jobs-seed", "synthetic", "-jobs", strconv.Itoa(n)); err != nil {
-			return fmt.Errorf("jobs-seed synthetic -jobs %d: %v: %s", n, err, out)
+			return fmt.Errorf("jobs-seed synthetic -jobs %d: %w: %s", n, err, out)
 		}
 		if err := b.vacuum(ctx); err != nil {
 			return err

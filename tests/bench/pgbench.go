@@ -29,7 +29,7 @@ type statement struct {
 func (b *bench) listStatements(ctx context.Context, args ...string) ([]statement, error) {
 	out, err := b.s.Run(ctx, "jobs-seed", append([]string{"list-sql"}, args...)...)
 	if err != nil {
-		return nil, fmt.Errorf("jobs-seed list-sql: %v: %s", err, out)
+		return nil, fmt.Errorf("jobs-seed list-sql: %w: %s", err, out)
 	}
 	var m map[string]statement
 	if err := json.Unmarshal(out, &m); err != nil {
@@ -120,7 +120,7 @@ func runPgbench(ctx context.Context, dir, dbURL, schema string, scripts [][]stat
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return pgbenchResult{}, fmt.Errorf("pgbench: %v\n%s", err, out.String())
+		return pgbenchResult{}, fmt.Errorf("pgbench: %w\n%s", err, out.String())
 	}
 	res, err := parsePgbench(out.String())
 	if err != nil {

@@ -163,7 +163,7 @@ func (b *bench) createKey(ctx context.Context) error {
 	out, err := b.s.Run(ctx, "gateway-keys", "create", "-name", "bench", "-scopes", "read,write",
 		"-trusted-importer", "-rate-limit", "100000000", "-json")
 	if err != nil {
-		return fmt.Errorf("gateway-keys create: %v: %s", err, out)
+		return fmt.Errorf("gateway-keys create: %w: %s", err, out)
 	}
 	var k struct {
 		ID  int64  `json:"id"`

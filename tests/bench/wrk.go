@@ -173,7 +173,7 @@ func runWrk(ctx context.Context, r wrkRun) (wrkResult, error) {
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		return wrkResult{}, fmt.Errorf("wrk: %v: %s%s", err, stderr.String(), out.String())
+		return wrkResult{}, fmt.Errorf("wrk: %w: %s%s", err, stderr.String(), out.String())
 	}
 	res, err := parseWrk(out.Bytes())
 	if err != nil {
