@@ -194,6 +194,62 @@ func TestRelayKeepsIntentsWhileTemporalIsDown(t *testing.T) {
 	}
 }
 
+// meetingStarter stands in for Temporal and records how many sends were in
+// flight at once: each send waits (up to a bound) for a second one to arrive.
+type meetingStarter struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	inFlight int
+	most     int
+	sent     int
+}
+
+func (m *meetingStarter) Schedule(context.Context, int64, time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.inFlight++
+	m.most = max(m.most, m.inFlight)
+	m.cond.Broadcast()
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for m.inFlight < 2 && time.Now().Before(deadline) {
+		time.AfterFunc(50*time.Millisecond, m.cond.Broadcast) // wakes the wait to look at the bound
+		m.cond.Wait()
+	}
+	m.inFlight--
+	m.sent++
+	return nil
+}
+
+// Once the first intent of a round went through, the rest are sent
+// concurrently (a sequential relay fell behind a burst of creates in the
+// soak run), and every one is sent and removed.
+func TestRelaySendsConcurrentlyOnceTheTargetAnswers(t *testing.T) {
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `DELETE FROM expiry_outbox`); err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(1); id <= 20; id++ {
+		if _, err := pool.Exec(ctx, `INSERT INTO expiry_outbox (job_id, expires_at) VALUES ($1, now() + interval '1 day')`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := &meetingStarter{}
+	st.cond = sync.NewCond(&st.mu)
+	relay := &Relay{Outbox: jobdb.New(pool), Starter: st, Log: quiet, Batch: 100}
+	sent, failed, err := relay.RelayOnce(ctx)
+	if err != nil || sent != 20 || failed != 0 || st.sent != 20 {
+		t.Fatalf("sent %d (starter saw %d) failed %d err %v", sent, st.sent, failed, err)
+	}
+	if st.most < 2 {
+		t.Fatalf("at most %d send in flight: the relay sends one at a time", st.most)
+	}
+	var left int
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM expiry_outbox`).Scan(&left)
+	if left != 0 {
+		t.Fatalf("%d intents left", left)
+	}
+}
+
 func TestPurgeIdempotencyKeys(t *testing.T) {
 	ctx := context.Background()
 	_, err := pool.Exec(ctx, `INSERT INTO idempotency_keys (key_id, idem_key, request_hash, response_status, response_body, job_id, created_at)

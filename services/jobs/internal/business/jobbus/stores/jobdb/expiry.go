@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,6 +45,9 @@ func (s *Store) ExpireOverdue(ctx context.Context, limit int) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
+// relayConcurrency bounds the sends in flight of one relay round.
+const relayConcurrency = 8
+
 // OutboxItem is one expiry intent.
 type OutboxItem struct {
 	ID        int64
@@ -73,30 +77,61 @@ func (s *Store) RelayOutbox(ctx context.Context, n int, send func(context.Contex
 	if err != nil {
 		return 0, 0, fmt.Errorf("scan outbox: %w", err)
 	}
+	// The first intent probes the target alone, so that a Temporal outage
+	// costs one timeout per round rather than one per intent. Once it has
+	// answered, the rest go out concurrently: one at a time, the relay falls
+	// behind a burst of creates.
+	type failure struct {
+		it  OutboxItem
+		err error
+	}
 	var done []int64
-	for _, it := range items {
-		if failed > 0 {
-			break // the target is down: leave the rest for the next round
+	var failures []failure
+	if len(items) > 0 {
+		if serr := send(ctx, items[0]); serr != nil {
+			failures = append(failures, failure{items[0], serr})
+			items = nil
+		} else {
+			done = append(done, items[0].ID)
+			items = items[1:]
 		}
-		if serr := send(ctx, it); serr != nil {
-			failed++
-			// exponential back-off, capped at five minutes
-			backoff := time.Second << min(it.Attempts, 8)
-			if backoff > 5*time.Minute {
-				backoff = 5 * time.Minute
-			}
-			msg := serr.Error()
-			if len(msg) > 500 {
-				msg = msg[:500]
-			}
-			if _, err := tx.Exec(ctx, `UPDATE expiry_outbox SET attempts = attempts + 1, last_error = $2,
-				next_try_at = now() + $3::interval WHERE id = $1`, it.ID, msg, backoff.String()); err != nil {
-				return 0, 0, fmt.Errorf("back off outbox: %w", err)
-			}
+	}
+	errs := make([]error, len(items))
+	sem := make(chan struct{}, relayConcurrency)
+	var wg sync.WaitGroup
+	for i, it := range items {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = send(ctx, it)
+		}()
+	}
+	wg.Wait()
+	for i, it := range items {
+		if errs[i] != nil {
+			failures = append(failures, failure{it, errs[i]})
 			continue
 		}
 		done = append(done, it.ID)
 	}
+	for _, f := range failures {
+		// exponential back-off, capped at five minutes
+		backoff := time.Second << min(f.it.Attempts, 8)
+		if backoff > 5*time.Minute {
+			backoff = 5 * time.Minute
+		}
+		msg := f.err.Error()
+		if len(msg) > 500 {
+			msg = msg[:500]
+		}
+		if _, err := tx.Exec(ctx, `UPDATE expiry_outbox SET attempts = attempts + 1, last_error = $2,
+			next_try_at = now() + $3::interval WHERE id = $1`, f.it.ID, msg, backoff.String()); err != nil {
+			return 0, 0, fmt.Errorf("back off outbox: %w", err)
+		}
+	}
+	failed = len(failures)
 	if len(done) > 0 {
 		if _, err := tx.Exec(ctx, `DELETE FROM expiry_outbox WHERE id = ANY($1)`, done); err != nil {
 			return 0, 0, fmt.Errorf("delete outbox: %w", err)
