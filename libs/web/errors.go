@@ -3,8 +3,12 @@ package web
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"strings"
+	"syscall"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -59,7 +63,28 @@ func Classify(err error) *Error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &Error{Status: http.StatusGatewayTimeout, Code: CodeTimeout, Message: "The request took too long and was cancelled"}
 	}
+	if Unavailable(err) {
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavailable,
+			Message: "A dependency of this service is unavailable; retry shortly"}
+	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeServerError, Message: "Internal server error"}
+}
+
+// Unavailable reports whether err means a dependency (the database above
+// all) could not be reached or went away — which a retry may cure, so the
+// client gets 503 service_unavailable rather than a 500: a refused, reset or
+// cut connection, or a PostgreSQL connection exception (SQLSTATE class 08) or
+// shutdown/startup state (57P01-57P05). It looks for the SQLState method of
+// pgconn.PgError, so this package needs no driver.
+func Unavailable(err error) bool {
+	var st interface{ SQLState() string }
+	if errors.As(err, &st) {
+		c := st.SQLState()
+		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57P")
+	}
+	var op *net.OpError
+	return errors.As(err, &op) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // RouteTemplate is the matched route pattern (never the raw path, which would
