@@ -213,9 +213,9 @@ func TestRedisStoppedMidRun(t *testing.T) {
 	}
 }
 
-// Postgres frozen, then crashed and restarted mid-run: every request gets an
-// envelope 5xx (none hangs past the request timeout: the client's 30 s would
-// report it), and requests succeed again without restarting any service.
+// Postgres frozen, then crashed and restarted mid-run: every request gets a
+// 503 or 504 envelope (none hangs past the request timeout: the client's 30 s
+// would report it), and requests succeed again without restarting any service.
 func TestPostgresRestartMidRun(t *testing.T) {
 	noteFailure(t)
 	p := privateSystem(t)
@@ -239,7 +239,9 @@ func TestPostgresRestartMidRun(t *testing.T) {
 		} {
 			r := do(t, rq.method, gw+rq.path, rq.body, "X-API-Key", k)
 			got = append(got, fmt.Sprintf("%s %s %d %s", rq.method, rq.path, r.status, r.code()))
-			if r.status < 500 {
+			// 503 (unreachable, the client may retry) or 504 (no answer in
+			// time); a 500 would tell the client the request itself was at fault.
+			if r.status != 503 && r.status != 504 {
 				t.Fatalf("%s %s with Postgres %s: %s", rq.method, rq.path, phase, r)
 			}
 		}
