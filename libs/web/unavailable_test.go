@@ -17,6 +17,13 @@ type sqlStateError struct{ code string }
 func (e *sqlStateError) Error() string    { return "ERROR (SQLSTATE " + e.code + ")" }
 func (e *sqlStateError) SQLState() string { return e.code }
 
+// connClosed is shaped like pgconn's error for a connection closed under the
+// pool: nothing was sent, so it is safe to retry.
+type connClosed struct{}
+
+func (connClosed) Error() string     { return "conn closed" }
+func (connClosed) SafeToRetry() bool { return true }
+
 // A database (or any dependency) that cannot be reached is a 503 the client
 // may retry, not a 500; a query error is still a 500.
 func TestDependencyOutageIs503(t *testing.T) {
@@ -32,6 +39,7 @@ func TestDependencyOutageIs503(t *testing.T) {
 		{"startingUp503", fmt.Errorf("connect: %w", &sqlStateError{"57P03"}), 503},
 		{"adminShutdown503", fmt.Errorf("query: %w", &sqlStateError{"57P01"}), 503},
 		{"connectionException503", fmt.Errorf("query: %w", &sqlStateError{"08006"}), 503},
+		{"connClosedUnderThePool503", fmt.Errorf("list posts: begin: %w", connClosed{}), 503},
 		{"uniqueViolation500", fmt.Errorf("insert: %w", &sqlStateError{"23505"}), 500},
 		{"badUTF8500", fmt.Errorf("insert: %w", &sqlStateError{"22021"}), 500},
 		{"plain500", errors.New("boom"), 500},
