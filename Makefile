@@ -57,10 +57,15 @@ tidy: ## go mod tidy in every module
 
 ##@ Test
 
+# Packages with Go benchmarks: make test runs each benchmark once, so that none
+# rots between benchmark runs (cheap: they are built already, none starts the suite).
+BENCH_PKGS = $(shell grep -rl --include='*_test.go' '^func Benchmark' libs services api tests | xargs -r -n1 dirname | sort -u | sed 's|^|./|')
+
 .PHONY: test
-test: docs ## Every module's tests, against the local PostgreSQL and Redis
+test: docs ## Every module's tests, against the local PostgreSQL and Redis; every Go benchmark once
 	@bash scripts/deps.sh test
 	go test $(GOTEST_FLAGS) $(MODULE)/...
+	go test -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 
 .PHONY: test-race
 test-race: docs ## The tests with the race detector
