@@ -232,42 +232,42 @@ type Process struct {
 	done chan struct{}
 }
 
-// StartRedis runs a private redis-server (no persistence) on a free port.
-func StartRedis(ctx context.Context) (*Process, error) {
+// startProcess runs the command argv(dir, port) makes, with a temp dir of its
+// own and a free port, and waits for the port.
+func startProcess(ctx context.Context, name string, argv func(dir, port string) []string) (*Process, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "faults-redis")
+	dir, err := os.MkdirTemp("", "faults-"+name)
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{Name: "redis", Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), log: filepath.Join(dir, "redis.log"),
-		argv: []string{"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", dir, "--daemonize", "no"}}
+	p := &Process{Name: name, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), log: filepath.Join(dir, name+".log"),
+		argv: argv(dir, strconv.Itoa(port))}
 	return p, p.Start(ctx)
+}
+
+// StartRedis runs a private redis-server (no persistence) on a free port.
+func StartRedis(ctx context.Context) (*Process, error) {
+	return startProcess(ctx, "redis", func(dir, port string) []string {
+		return []string{"redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--daemonize", "no"}
+	})
 }
 
 // StartTemporal runs `temporal server start-dev` (no UI) on a free port,
 // keeping its state in a SQLite file so that a restart finds it again, as a
 // real cluster's would. bin is the temporal CLI (see TemporalCLI).
 func StartTemporal(ctx context.Context, bin string) (*Process, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "faults-temporal")
-	if err != nil {
-		return nil, err
-	}
-	p := &Process{Name: "temporal", Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), log: filepath.Join(dir, "temporal.log"),
-		argv: []string{bin, "server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--headless",
+	return startProcess(ctx, "temporal", func(dir, port string) []string {
+		return []string{bin, "server", "start-dev", "--ip", "127.0.0.1", "--port", port, "--headless",
 			"--log-level", "error", "--db-filename", filepath.Join(dir, "temporal.db"),
 			// No fsync (the machine does not crash under it, as for PostgreSQL
 			// above): on a loaded test machine a synced SQLite is what limits
 			// how fast workflows start.
-			"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=off"}}
-	return p, p.Start(ctx)
+			"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=off"}
+	})
 }
 
 // Start starts the process (again) and waits until its port accepts

@@ -197,7 +197,11 @@ func send(method, url string, body []byte, hdr ...string) reply {
 		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := client.Do(req)
+	return readReply(client.Do(req))
+}
+
+// readReply reads a response whole into a reply (err: no response).
+func readReply(resp *http.Response, err error) reply {
 	if err != nil {
 		return reply{err: err}
 	}

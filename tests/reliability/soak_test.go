@@ -3,9 +3,10 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -237,20 +238,10 @@ func TestSoak(t *testing.T) {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "soak: %s of mixed traffic, 8 clients, %d requests\n", d, st.requests)
-	classes := make([]string, 0, len(st.byClass))
-	for c := range st.byClass {
-		classes = append(classes, c)
-	}
-	sort.Strings(classes)
-	for _, c := range classes {
+	for _, c := range slices.Sorted(maps.Keys(st.byClass)) {
 		fmt.Fprintf(&b, "  %-32s %d\n", c, st.byClass[c])
 	}
-	routesSeen := make([]string, 0, len(st.byRoute))
-	for r := range st.byRoute {
-		routesSeen = append(routesSeen, r)
-	}
-	sort.Strings(routesSeen)
-	for _, r := range routesSeen {
+	for _, r := range slices.Sorted(maps.Keys(st.byRoute)) {
 		fmt.Fprintf(&b, "  route %-26s %d\n", r, st.byRoute[r])
 	}
 	fmt.Fprintf(&b, "  faults: %s\n", strings.Join(st.faults, "; "))

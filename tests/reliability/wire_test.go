@@ -2,7 +2,7 @@ package reliability
 
 import (
 	"bufio"
-	"encoding/json"
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -29,15 +29,7 @@ func exchange(addr, head string, body []byte) reply {
 			_, _ = conn.Write(body)
 		}
 	}()
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		return reply{err: err}
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	r := reply{status: resp.StatusCode, header: resp.Header, raw: raw, err: err}
-	_ = json.Unmarshal(raw, &r.env)
-	return r
+	return readReply(http.ReadResponse(bufio.NewReader(conn), nil))
 }
 
 func hostPort(base string) string { return strings.TrimPrefix(base, "http://") }
@@ -168,12 +160,7 @@ func TestSlowClientsCutOff(t *testing.T) {
 						t.Fatalf("not cut off within the test's bound (%d bytes dribbled)", i)
 					}
 					if len(r.b) > 0 { // an answer before closing must be the envelope
-						resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(string(r.b))), nil)
-						if err != nil {
-							t.Fatalf("unreadable answer: %v: %q", err, r.b)
-						}
-						raw, _ := io.ReadAll(resp.Body)
-						rep := reply{status: resp.StatusCode, raw: raw}
+						rep := readReply(http.ReadResponse(bufio.NewReader(bytes.NewReader(r.b)), nil))
 						if p := rep.envelopeProblem(); p != "" || rep.status >= 500 {
 							t.Fatalf("%s: %s", p, rep)
 						}
