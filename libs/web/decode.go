@@ -31,16 +31,22 @@ func DecodeJSONBytes(body []byte, dst any) error {
 	if body[0] != '{' {
 		return BadRequest("Request body must be a JSON object")
 	}
+	// Syntax first, types second: a body that is not one JSON object is a 400
+	// even when a field in it also has the wrong type.
 	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(dst); err != nil {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return BadRequest("Request body is not valid JSON")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return BadRequest("Request body must hold exactly one JSON object")
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
 			return Validation("Validation failed", []string{fmt.Sprintf("%s must be a %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))})
 		}
 		return BadRequest("Request body is not valid JSON")
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return BadRequest("Request body must hold exactly one JSON object")
 	}
 	// PostgreSQL refuses NUL in text, so a NUL that reached an INSERT would
 	// be a 500; no field of this API can hold one, so it is refused here.
