@@ -25,7 +25,9 @@ type rateResult struct {
 func runRate(ctx context.Context, base string, paths []string, headers map[string]string, rate int, d time.Duration, maxInFlight int) rateResult {
 	client := &http.Client{
 		Timeout: 10 * time.Second,
-		Transport: &http.Transport{MaxIdleConns: maxInFlight, MaxIdleConnsPerHost: maxInFlight,
+		// At most 64 connections, like a client's pool: a burst waits for one
+		// (and the wait counts) instead of dialling past the server's cap.
+		Transport: &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64,
 			IdleConnTimeout: 30 * time.Second, DisableCompression: true},
 	}
 	defer client.CloseIdleConnections()
