@@ -55,6 +55,7 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(b.dir)
+	defer suite.Cleanup()
 
 	if b.db, err = pgtest.Create("bench"); err != nil {
 		return err

@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(pgtest.Main("e2e", func() int {
+		defer suite.Cleanup()
 		sys, err := suite.Start(context.Background(), suite.Options{Name: "e2e", DatabaseURL: dbURL, Keys: true})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: start:", err)

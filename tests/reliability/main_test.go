@@ -60,6 +60,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(pgtest.Main("reliability", func() int {
+		defer suite.Cleanup()
 		defer stopPrivate()
 		ctx := context.Background()
 		sys, err := suite.Start(ctx, suite.Options{Name: "reliability", DatabaseURL: dbURL, Keys: true,

@@ -102,6 +102,15 @@ func Build() (string, error) {
 	return buildDir, buildErr
 }
 
+// Cleanup removes the commands Build compiled (hundreds of MB per test
+// binary); call it once when no Suite of this process runs any more, e.g.
+// deferred in TestMain.
+func Cleanup() {
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+}
+
 // Start builds the commands, starts the processes, waits for each to be
 // ready, runs the seeds and creates the demo keys. On error the processes
 // already started are stopped.

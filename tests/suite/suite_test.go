@@ -14,7 +14,10 @@ import (
 var dbURL string
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("suite", m.Run, func(u string) { dbURL = u }))
+	os.Exit(pgtest.Main("suite", func() int {
+		defer suite.Cleanup()
+		return m.Run()
+	}, func(u string) { dbURL = u }))
 }
 
 // A killed process is gone (its port refuses), and Start brings it back on

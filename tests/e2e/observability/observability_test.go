@@ -129,6 +129,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(pgtest.Main("observability", func() int {
+		defer suite.Cleanup()
 		collector := httptest.NewServer(otlp)
 		defer collector.Close()
 		sys, err := suite.Start(context.Background(), suite.Options{
