@@ -60,17 +60,7 @@ func TestMain(m *testing.M) {
 
 func randomHex(n int) string { return suite.RandomHex(n) }
 
-// envelope is the response body every route shares.
-type envelope struct {
-	Success bool            `json:"success"`
-	Status  int             `json:"status"`
-	Data    json.RawMessage `json:"data"`
-	Error   *struct {
-		Code    string          `json:"code"`
-		Message string          `json:"message"`
-		Details json.RawMessage `json:"details"`
-	} `json:"error"`
-}
+type envelope = suite.Envelope
 
 type reply struct {
 	status int

@@ -113,17 +113,7 @@ func newKey(t testing.TB, sys *suite.Suite, flags ...string) string {
 	return k.Key
 }
 
-// envelope is the body every answer shares.
-type envelope struct {
-	Success bool            `json:"success"`
-	Status  int             `json:"status"`
-	Data    json.RawMessage `json:"data"`
-	Error   *struct {
-		Code    string          `json:"code"`
-		Message string          `json:"message"`
-		Details json.RawMessage `json:"details"`
-	} `json:"error"`
-}
+type envelope = suite.Envelope
 
 type reply struct {
 	status int

@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -397,6 +398,19 @@ func waitReady(ctx context.Context, url string, exited <-chan struct{}, limit ti
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// Envelope is the body every answer of the API shares, decoded loosely so
+// tests can look at data and error details in their own shapes.
+type Envelope struct {
+	Success bool            `json:"success"`
+	Status  int             `json:"status"`
+	Data    json.RawMessage `json:"data"`
+	Error   *struct {
+		Code    string          `json:"code"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details"`
+	} `json:"error"`
 }
 
 // FreeAddr returns a loopback address with a port nobody listens on now.
