@@ -3,6 +3,7 @@ package tests
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 )
@@ -296,6 +297,64 @@ func TestCreateDedupe(t *testing.T) {
 		again := create(t, key, jobBody("Paused Dedupe", 1))
 		if again.Status != "paused" || again.Action != "updated" {
 			t.Fatalf("%+v", again)
+		}
+	})
+}
+
+// An unchanged resend (a platform re-posting its whole feed) is a match that
+// writes nothing: same job, action updated, no new row version, updated_at
+// and the expiry intents as they were; a real change is written as before.
+func TestCreateDedupeUnchangedWritesNothing(t *testing.T) {
+	t.Parallel()
+	key := liveKey(152, 10)
+	type state struct {
+		xmin      string
+		updatedAt time.Time
+		intents   int
+		status    string
+		tags      string
+	}
+	read := func(jobID int64) state {
+		t.Helper()
+		var s state
+		if err := pool.QueryRow(bgContext, `SELECT j.xmin::text, j.updated_at, j.status, j.tags,
+			(SELECT count(*) FROM expiry_outbox o WHERE o.job_id = j.id) FROM jobs j WHERE j.id = $1`, jobID).
+			Scan(&s.xmin, &s.updatedAt, &s.status, &s.tags, &s.intents); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first := create(t, key, jobBody("Unchanged Resend", 1))
+	before := read(first.JobID)
+
+	again := create(t, key, jobBody("Unchanged Resend", 1))
+	if again.JobID != first.JobID || again.Action != "updated" || again.Status != first.Status ||
+		again.HashIdentifier != first.HashIdentifier || again.PageURL != first.PageURL || again.ViewURL == nil {
+		t.Fatalf("first %+v\nagain %+v", first, again)
+	}
+	if after := read(first.JobID); after != before {
+		t.Fatalf("an unchanged resend wrote the job: before %+v after %+v", before, after)
+	}
+
+	changed := jobBody("Unchanged Resend", 1)
+	changed["tags"] = "community, events, hosting"
+	upd := create(t, key, changed)
+	after := read(first.JobID)
+	if upd.JobID != first.JobID || upd.Action != "updated" || after.tags != "community,events,hosting" ||
+		after.xmin == before.xmin || !after.updatedAt.After(before.updatedAt) || after.intents != before.intents+1 {
+		t.Fatalf("a changed resend was not written: %+v before %+v after %+v", upd, before, after)
+	}
+
+	t.Run("create201DraftBecomesActiveWhenTheCallerNowQualifies", func(t *testing.T) {
+		// Same space, content unchanged: only the status differs, and that is a change.
+		draft := create(t, liveKey(153, 11), jobBody("Unchanged Draft", 1))
+		importer := identity.Identity{Kind: identity.KindLive, KeyID: 154, SpaceID: 11, TrustedImporter: true, Scopes: []string{"write"}}
+		promoted := create(t, importer, jobBody("Unchanged Draft", 1))
+		if draft.Status != "draft" || promoted.JobID != draft.JobID || promoted.Status != "active" || promoted.Action != "updated" {
+			t.Fatalf("draft %+v promoted %+v", draft, promoted)
+		}
+		if s := read(draft.JobID); s.status != "active" {
+			t.Fatalf("stored %+v", s)
 		}
 	})
 }

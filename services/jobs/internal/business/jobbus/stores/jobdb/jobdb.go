@@ -71,40 +71,71 @@ func lockKey(keyID int64, key string) int64 {
 	return int64(h.Sum64())
 }
 
-const upsertSQL = `
+// updatedColumns are what a fingerprint match writes, each as the value it
+// takes: the request's for the content, and for plan, expiry and status the
+// rules of States and transitions (an update never revives an expired, paused
+// or closed job; a draft may become active when the caller now qualifies).
+var updatedColumns = []struct{ name, value string }{
+	{"title", "EXCLUDED.title"}, {"company", "EXCLUDED.company"}, {"description", "EXCLUDED.description"},
+	{"job_type", "EXCLUDED.job_type"}, {"tags", "EXCLUDED.tags"}, {"is_remote", "EXCLUDED.is_remote"},
+	{"external_url", "EXCLUDED.external_url"}, {"apply_url", "EXCLUDED.apply_url"},
+	{"city_name", "EXCLUDED.city_name"}, {"city_slug", "EXCLUDED.city_slug"}, {"space_name", "EXCLUDED.space_name"},
+	{"sal_min", "EXCLUDED.sal_min"}, {"sal_max", "EXCLUDED.sal_max"}, {"currency", "EXCLUDED.currency"},
+	{"inv_email", "EXCLUDED.inv_email"},
+	{"plan_id", "CASE WHEN jobs.status IN ('draft', 'active') THEN EXCLUDED.plan_id ELSE jobs.plan_id END"},
+	{"expiration_date", "CASE WHEN jobs.status IN ('draft', 'active') THEN jobs.date_added + make_interval(days => $24::int) ELSE jobs.expiration_date END"},
+	{"status", "CASE WHEN jobs.status = 'draft' THEN EXCLUDED.status ELSE jobs.status END"},
+}
+
+// writtenColumns is the RETURNING list of upsertSQL, read by scanWritten.
+const writtenColumns = `id, hash_identifier, slug, status, (xmax = 0) AS inserted, is_paid, expiration_date, apply_url,
+          city_id, city_name, city_slug, plan_id`
+
+// upsertSQL inserts a job or updates the one with its fingerprint. The
+// update's WHERE skips a match whose stored values already equal the new
+// ones (a platform re-sending its unchanged feed): no new row version, index
+// entries, WAL or expiry intent, and updated_at keeps the last real change.
+// Such a match returns no row; upsertWithOutboxSQL then reads the job as it is.
+var upsertSQL = func() string {
+	var set, old, new strings.Builder
+	for i, c := range updatedColumns {
+		if i > 0 {
+			set.WriteString(", ")
+			old.WriteString(", ")
+			new.WriteString(", ")
+		}
+		set.WriteString(c.name + " = " + c.value)
+		old.WriteString("jobs." + c.name)
+		new.WriteString(c.value)
+	}
+	return `
 INSERT INTO jobs (hash_identifier, space_id, space_name, key_id, fingerprint, title, company, description,
                   job_type, tags, is_remote, slug, external_url, apply_url, city_id, city_name, city_slug,
                   sal_min, sal_max, currency, inv_email, plan_id, status, expiration_date)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
         now() + make_interval(days => $24::int))
-ON CONFLICT (space_id, fingerprint) DO UPDATE SET
-    title = EXCLUDED.title, company = EXCLUDED.company, description = EXCLUDED.description,
-    job_type = EXCLUDED.job_type, tags = EXCLUDED.tags, is_remote = EXCLUDED.is_remote,
-    external_url = EXCLUDED.external_url, apply_url = EXCLUDED.apply_url,
-    city_name = EXCLUDED.city_name, city_slug = EXCLUDED.city_slug, space_name = EXCLUDED.space_name,
-    sal_min = EXCLUDED.sal_min, sal_max = EXCLUDED.sal_max, currency = EXCLUDED.currency,
-    inv_email = EXCLUDED.inv_email,
-    plan_id = CASE WHEN jobs.status IN ('draft', 'active') THEN EXCLUDED.plan_id ELSE jobs.plan_id END,
-    expiration_date = CASE WHEN jobs.status IN ('draft', 'active')
-                           THEN jobs.date_added + make_interval(days => $24::int)
-                           ELSE jobs.expiration_date END,
-    -- an update never revives an expired, paused or closed job; a draft may
-    -- become active when the caller now qualifies
-    status = CASE WHEN jobs.status = 'draft' THEN EXCLUDED.status ELSE jobs.status END,
-    updated_at = now()
-RETURNING id, hash_identifier, slug, status, (xmax = 0) AS inserted, is_paid, expiration_date, apply_url,
-          city_id, city_name, city_slug, plan_id`
+ON CONFLICT (space_id, fingerprint) DO UPDATE SET ` + set.String() + `, updated_at = now()
+WHERE (` + old.String() + `) IS DISTINCT FROM (` + new.String() + `)
+RETURNING ` + writtenColumns
+}()
 
 // upsertWithOutboxSQL is upsertSQL and its expiry intent in one statement, so
 // one round trip (and one implicit transaction) writes both: a create without
-// an Idempotency-Key needs no BEGIN, second INSERT and COMMIT of its own.
-const upsertWithOutboxSQL = `WITH job AS (` + upsertSQL + `),
+// an Idempotency-Key needs no BEGIN, second INSERT and COMMIT of its own. An
+// unchanged match is read back as it is (the second SELECT); that read uses
+// the statement's snapshot, so a match committed by a concurrent create after
+// it began returns no row at all, and Upsert runs the statement again.
+var upsertWithOutboxSQL = `WITH job AS (` + upsertSQL + `),
 outbox AS (
     INSERT INTO expiry_outbox (job_id, expires_at)
     SELECT id, expiration_date FROM job WHERE status IN ('active', 'draft')
 )
 SELECT id, hash_identifier, slug, status, inserted, is_paid, expiration_date, apply_url,
-       city_id, city_name, city_slug, plan_id FROM job`
+       city_id, city_name, city_slug, plan_id FROM job
+UNION ALL
+SELECT id, hash_identifier, slug, status, false, is_paid, expiration_date, apply_url,
+       city_id, city_name, city_slug, plan_id FROM jobs
+WHERE space_id = $2 AND fingerprint = $5 AND NOT EXISTS (SELECT FROM job)`
 
 func upsertArgs(nj jobbus.NewJob) []any {
 	return []any{nj.HashIdentifier, nj.SpaceID, nj.SpaceName, nj.KeyID, nj.Fingerprint, nj.Title, nj.Company, nj.Description,
@@ -132,11 +163,23 @@ func scanWritten(ctx context.Context, q querier, row pgx.Row, nj jobbus.NewJob) 
 	return w, nil
 }
 
+// upsert runs upsertWithOutboxSQL. No row means the unchanged match was
+// committed by a concurrent create after the statement's snapshot was taken;
+// the next run (a new snapshot under READ COMMITTED) sees it.
+func upsert(ctx context.Context, q querier, nj jobbus.NewJob) (jobbus.Written, error) {
+	for attempt := 1; ; attempt++ {
+		w, err := scanWritten(ctx, q, q.QueryRow(ctx, upsertWithOutboxSQL, upsertArgs(nj)...), nj)
+		if !errors.Is(err, pgx.ErrNoRows) || attempt == 3 {
+			return w, err
+		}
+	}
+}
+
 // Upsert implements jobbus.Storer.
 func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob, idem *jobbus.Idempotency, since time.Time,
 	finish func(jobbus.Written) (int, []byte, error)) (jobbus.Written, *jobbus.StoredResponse, error) {
 	if idem == nil {
-		w, err := scanWritten(ctx, s.pool, s.pool.QueryRow(ctx, upsertWithOutboxSQL, upsertArgs(nj)...), nj)
+		w, err := upsert(ctx, s.pool, nj)
 		if err != nil {
 			return jobbus.Written{}, nil, err
 		}
@@ -171,7 +214,7 @@ func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob, idem *jobbus.Idemp
 	}
 
 	// The expiry intent commits with the job; the relay hands it to Temporal.
-	w, err := scanWritten(ctx, tx, tx.QueryRow(ctx, upsertWithOutboxSQL, upsertArgs(nj)...), nj)
+	w, err := upsert(ctx, tx, nj)
 	if err != nil {
 		return jobbus.Written{}, nil, err
 	}
