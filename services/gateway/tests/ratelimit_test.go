@@ -94,6 +94,25 @@ func TestPerKeyOverride(t *testing.T) {
 	}
 }
 
+// A raised write budget (an importer's) is leased from Redis a few units at
+// a time; on one gateway the client still sees it exactly: Remaining counts
+// down one by one and the write past the budget is refused.
+func TestRaisedWriteBudgetIsExact(t *testing.T) {
+	g := startGateway(t, gatewayOpts{})
+	_, raw := g.newKey(t, keybus.NewKey{Scopes: []string{"jobs:write"}, RateLimitPerMinute: 500}) // leases of 5
+	hdr := map[string]string{"X-API-Key": raw}
+	for i := 1; i <= 500; i++ {
+		r := do(t, "POST", g.base+"/v2/jobs", `{}`, hdr)
+		if r.status != 201 || r.header.Get("X-RateLimit-Remaining") != strconv.Itoa(500-i) {
+			t.Fatalf("write %d: %d remaining %q", i, r.status, r.header.Get("X-RateLimit-Remaining"))
+		}
+	}
+	r := do(t, "POST", g.base+"/v2/jobs", `{}`, hdr)
+	if r.status != 429 || details(t, r).LimitPerMinute != 500 {
+		t.Fatalf("501st write: %d %s", r.status, r.raw)
+	}
+}
+
 // With a short window, a slot frees once the oldest request leaves it, and
 // retry_after_seconds says when.
 func TestSlotFreesAsWindowSlides(t *testing.T) {

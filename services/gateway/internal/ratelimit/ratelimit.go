@@ -94,6 +94,20 @@ type lease struct {
 	remaining int       // the budget Redis had left after granting them
 	until     time.Time // when their entries leave the window
 	resetAt   time.Time // when the oldest entry of the bucket leaves it
+	// refill is set while one request takes the next lease from Redis; the
+	// bucket's other requests wait for it instead of each taking a lease of
+	// their own (with 32 clients on one key, all 32 did, and 31 leases were
+	// thrown away: a round trip per request again, and the budget wasted).
+	refill *refill
+}
+
+// refill is one round trip for a bucket's next lease, shared by the requests
+// that arrive while it is under way.
+type refill struct {
+	done    chan struct{} // closed when d, granted and ok are set
+	d       Decision
+	granted int
+	ok      bool // Redis answered
 }
 
 // New returns a limiter over rdb (nil: local only) with keys under prefix.
@@ -146,51 +160,80 @@ func (l *Limiter) take(ctx context.Context, bucket string, limit, n int) (Decisi
 func LeaseSize(limit int) int { return min(max(limit/100, 1), 64) }
 
 // AllowLeased is Allow for budgets where an instance may hold a little of
-// the budget ahead of use (reads): it takes LeaseSize(limit) units from Redis
-// at once and spends them locally, so most requests cost no round trip. The
-// units are counted in Redis when taken, so all replicas together still
-// never exceed the limit; one instance's unspent units are simply not
-// available to the others until they leave the window. Remaining is exact
-// for a client that talks to one instance.
+// the budget ahead of use: it takes LeaseSize(limit) units from Redis at once
+// and spends them locally, so most requests cost no round trip. The units are
+// counted in Redis when taken, so all replicas together still never exceed
+// the limit within the window; one instance's unspent units are simply not
+// available to the others until they leave it. Remaining is exact for a
+// client that talks to one instance. Leasing makes the window a little
+// coarser, not looser: a unit counts from when it was leased, so over any 60
+// seconds a client can get at most one lease (1 % of its budget) more than
+// the limit, and budgets under 200 are counted one by one, exactly.
 func (l *Limiter) AllowLeased(ctx context.Context, bucket string, limit int) Decision {
 	size := LeaseSize(limit)
 	if size == 1 {
 		return l.Allow(ctx, bucket, limit)
 	}
-	now := time.Now()
-	l.leaseMu.Lock()
-	if now.Sub(l.leaseSwp) > l.window {
-		// Forget expired leases so memory follows active clients only.
-		for k, ls := range l.leases {
-			if !now.Before(ls.until) {
-				delete(l.leases, k)
-			}
-		}
-		l.leaseSwp = now
-	}
-	if ls := l.leases[bucket]; ls != nil && ls.units > 0 && now.Before(ls.until) {
-		ls.units--
-		d := Decision{Allowed: true, Limit: limit, Remaining: ls.remaining + ls.units,
-			ResetAfter: max(ls.resetAt.Sub(now), 0), Source: SourceRedis}
-		l.leaseMu.Unlock()
-		return d
-	}
-	l.leaseMu.Unlock()
-
-	d, granted, ok := l.take(ctx, bucket, limit, size)
-	if !ok {
-		return l.local.allow(bucket, limit, now)
-	}
-	if granted > 0 {
+	for {
+		now := time.Now()
 		l.leaseMu.Lock()
-		// Another request of the same bucket may have leased meanwhile; the
-		// newer lease wins and the other's units are forgone (still counted).
-		l.leases[bucket] = &lease{units: granted - 1, remaining: d.Remaining, until: now.Add(l.window),
-			resetAt: now.Add(d.ResetAfter)}
+		if now.Sub(l.leaseSwp) > l.window {
+			// Forget expired leases so memory follows active clients only.
+			for k, ls := range l.leases {
+				if ls.refill == nil && !now.Before(ls.until) {
+					delete(l.leases, k)
+				}
+			}
+			l.leaseSwp = now
+		}
+		ls := l.leases[bucket]
+		if ls != nil && ls.units > 0 && now.Before(ls.until) {
+			ls.units--
+			d := Decision{Allowed: true, Limit: limit, Remaining: ls.remaining + ls.units,
+				ResetAfter: max(ls.resetAt.Sub(now), 0), Source: SourceRedis}
+			l.leaseMu.Unlock()
+			return d
+		}
+		if ls != nil && ls.refill != nil {
+			// Another request is taking the next lease: wait for it.
+			r := ls.refill
+			l.leaseMu.Unlock()
+			select {
+			case <-r.done:
+			case <-ctx.Done():
+				return l.local.allow(bucket, limit, now)
+			}
+			switch {
+			case !r.ok:
+				return l.local.allow(bucket, limit, time.Now())
+			case r.granted == 0:
+				return r.d // the budget was spent when it was asked
+			}
+			continue // spend from the new lease, or take the next one
+		}
+		if ls == nil {
+			ls = &lease{}
+			l.leases[bucket] = ls
+		}
+		r := &refill{done: make(chan struct{})}
+		ls.refill = r
 		l.leaseMu.Unlock()
-		d.Remaining += granted - 1
+
+		r.d, r.granted, r.ok = l.take(ctx, bucket, limit, size)
+		l.leaseMu.Lock()
+		ls.refill = nil
+		if r.granted > 0 {
+			ls.units, ls.remaining = r.granted-1, r.d.Remaining
+			ls.until, ls.resetAt = now.Add(l.window), now.Add(r.d.ResetAfter)
+			r.d.Remaining += r.granted - 1
+		}
+		l.leaseMu.Unlock()
+		close(r.done)
+		if !r.ok {
+			return l.local.allow(bucket, limit, now)
+		}
+		return r.d
 	}
-	return d
 }
 
 // local is the in-memory sliding log used while Redis is away.

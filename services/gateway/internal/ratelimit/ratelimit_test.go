@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,6 +86,43 @@ func TestLeasedRemainingIsExactOnOneInstance(t *testing.T) {
 	}
 	if n, err := rdb.ZCard(ctx, prefix+"key:7:read").Result(); err != nil || n != 30 {
 		t.Fatalf("redis holds %d units (%v), want 3 leases of 10", n, err)
+	}
+}
+
+// Concurrent requests of one bucket share one refill: while a request takes
+// the next lease the others wait for it, so Redis counts no more units than
+// were spent plus one lease, and the whole budget is admitted. (When each
+// took a lease of its own and the newest replaced the rest, 32 clients made
+// a round trip each and threw 31 leases away.)
+func TestConcurrentLeasedRequestsShareOneRefill(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	l := New(rdb, prefix, time.Minute, quiet())
+	const limit, workers, each = 6400, 32, 200 // leases of 64; workers × each = limit
+	ctx := context.Background()
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if d := l.AllowLeased(ctx, "key:11:read", limit); d.Allowed {
+					allowed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n, err := rdb.ZCard(ctx, prefix+"key:11:read").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allowed.Load() != limit || n != limit {
+		t.Fatalf("admitted %d of a budget of %d spent by %d clients; redis counted %d units", allowed.Load(), limit, workers, n)
+	}
+	// The next request finds the budget spent.
+	if d := l.AllowLeased(ctx, "key:11:read", limit); d.Allowed || d.Remaining != 0 {
+		t.Fatalf("request past the budget: %+v", d)
 	}
 }
 
