@@ -34,6 +34,12 @@ var frameworkMessages = map[int]string{
 // answered as a 500 server_error without leaking its text.
 func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
+		var fe *fiber.Error
+		if errors.As(err, &fe) && fe.Code == http.StatusRequestEntityTooLarge {
+			// The body was refused unread (its Content-Length is over the
+			// limit) and the connection closes after this answer.
+			lingerConn(c.Context().Conn())
+		}
 		e := Classify(err)
 		if e.Status >= 500 {
 			log.ErrorContext(c.UserContext(), "request failed",

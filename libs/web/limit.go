@@ -1,12 +1,13 @@
 package web
 
 import (
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"golang.org/x/net/netutil"
 )
 
 // connCap serves at most max connections at once. The others wait in the
@@ -17,35 +18,89 @@ import (
 // their turn rather than queueing behind keep-alive ones.
 type connCap struct {
 	net.Listener
-	max    int64
-	active atomic.Int64
+	slots     chan struct{} // one per connection being served
+	done      chan struct{} // closed by Close: stops waiting for a slot
+	closeOnce sync.Once
 }
 
 func newConnCap(ln net.Listener, max int) *connCap {
-	return &connCap{Listener: netutil.LimitListener(ln, max), max: int64(max)}
+	return &connCap{Listener: ln, slots: make(chan struct{}, max), done: make(chan struct{})}
 }
 
+// Accept takes a slot before it accepts, so past the cap connections stay in
+// the kernel's queue.
 func (l *connCap) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
 	c, err := l.Listener.Accept()
 	if err != nil {
+		<-l.slots
 		return nil, err
 	}
-	l.active.Add(1)
 	return &cappedConn{Conn: c, l: l}, nil
 }
 
+// Close stops the listener and any Accept waiting for a slot.
+func (l *connCap) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.done) })
+	return err
+}
+
 // full reports whether every slot is taken.
-func (l *connCap) full() bool { return l.active.Load() >= l.max }
+func (l *connCap) full() bool { return len(l.slots) >= cap(l.slots) }
 
 type cappedConn struct {
 	net.Conn
-	l    *connCap
-	once sync.Once
+	l      *connCap
+	once   sync.Once
+	linger atomic.Bool
 }
 
+// Lingering close (RFC 9112 §9.6): how long and how much of what a client
+// still sends is read and dropped after an error answer, before closing.
+const (
+	lingerTimeout = 2 * time.Second
+	lingerBytes   = 4 << 20
+)
+
+// lingerOnClose asks Close to drain the connection first (lingerConn).
+func (c *cappedConn) lingerOnClose() { c.linger.Store(true) }
+
+// lingerConn marks conn, when it is one of ours, to be closed lingering: the
+// request it carried was answered without being read whole (a 413 before the
+// body, a malformed request), and closing a socket that still has unread data
+// makes the kernel reset it, which can destroy the answer before the client
+// has read it: a client still sending its body saw "connection reset by peer"
+// instead of the 413 envelope.
+func lingerConn(conn net.Conn) {
+	if c, ok := conn.(interface{ lingerOnClose() }); ok {
+		c.lingerOnClose()
+	}
+}
+
+// Close frees the connection's slot. A connection marked by lingerConn is
+// half-closed and drained in the background first, bounded in time and bytes,
+// keeping its slot until then.
 func (c *cappedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() { c.l.active.Add(-1) })
+	var err error
+	c.once.Do(func() {
+		tcp, ok := c.Conn.(interface{ CloseWrite() error })
+		if !c.linger.Load() || !ok || tcp.CloseWrite() != nil {
+			err = c.Conn.Close()
+			<-c.l.slots
+			return
+		}
+		go func() {
+			_ = c.Conn.SetReadDeadline(time.Now().Add(lingerTimeout))
+			_, _ = io.CopyN(io.Discard, c.Conn, lingerBytes)
+			_ = c.Conn.Close()
+			<-c.l.slots
+		}()
+	})
 	return err
 }
 

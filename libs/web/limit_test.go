@@ -80,3 +80,32 @@ func TestConnectionsPastTheCapWaitAndAreServed(t *testing.T) {
 		t.Fatal("a second connection was served while the cap of one was taken")
 	}
 }
+
+// A body over the limit is answered 413 before the client has finished
+// sending it. The server then reads and drops the rest before it closes:
+// closing with unread data would make the kernel reset the connection, and a
+// client still writing would see "connection reset by peer" instead of the
+// envelope (Go's client reported the reset on about 1 request in 40 with a
+// 70 KiB body; with 1 MiB bodies on most).
+func TestTooLargeBodyAnswerIsNotLostToAReset(t *testing.T) {
+	base, _, _ := start(t, newServer(t))
+	body := strings.Repeat(`x`, 1<<20) // far past the 2 KiB limit
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 20 {
+		resp, err := client.Post(base+"/echo", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("attempt %d: no answer: %v", i+1, err)
+		}
+		var env struct {
+			Success bool `json:"success"`
+			Error   struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&env)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || err != nil || env.Success || env.Error.Code != web.CodePayloadTooLarge {
+			t.Fatalf("attempt %d: %d %+v (%v)", i+1, resp.StatusCode, env, err)
+		}
+	}
+}
