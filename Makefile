@@ -5,6 +5,12 @@ MODULE := github.com/coworkjobs/coworkjobs
 MODULE_DIRS := $(shell go list -m -f '{{.Dir}}' 2>/dev/null)
 BIN := $(CURDIR)/bin
 GOTEST_FLAGS ?= -count=1 -timeout 20m
+# grpcnotrace: gRPC (pulled in by every OTLP exporter) otherwise registers
+# golang.org/x/net/trace, whose HTML templates make the linker keep every
+# exported method of every type: a third of each binary, and of its resident
+# memory (docs/benchmarks.md). Every build of the services uses it.
+GO_TAGS := grpcnotrace
+export GOFLAGS += -tags=$(GO_TAGS)
 
 .DEFAULT_GOAL := help
 

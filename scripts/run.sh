@@ -58,7 +58,7 @@ export DIRECTORY_URL=http://127.0.0.1:8082
 
 say "building the services and the API reference page"
 make --no-print-directory docs >/dev/null
-GOBIN="$BIN" go install github.com/coworkjobs/coworkjobs/services/...
+GOBIN="$BIN" go install -tags grpcnotrace github.com/coworkjobs/coworkjobs/services/...  # why: Makefile, GO_TAGS
 
 if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   TEMPORAL=$(command -v temporal || true)

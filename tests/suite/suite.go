@@ -95,7 +95,8 @@ func Build() (string, error) {
 		if buildErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", buildDir+"/", "github.com/coworkjobs/coworkjobs/services/...").CombinedOutput()
+		// -tags: GO_TAGS in the Makefile says why.
+		out, err := exec.Command("go", "build", "-tags", "grpcnotrace", "-o", buildDir+"/", "github.com/coworkjobs/coworkjobs/services/...").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("build: %w\n%s", err, out)
 		}
