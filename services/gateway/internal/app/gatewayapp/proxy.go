@@ -11,7 +11,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -109,7 +108,7 @@ func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
 	// or query, which may have carried an api_key); its context travels to the
 	// backend as W3C traceparent.
 	route := web.RouteTemplate(c)
-	ctx, span := otel.Tracer(web.TracerName).Start(c.UserContext(), c.Method()+" "+route,
+	ctx, span := web.Tracer.Start(c.UserContext(), c.Method()+" "+route,
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(c.Method()), semconv.HTTPRoute(route),
 			semconv.ServerAddress(b.host), attribute.String("coworkjobs.backend", b.Name)))
