@@ -76,6 +76,23 @@ func BenchmarkAllowLeased(b *testing.B) {
 	}
 }
 
+// BenchmarkAllowLeasedOneKeyParallel is many clients of one key at once (an
+// importer's 32 connections): they share one refill, so a round trip is still
+// made once per 64 requests, not once per client whenever a lease runs out.
+func BenchmarkAllowLeasedOneKeyParallel(b *testing.B) {
+	l := benchLimiter(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetParallelism(16) // 16 × GOMAXPROCS clients
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if d := l.AllowLeased(ctx, "key:3:read", 1<<30); !d.Allowed {
+				b.Fatalf("decision %+v", d)
+			}
+		}
+	})
+}
+
 // BenchmarkAllowLocal is the per-instance fallback used while Redis is away,
 // at a steady state of 100 entries per window.
 func BenchmarkAllowLocal(b *testing.B) {
