@@ -2207,7 +2207,9 @@ type ClientInterface interface {
 	// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
 	// constraint, so concurrent duplicates cannot both insert). A match updates that job
 	// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-	// status and is never republished; a draft becomes active when the caller now qualifies.
+	// status and is never republished; a draft becomes active when the caller now qualifies. A
+	// match whose fields are all unchanged (a feed sent again) is answered the same way but
+	// writes nothing: the job's `updated_at` and expiry stay as they were.
 	//
 	// **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 	// the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -2242,7 +2244,9 @@ type ClientInterface interface {
 	// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
 	// constraint, so concurrent duplicates cannot both insert). A match updates that job
 	// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-	// status and is never republished; a draft becomes active when the caller now qualifies.
+	// status and is never republished; a draft becomes active when the caller now qualifies. A
+	// match whose fields are all unchanged (a feed sent again) is answered the same way but
+	// writes nothing: the job's `updated_at` and expiry stay as they were.
 	//
 	// **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 	// the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -2811,7 +2815,9 @@ func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditor
 // the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
 // constraint, so concurrent duplicates cannot both insert). A match updates that job
 // (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-// status and is never republished; a draft becomes active when the caller now qualifies.
+// status and is never republished; a draft becomes active when the caller now qualifies. A
+// match whose fields are all unchanged (a feed sent again) is answered the same way but
+// writes nothing: the job's `updated_at` and expiry stay as they were.
 //
 // **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 // the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -2856,7 +2862,9 @@ func (c *Client) CreateJobWithBody(ctx context.Context, params *CreateJobParams,
 // the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
 // constraint, so concurrent duplicates cannot both insert). A match updates that job
 // (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-// status and is never republished; a draft becomes active when the caller now qualifies.
+// status and is never republished; a draft becomes active when the caller now qualifies. A
+// match whose fields are all unchanged (a feed sent again) is answered the same way but
+// writes nothing: the job's `updated_at` and expiry stay as they were.
 //
 // **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 // the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -4846,7 +4854,9 @@ type ClientWithResponsesInterface interface {
 	// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
 	// constraint, so concurrent duplicates cannot both insert). A match updates that job
 	// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-	// status and is never republished; a draft becomes active when the caller now qualifies.
+	// status and is never republished; a draft becomes active when the caller now qualifies. A
+	// match whose fields are all unchanged (a feed sent again) is answered the same way but
+	// writes nothing: the job's `updated_at` and expiry stay as they were.
 	//
 	// **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 	// the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -4881,7 +4891,9 @@ type ClientWithResponsesInterface interface {
 	// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
 	// constraint, so concurrent duplicates cannot both insert). A match updates that job
 	// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-	// status and is never republished; a draft becomes active when the caller now qualifies.
+	// status and is never republished; a draft becomes active when the caller now qualifies. A
+	// match whose fields are all unchanged (a feed sent again) is answered the same way but
+	// writes nothing: the job's `updated_at` and expiry stay as they were.
 	//
 	// **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 	// the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -7761,7 +7773,9 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *
 // the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
 // constraint, so concurrent duplicates cannot both insert). A match updates that job
 // (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-// status and is never republished; a draft becomes active when the caller now qualifies.
+// status and is never republished; a draft becomes active when the caller now qualifies. A
+// match whose fields are all unchanged (a feed sent again) is answered the same way but
+// writes nothing: the job's `updated_at` and expiry stay as they were.
 //
 // **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 // the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -7802,7 +7816,9 @@ func (c *ClientWithResponses) CreateJobWithBodyWithResponse(ctx context.Context,
 // the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
 // constraint, so concurrent duplicates cannot both insert). A match updates that job
 // (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-// status and is never republished; a draft becomes active when the caller now qualifies.
+// status and is never republished; a draft becomes active when the caller now qualifies. A
+// match whose fields are all unchanged (a feed sent again) is answered the same way but
+// writes nothing: the job's `updated_at` and expiry stay as they were.
 //
 // **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 // the same key and the same body (compared after JSON parsing, so whitespace and key order do
