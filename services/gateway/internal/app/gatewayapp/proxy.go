@@ -40,7 +40,7 @@ func NewBackend(name, rawURL string, timeout time.Duration, maxConns int) (*Back
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("backend %s: invalid URL %q", name, rawURL)
 	}
-	return &Backend{
+	b := &Backend{
 		Name: name,
 		host: u.Host,
 		client: &fasthttp.HostClient{
@@ -58,7 +58,21 @@ func NewBackend(name, rawURL string, timeout time.Duration, maxConns int) (*Back
 			MaxResponseBodySize:           streamThreshold,
 		},
 		timeout: timeout,
-	}, nil
+	}
+	b.client.RetryIf = b.retryIf
+	return b, nil
+}
+
+// retryIf runs when a request failed on its connection. On a pooled one that
+// most often means the backend restarted (a rolling deploy) and every idle
+// connection to it is dead: they are all dropped at once, so the retry dials
+// a new one instead of trying the dead ones in turn (fasthttp gives up after
+// five attempts, and the client got a 503 while dead connections were left).
+// GET and HEAD are retried; a POST only when the backend closed the
+// connection before answering anything (fasthttp's own rule).
+func (b *Backend) retryIf(req *fasthttp.Request) bool {
+	b.client.CloseIdleConnections()
+	return req.Header.IsGet() || req.Header.IsHead()
 }
 
 // streamThreshold is the largest answer the gateway reads whole before
