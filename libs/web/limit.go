@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -21,10 +22,15 @@ type connCap struct {
 	slots     chan struct{} // one per connection being served
 	done      chan struct{} // closed by Close: stops waiting for a slot
 	closeOnce sync.Once
+	raw       syscall.RawConn // the listening socket, for its queue length; nil when unknown
 }
 
 func newConnCap(ln net.Listener, max int) *connCap {
-	return &connCap{Listener: ln, slots: make(chan struct{}, max), done: make(chan struct{})}
+	l := &connCap{Listener: ln, slots: make(chan struct{}, max), done: make(chan struct{})}
+	if sc, ok := ln.(syscall.Conn); ok {
+		l.raw, _ = sc.SyscallConn()
+	}
+	return l
 }
 
 // Accept takes a slot before it accepts, so past the cap connections stay in
@@ -105,12 +111,28 @@ func (c *cappedConn) Close() error {
 }
 
 // rotateWhenFull closes the connection after the answer while the cap is
-// reached. It runs after the handlers, whose forwarded answers replace the
-// response headers.
+// reached and connections wait for a slot. Only then: a client holding more
+// keep-alive connections than the cap with nobody waiting (an ingress's
+// upstream pool) would otherwise reconnect for every request. It runs after
+// the handlers, whose forwarded answers replace the response headers.
 func (s *Server) rotateWhenFull(c *fiber.Ctx) error {
 	err := c.Next()
-	if l := s.conns.Load(); l != nil && l.full() {
+	if l := s.conns.Load(); l != nil && l.full() && l.waiting() {
 		c.Context().SetConnectionClose()
 	}
 	return err
+}
+
+// waiting reports whether connections wait in the kernel's accept queue; where
+// the length of the queue is unknown it says yes, so that a full server still
+// rotates.
+func (l *connCap) waiting() bool {
+	if l.raw == nil {
+		return true
+	}
+	n := -1
+	if err := l.raw.Control(func(fd uintptr) { n = acceptQueueLen(fd) }); err != nil {
+		return true
+	}
+	return n != 0
 }

@@ -109,3 +109,51 @@ func TestTooLargeBodyAnswerIsNotLostToAReset(t *testing.T) {
 		}
 	}
 }
+
+// At the cap with nobody waiting, connections stay open: a client holding as
+// many keep-alive connections as the cap (an ingress's upstream pool) is not
+// made to reconnect for every request. Once a connection waits, the next
+// answer closes its connection and the waiting one is served.
+func TestKeepAliveAtTheCapWhileNobodyWaits(t *testing.T) {
+	cfg := testConfig()
+	cfg.Concurrency = 1
+	srv := web.New(cfg, logx.NewTo(io.Discard, "test", "error"), "test")
+	srv.App.Get("/ping", func(c *fiber.Ctx) error { return web.OK(c, http.StatusOK, fiber.Map{"pong": true}) })
+	base, _, _ := start(t, srv)
+	addr := strings.TrimPrefix(base, "http://")
+
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	get := func(conn net.Conn, r *bufio.Reader) *http.Response {
+		t.Helper()
+		fmt.Fprintf(conn, "GET /ping HTTP/1.1\r\nHost: test\r\n\r\n")
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for i := range 3 {
+		if resp := get(conn, r); resp.StatusCode != http.StatusOK || resp.Close {
+			t.Fatalf("answer %d with nobody waiting: status %d, Connection: close %v", i+1, resp.StatusCode, resp.Close)
+		}
+	}
+
+	waiting, err := net.Dial("tcp", addr) // accepted by the kernel, queued for a slot
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Close()
+	if resp := get(conn, r); !resp.Close {
+		t.Fatal("the answer while a connection waits did not close its connection")
+	}
+	if resp := get(waiting, bufio.NewReader(waiting)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the waiting connection: status %d", resp.StatusCode)
+	}
+}
