@@ -101,7 +101,7 @@ func (c *cappedConn) Close() error {
 			return
 		}
 		go func() {
-			_ = c.Conn.SetReadDeadline(time.Now().Add(lingerTimeout))
+			_ = c.SetReadDeadline(time.Now().Add(lingerTimeout))
 			_, _ = io.CopyN(io.Discard, c.Conn, lingerBytes)
 			_ = c.Conn.Close()
 			<-c.l.slots
