@@ -357,6 +357,19 @@ func TestChartDefaults(t *testing.T) {
 		}
 	})
 
+	t.Run("workerLiveness", func(t *testing.T) {
+		for w := range workers {
+			d := deps[w]
+			if d == nil {
+				continue // reported above
+			}
+			p := d.Spec.Template.Spec.Containers[0].LivenessProbe
+			if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/livez" || p.HTTPGet.Port.String() != "metrics" {
+				t.Errorf("%s: want an HTTP liveness probe on /livez, port metrics; got %+v", w, p)
+			}
+		}
+	})
+
 	t.Run("imagesAndCommands", func(t *testing.T) {
 		for comp, d := range deps {
 			c := d.Spec.Template.Spec.Containers[0]
