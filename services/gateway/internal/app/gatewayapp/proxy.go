@@ -69,7 +69,10 @@ func NewBackend(name, rawURL string, timeout time.Duration, maxConns int) (*Back
 // a new one instead of trying the dead ones in turn (fasthttp gives up after
 // five attempts, and the client got a 503 while dead connections were left).
 // GET and HEAD are retried; a POST only when the backend closed the
-// connection before answering anything (fasthttp's own rule).
+// connection before answering anything (fasthttp's own rule). fasthttp 1.51
+// does not say which error it was: after a timeout (the request's whole
+// deadline, so no retry follows) the idle connections go too, which costs a
+// few dials later.
 func (b *Backend) retryIf(req *fasthttp.Request) bool {
 	b.client.CloseIdleConnections()
 	return req.Header.IsGet() || req.Header.IsHead()
