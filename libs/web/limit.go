@@ -73,9 +73,6 @@ const (
 	lingerBytes   = 4 << 20
 )
 
-// lingerOnClose asks Close to drain the connection first (lingerConn).
-func (c *cappedConn) lingerOnClose() { c.linger.Store(true) }
-
 // lingerConn marks conn, when it is one of ours, to be closed lingering: the
 // request it carried was answered without being read whole (a 413 before the
 // body, a malformed request), and closing a socket that still has unread data
@@ -83,8 +80,8 @@ func (c *cappedConn) lingerOnClose() { c.linger.Store(true) }
 // has read it: a client still sending its body saw "connection reset by peer"
 // instead of the 413 envelope.
 func lingerConn(conn net.Conn) {
-	if c, ok := conn.(interface{ lingerOnClose() }); ok {
-		c.lingerOnClose()
+	if c, ok := conn.(*cappedConn); ok {
+		c.linger.Store(true)
 	}
 }
 
