@@ -43,6 +43,13 @@ type config struct {
 }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "proxy" {
+		if err := serveProxy(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "proxy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) == 3 && os.Args[1] == "hello" {
 		if err := serveHello(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "hello:", err)

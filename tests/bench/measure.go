@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -34,6 +35,7 @@ type rowResult struct {
 	row     row
 	gateway measurement
 	direct  *measurement
+	proxy   *measurement // the direct load through a bare proxy (row a)
 	pg      *pgbenchResult
 	pgCPU   time.Duration // Postgres CPU during the pgbench run
 	note    string
@@ -140,6 +142,13 @@ func (b *bench) runRow(ctx context.Context, r row) (rowResult, error) {
 		}
 		res.direct = &dm
 		b.addLoadRSS(dm.rss)
+		if r.ID == "a" {
+			pm, err := b.measureBareProxy(ctx, r, l)
+			if err != nil {
+				return res, fmt.Errorf("row %s bare proxy: %w", r.ID, err)
+			}
+			res.proxy = &pm
+		}
 	}
 	if r.SQL != nil {
 		groups := b.cpuGroups(ctx, r.Backend)[2:3]
@@ -408,4 +417,29 @@ func (b *bench) runGrowth(ctx context.Context, d dataset) error {
 		b.rep.growth = append(b.rep.growth, p)
 	}
 	return nil
+}
+
+// measureBareProxy sends the direct load through a bare proxy in front of the
+// backend: what the HTTP hop alone costs, the ceiling of any gateway.
+func (b *bench) measureBareProxy(ctx context.Context, r row, l load) (measurement, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return measurement{}, err
+	}
+	backend := strings.TrimPrefix(b.s.URL[r.Backend], "http://")
+	cmd, err := startProxy(ctx, addr, backend)
+	if err != nil {
+		return measurement{}, err
+	}
+	defer stopProcess(cmd)
+	if err := waitHTTP(ctx, "http://"+addr+"/v2/health"); err != nil {
+		return measurement{}, err
+	}
+	if _, err := b.probe(ctx, "http://"+addr, l, 0); err != nil {
+		return measurement{}, err
+	}
+	b.hopPID = cmd.Process.Pid
+	defer func() { b.hopPID = 0 }()
+	m, _, err := b.measure(ctx, "http://"+addr, l, r.Backend, r.Backend, b.cfg.Conns, b.cfg.Threads, "")
+	return m, err
 }

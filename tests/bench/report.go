@@ -187,6 +187,12 @@ func (r *report) markdown() string {
 				d.wrk.RPS(), ms(d.wrk.P50), ms(d.wrk.P99), d.wrk.Errors(), ratioPg(d, rr.pg), ratio(d.wrk.RPS(), helloRPS),
 				usd(d.cpuPerRequest("backend", "postgres", "redis")), usd(d.cpuPerRequest("backend")), usd(d.cpuPerRequest("postgres")), usd(d.cpuPerRequest("redis")))
 		}
+		if p, d := rr.proxy, rr.direct; p != nil && d != nil {
+			w("| %s bare proxy | the same direct requests through a bare fasthttp proxy (the hop alone, no key, limit or span) | %.0f | %s | %s | %d | %s | %s | %s | %s (%s + %s + %s + %s) |\n", rr.row.ID,
+				p.wrk.RPS(), ms(p.wrk.P50), ms(p.wrk.P99), p.wrk.Errors(), ratio(p.wrk.RPS(), d.wrk.RPS()), ratioPg(p, rr.pg), ratio(p.wrk.RPS(), helloRPS),
+				usd(p.cpuPerRequest("gateway", "backend", "postgres", "redis")), usd(p.cpuPerRequest("gateway")), usd(p.cpuPerRequest("backend")),
+				usd(p.cpuPerRequest("postgres")), usd(p.cpuPerRequest("redis")))
+		}
 		if p := rr.pg; p != nil {
 			perTx := time.Duration(0)
 			if p.Transactions > 0 {

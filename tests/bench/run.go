@@ -36,6 +36,8 @@ type bench struct {
 	keyID   int64
 	seq     int
 	client  *http.Client
+	// hopPID, when set, is measured as the gateway (the bare proxy's run).
+	hopPID int
 
 	rep report
 }
@@ -212,7 +214,12 @@ func (b *bench) measureIdle() error {
 // whole server.
 func (b *bench) cpuGroups(ctx context.Context, backend string) []cpuGroup {
 	return []cpuGroup{
-		{"gateway", func() []int { return []int{b.s.PID("gateway")} }},
+		{"gateway", func() []int {
+			if b.hopPID != 0 {
+				return []int{b.hopPID}
+			}
+			return []int{b.s.PID("gateway")}
+		}},
 		{"backend", func() []int { return []int{b.s.PID(backend)} }},
 		{"postgres", func() []int { return b.postgresPIDs(ctx) }},
 		{"redis", func() []int { return pidsByComm("redis-server") }},
