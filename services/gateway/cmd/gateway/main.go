@@ -93,9 +93,30 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, log *slog.Logger) error {
+// gatewayConcurrency is the gateway's HTTP_CONCURRENCY when none is set,
+// half the backends' 256: each connection it serves holds the request, the
+// backend's answer and their buffers at once (about 130 KiB with the
+// collector's headroom, measured under overload: 35 MiB of heap and stacks at
+// 256, 24 at 128), and 128 answers in flight already carry 12 800 req/s at
+// 10 ms each, more than the backends serve behind one gateway.
+const gatewayConcurrency = 128
+
+// parseConfig reads the environment, with the gateway's own default for
+// HTTP_CONCURRENCY (an explicit value wins).
+func parseConfig() (appConfig, error) {
 	var cfg appConfig
 	if err := config.Parse(&cfg); err != nil {
+		return cfg, err
+	}
+	if _, set := os.LookupEnv("HTTP_CONCURRENCY"); !set {
+		cfg.Web.Concurrency = gatewayConcurrency
+	}
+	return cfg, nil
+}
+
+func run(ctx context.Context, log *slog.Logger) error {
+	cfg, err := parseConfig()
+	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
