@@ -96,7 +96,7 @@ func (s *syncBuffer) String() string {
 }
 
 // listen serves srv on a loopback port until the test ends.
-func listen(t *testing.T, srv *web.Server) string {
+func listen(t testing.TB, srv *web.Server) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -136,7 +136,7 @@ type seen struct {
 
 // startBackend runs a backend that verifies the identity like every real
 // service and echoes what it received. POST bodies are decoded strictly.
-func startBackend(t *testing.T, name string) string {
+func startBackend(t testing.TB, name string) string {
 	t.Helper()
 	codec, err := identity.NewCodec(secret)
 	if err != nil {
@@ -177,6 +177,7 @@ type gatewayOpts struct {
 	timeout     time.Duration
 	cacheTTL    time.Duration
 	prefix      string // Redis key prefix; "" gives the instance its own budget space
+	noAccessLog bool   // as make bench runs it (ACCESS_LOG=false)
 }
 
 type gateway struct {
@@ -187,7 +188,7 @@ type gateway struct {
 	metrics *prometheus.Registry
 }
 
-func startGateway(t *testing.T, o gatewayOpts) *gateway {
+func startGateway(t testing.TB, o gatewayOpts) *gateway {
 	t.Helper()
 	if o.redisURL == "" {
 		o.redisURL = redisURL
@@ -245,7 +246,7 @@ func startGateway(t *testing.T, o gatewayOpts) *gateway {
 		WriteLimitPerMinute: o.writeLimit, PublicLimitPerMinute: o.publicLimit,
 		ReadLimitPerMinute: o.readLimit, PublicReadLimitPerMinute: o.publicRead,
 		PublicBaseURL: "http://gateway.test", Version: "test", OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
-		AccessLog: true, CORSAllowOrigins: "*",
+		AccessLog: !o.noAccessLog, CORSAllowOrigins: "*",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +259,7 @@ func startGateway(t *testing.T, o gatewayOpts) *gateway {
 }
 
 // newKey creates a key and returns its full string.
-func (g *gateway) newKey(t *testing.T, n keybus.NewKey) (keybus.Key, string) {
+func (g *gateway) newKey(t testing.TB, n keybus.NewKey) (keybus.Key, string) {
 	t.Helper()
 	if n.Name == "" {
 		n.Name = "test " + randomHex(3)
