@@ -39,6 +39,8 @@ type config struct {
 	ProfileRow           string
 	ProfileDir           string
 	Keep                 bool
+	Rounds               int
+	RoundDuration        time.Duration
 	Env                  []string
 }
 
@@ -73,6 +75,8 @@ func main() {
 	flag.StringVar(&cfg.Out, "out", "", "also write the report to this file")
 	flag.StringVar(&cfg.ProfileRow, "profile", "", "row id whose measured run is CPU-profiled on the gateway and the backend (pprof from the admin port)")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "bench-profiles", "where -profile writes gateway.pprof and <backend>.pprof")
+	flag.IntVar(&cfg.Rounds, "rounds", 4, "interleaved rounds of row a: gateway, direct and bare proxy in turn, the order rotated each round (0: none)")
+	flag.DurationVar(&cfg.RoundDuration, "round-duration", 3*time.Second, "measured time of each target in each interleaved round")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the database (its name is printed) instead of dropping it")
 	flag.StringVar(&env, "env", "", "comma-separated NAME=value added to every service's environment (to try a setting)")
 	flag.Parse()

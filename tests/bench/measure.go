@@ -36,6 +36,7 @@ type rowResult struct {
 	gateway measurement
 	direct  *measurement
 	proxy   *measurement // the direct load through a bare proxy (row a)
+	rounds  *rounds      // row a again: gateway, direct and bare proxy interleaved
 	pg      *pgbenchResult
 	pgCPU   time.Duration // Postgres CPU during the pgbench run
 	note    string
@@ -44,7 +45,12 @@ type rowResult struct {
 // measure runs l against base for the configured time after a warm-up,
 // with CPU and memory watched. entry is the service whose 5xx are counted.
 func (b *bench) measure(ctx context.Context, base string, l load, backend, entry string, conns, threads int, profileAs string) (measurement, string, error) {
-	warm := b.cfg.Warmup
+	return b.measureFor(ctx, base, l, backend, entry, conns, threads, profileAs, b.cfg.Warmup, b.cfg.Duration)
+}
+
+// measureFor is measure with its own warm-up and measured time.
+func (b *bench) measureFor(ctx context.Context, base string, l load, backend, entry string, conns, threads int, profileAs string,
+	warm, dur time.Duration) (measurement, string, error) {
 	if warm > 0 {
 		if _, err := runWrk(ctx, wrkRun{BaseURL: base, Load: l, Conns: conns, Threads: threads, Duration: max(warm, time.Second),
 			Timeout: 10 * time.Second, Nonce: b.nonce(), Dir: b.dir}); err != nil {
@@ -58,7 +64,7 @@ func (b *bench) measure(ctx context.Context, base string, l load, backend, entry
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := b.profile(ctx, name, b.cfg.Duration); err != nil {
+				if err := b.profile(ctx, name, dur); err != nil {
 					b.note("profile %s: %v", name, err)
 				}
 			}()
@@ -68,7 +74,7 @@ func (b *bench) measure(ctx context.Context, base string, l load, backend, entry
 	sampler := sampleRSS(b.pids(), 100*time.Millisecond)
 	cpu := trackCPU(groups, 100*time.Millisecond)
 	nonce := b.nonce()
-	res, err := runWrk(ctx, wrkRun{BaseURL: base, Load: l, Conns: conns, Threads: threads, Duration: b.cfg.Duration,
+	res, err := runWrk(ctx, wrkRun{BaseURL: base, Load: l, Conns: conns, Threads: threads, Duration: dur,
 		Timeout: 10 * time.Second, Nonce: nonce, Dir: b.dir})
 	used := cpu.Stop()
 	peaks := sampler.Stop()
@@ -143,11 +149,9 @@ func (b *bench) runRow(ctx context.Context, r row) (rowResult, error) {
 		res.direct = &dm
 		b.addLoadRSS(dm.rss)
 		if r.ID == "a" {
-			pm, err := b.measureBareProxy(ctx, r, l)
-			if err != nil {
+			if err := b.bareProxyAndRounds(ctx, r, l, &res); err != nil {
 				return res, fmt.Errorf("row %s bare proxy: %w", r.ID, err)
 			}
-			res.proxy = &pm
 		}
 	}
 	if r.SQL != nil {
@@ -419,27 +423,100 @@ func (b *bench) runGrowth(ctx context.Context, d dataset) error {
 	return nil
 }
 
-// measureBareProxy sends the direct load through a bare proxy in front of the
-// backend: what the HTTP hop alone costs, the ceiling of any gateway.
-func (b *bench) measureBareProxy(ctx context.Context, r row, l load) (measurement, error) {
+// bareProxyAndRounds sends the direct load through a bare proxy in front of
+// the backend: what the HTTP hop alone costs, the ceiling of any gateway.
+// Then, with -rounds, it measures the gateway, the backend directly and the
+// bare proxy again in short runs taken in turn (the order rotated each
+// round, so no target always follows the same one): anything that drifts
+// on the machine during the row then weighs on all three alike, where the
+// sequential runs above each saw a different stretch of time.
+func (b *bench) bareProxyAndRounds(ctx context.Context, r row, direct load, res *rowResult) error {
 	addr, err := freeAddr()
 	if err != nil {
-		return measurement{}, err
+		return err
 	}
 	backend := strings.TrimPrefix(b.s.URL[r.Backend], "http://")
 	cmd, err := startProxy(ctx, addr, backend)
 	if err != nil {
-		return measurement{}, err
+		return err
 	}
 	defer stopProcess(cmd)
-	if err := waitHTTP(ctx, "http://"+addr+"/v2/health"); err != nil {
-		return measurement{}, err
+	proxy := "http://" + addr
+	if err := waitHTTP(ctx, proxy+"/v2/health"); err != nil {
+		return err
 	}
-	if _, err := b.probe(ctx, "http://"+addr, l, 0); err != nil {
-		return measurement{}, err
+	if _, err := b.probe(ctx, proxy, direct, 0); err != nil {
+		return err
 	}
-	b.hopPID = cmd.Process.Pid
 	defer func() { b.hopPID = 0 }()
-	m, _, err := b.measure(ctx, "http://"+addr, l, r.Backend, r.Backend, b.cfg.Conns, b.cfg.Threads, "")
-	return m, err
+	b.hopPID = cmd.Process.Pid
+	m, _, err := b.measure(ctx, proxy, direct, r.Backend, r.Backend, b.cfg.Conns, b.cfg.Threads, "")
+	if err != nil {
+		return err
+	}
+	res.proxy = &m
+	b.hopPID = 0
+	if b.cfg.Rounds < 1 {
+		return nil
+	}
+	// The direct rows' signed identity lives a minute: sign it anew.
+	signed, err := b.identityHeader()
+	if err != nil {
+		return err
+	}
+	direct.Headers["X-Coworkjobs-Identity"] = signed
+	targets := []struct {
+		base, entry string
+		l           load
+		hop         int
+	}{
+		{b.s.URL["gateway"], "gateway", r.Load, 0},
+		{b.s.URL[r.Backend], r.Backend, direct, 0},
+		{proxy, r.Backend, direct, cmd.Process.Pid},
+	}
+	rs := &rounds{n: b.cfg.Rounds, each: b.cfg.RoundDuration}
+	b.note("row %s: %d interleaved rounds of gateway, direct and bare proxy, %s each", r.ID, rs.n, rs.each)
+	for i := range rs.n {
+		for j := range targets {
+			k := (i + j) % len(targets)
+			t := targets[k]
+			b.hopPID = t.hop
+			m, _, err := b.measureFor(ctx, t.base, t.l, r.Backend, t.entry, b.cfg.Conns, b.cfg.Threads, "", 0, rs.each)
+			b.hopPID = 0
+			if err != nil {
+				return fmt.Errorf("round %d: %w", i+1, err)
+			}
+			rs.add(k, m)
+		}
+	}
+	res.rounds = rs
+	return nil
+}
+
+// rounds sums the interleaved runs of each target: 0 gateway, 1 direct,
+// 2 bare proxy.
+type rounds struct {
+	n    int
+	each time.Duration
+	sum  [3]measurement
+	rps  [3][]float64 // each round's req/s, in round order
+}
+
+func (rs *rounds) add(target int, m measurement) {
+	s := &rs.sum[target]
+	s.wrk.Requests += m.wrk.Requests
+	s.wrk.DurationUS += m.wrk.DurationUS
+	s.wrk.Status += m.wrk.Status
+	s.wrk.Timeout += m.wrk.Timeout
+	s.wrk.Connect += m.wrk.Connect
+	s.wrk.Read += m.wrk.Read
+	s.wrk.Write += m.wrk.Write
+	s.s5xx += m.s5xx
+	if s.cpu == nil {
+		s.cpu = map[string]time.Duration{}
+	}
+	for g, d := range m.cpu {
+		s.cpu[g] += d
+	}
+	rs.rps[target] = append(rs.rps[target], m.wrk.RPS())
 }
