@@ -18,6 +18,11 @@ import (
 func serveHello(addr string) error {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("Hello, World!") })
+	return listenUntilSignal(app, addr)
+}
+
+// listenUntilSignal serves app on addr until SIGINT or SIGTERM.
+func listenUntilSignal(app *fiber.App, addr string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -27,21 +32,22 @@ func serveHello(addr string) error {
 	return app.Listen(addr)
 }
 
-// startHello runs this program again as the hello-world server.
-func startHello(ctx context.Context, addr string) (*exec.Cmd, error) {
+// startSelf runs this program again with args (`hello ADDR`, `proxy ADDR
+// BACKEND`) and waits until url answers.
+func startSelf(ctx context.Context, url string, args ...string) (*exec.Cmd, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "hello", addr)
+	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, "http://"+addr+"/"); err != nil {
+	if err := waitHTTP(ctx, url); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("hello: %w", err)
+		return nil, fmt.Errorf("%s: %w", args[0], err)
 	}
 	return cmd, nil
 }

@@ -262,7 +262,7 @@ func (b *bench) runMain(ctx context.Context, d dataset) error {
 		if err != nil {
 			return err
 		}
-		hello, err := startHello(ctx, addr)
+		hello, err := startSelf(ctx, "http://"+addr+"/", "hello", addr)
 		if err != nil {
 			return err
 		}
@@ -436,15 +436,12 @@ func (b *bench) bareProxyAndRounds(ctx context.Context, r row, direct load, res 
 		return err
 	}
 	backend := strings.TrimPrefix(b.s.URL[r.Backend], "http://")
-	cmd, err := startProxy(ctx, addr, backend)
+	proxy := "http://" + addr
+	cmd, err := startSelf(ctx, proxy+"/v2/health", "proxy", addr, backend)
 	if err != nil {
 		return err
 	}
 	defer stopProcess(cmd)
-	proxy := "http://" + addr
-	if err := waitHTTP(ctx, proxy+"/v2/health"); err != nil {
-		return err
-	}
 	if _, err := b.probe(ctx, proxy, direct, 0); err != nil {
 		return err
 	}

@@ -1,11 +1,6 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/exec"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -31,25 +26,5 @@ func serveProxy(addr, backend string) error {
 		resp.Header.Del(fiber.HeaderConnection)
 		return nil
 	})
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		_ = app.ShutdownWithTimeout(5 * time.Second)
-	}()
-	return app.Listen(addr)
-}
-
-// startProxy runs this program again as the bare proxy in front of backend.
-func startProxy(ctx context.Context, addr, backend string) (*exec.Cmd, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(self, "proxy", addr, backend)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return cmd, nil
+	return listenUntilSignal(app, addr)
 }
