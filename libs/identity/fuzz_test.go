@@ -1,6 +1,8 @@
 package identity_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -25,13 +27,21 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("unsigned value %q verified as %+v", value, id)
 		}
 		ip := strings.ToValidUTF8(value, "?") // JSON carries text; a client address is ASCII anyway
-		want := identity.Identity{Kind: identity.KindRestricted, KeyID: keyID, SpaceID: spaceID, ClientIP: ip}
+		want := identity.Identity{Kind: identity.KindRestricted, KeyID: keyID, SpaceID: spaceID, ClientIP: ip,
+			Scopes: []string{"read", ip}, RequestID: ip}
+		// Sign's own encoding, where it applies, is encoding/json's to the byte.
+		if fast, ok := identity.PayloadJSON(want); ok {
+			if std, err := json.Marshal(want); err != nil || !bytes.Equal(fast, std) {
+				t.Fatalf("encoded %s, encoding/json %s (%v)", fast, std, err)
+			}
+		}
 		signed, err := codec.Sign(want, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, err := codec.Verify(signed)
-		if err != nil || got.Kind != want.Kind || got.KeyID != keyID || got.SpaceID != spaceID || got.ClientIP != ip {
+		if err != nil || got.Kind != want.Kind || got.KeyID != keyID || got.SpaceID != spaceID || got.ClientIP != ip ||
+			got.RequestID != ip || len(got.Scopes) != 2 || got.Scopes[1] != ip {
 			t.Fatalf("round trip of %+v: %+v %v", want, got, err)
 		}
 		b := []byte(signed)
