@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +66,12 @@ func TestMain(m *testing.M) {
 		}
 		testPool = pool
 		defer pool.Close()
+		// The gateway binary built for the process tests goes with them.
+		defer func() {
+			if binPath != "" {
+				_ = os.RemoveAll(filepath.Dir(binPath))
+			}
+		}()
 		return m.Run()
 	}, func(u string) { dbURL = u }))
 }
