@@ -94,7 +94,7 @@ BENCH_JOBS ?= 100000
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: ## Load the suite through the gateway with wrk against its ceilings (BENCH_JOBS, BENCH_ARGS e.g. -growth 10000,100000,1000000 -out report.md); not part of make test
+bench: docs ## Load the suite through the gateway with wrk against its ceilings (BENCH_JOBS, BENCH_ARGS e.g. -growth 10000,100000,1000000 -out report.md); not part of make test
 	@bash scripts/bench.sh -jobs $(BENCH_JOBS) $(BENCH_ARGS)
 
 ##@ Lint

@@ -1,12 +1,19 @@
 package tests
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coworkjobs/coworkjobs/api"
 )
 
 // The reference page loads in a real headless browser, renders the bundled
@@ -36,5 +43,41 @@ func TestReferencePageRendersInChromium(t *testing.T) {
 		if !strings.Contains(dom, want) {
 			t.Fatalf("the rendered page does not show %q (%d bytes of DOM)", want, len(dom))
 		}
+	}
+}
+
+// The renderer is streamed from the embedded files on each request: every
+// GET gets all of it, byte for byte, and HEAD its headers alone.
+func TestRendererIsServedWhole(t *testing.T) {
+	want, err := fs.ReadFile(api.Docs, "docs/redoc.standalone.js")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the renderer is not bundled (make docs runs before make test)")
+		}
+		t.Skip("the renderer is not bundled; make docs")
+	}
+	g := startGateway(t, gatewayOpts{})
+	for range 3 {
+		resp, err := client.Get(g.base + "/v2/docs/redoc.standalone.js")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, want) ||
+			!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
+			t.Fatalf("GET renderer: %d, %s, %d of %d bytes, equal %v (%v)", resp.StatusCode, resp.Header.Get("Content-Type"),
+				len(got), len(want), bytes.Equal(got, want), err)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodHead, g.base+"/v2/docs/redoc.standalone.js", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(body) != 0 || resp.Header.Get("Content-Length") != strconv.Itoa(len(want)) {
+		t.Fatalf("HEAD renderer: %d, Content-Length %q, %d body bytes", resp.StatusCode, resp.Header.Get("Content-Length"), len(body))
 	}
 }

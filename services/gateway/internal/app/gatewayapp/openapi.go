@@ -15,24 +15,33 @@ import (
 // openapiDocs is the contract in both forms, converted once at start, and the
 // reference page that renders it.
 type openapiDocs struct {
-	yaml     []byte
-	json     []byte
-	page     []byte
-	renderer []byte // nil when `make docs` has not bundled Redoc
+	yaml []byte
+	json []byte
+	page []byte
+	// The renderer (940 KB) is streamed from the embedded files when asked
+	// for, rather than copied into the heap at start for the life of the
+	// process; rendererSize is 0 when `make docs` has not bundled Redoc.
+	docs         fs.FS
+	rendererSize int64
 }
+
+const rendererPath = "docs/redoc.standalone.js"
 
 func loadOpenAPI(doc []byte, docs fs.FS) (openapiDocs, error) {
 	j, err := yaml.YAMLToJSON(doc)
 	if err != nil {
 		return openapiDocs{}, fmt.Errorf("convert openapi document: %w", err)
 	}
-	d := openapiDocs{yaml: doc, json: j}
+	d := openapiDocs{yaml: doc, json: j, docs: docs}
 	if docs != nil {
 		if d.page, err = fs.ReadFile(docs, "docs/index.html"); err != nil {
 			return openapiDocs{}, fmt.Errorf("read reference page: %w", err)
 		}
-		d.renderer, err = fs.ReadFile(docs, "docs/redoc.standalone.js")
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		st, err := fs.Stat(docs, rendererPath)
+		switch {
+		case err == nil:
+			d.rendererSize = st.Size()
+		case !errors.Is(err, fs.ErrNotExist):
 			return openapiDocs{}, fmt.Errorf("read renderer: %w", err)
 		}
 	}
@@ -52,7 +61,7 @@ func (d openapiDocs) serveYAML(c *fiber.Ctx) error {
 }
 
 func (d openapiDocs) serveDocs(c *fiber.Ctx) error {
-	if d.page == nil || d.renderer == nil {
+	if d.page == nil || d.rendererSize == 0 {
 		return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
 			Message: "The reference page was not bundled into this build (make docs); the contract is at /v2/openapi.json"}
 	}
@@ -64,10 +73,16 @@ func (d openapiDocs) serveDocs(c *fiber.Ctx) error {
 }
 
 func (d openapiDocs) serveRenderer(c *fiber.Ctx) error {
-	if d.renderer == nil {
+	if d.rendererSize == 0 {
 		return web.NotFound("Route not found")
+	}
+	f, err := d.docs.Open(rendererPath)
+	if err != nil {
+		return fmt.Errorf("open renderer: %w", err)
 	}
 	c.Set(fiber.HeaderContentType, "text/javascript; charset=utf-8")
 	c.Set(fiber.HeaderCacheControl, "public, max-age=86400")
-	return c.Send(d.renderer)
+	// fasthttp closes the file once the answer is written (or dropped).
+	c.Response().SetBodyStream(f, int(d.rendererSize))
+	return nil
 }
