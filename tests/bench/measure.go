@@ -456,12 +456,6 @@ func (b *bench) bareProxyAndRounds(ctx context.Context, r row, direct load, res 
 	if b.cfg.Rounds < 1 {
 		return nil
 	}
-	// The direct rows' signed identity lives a minute: sign it anew.
-	signed, err := b.identityHeader()
-	if err != nil {
-		return err
-	}
-	direct.Headers["X-Coworkjobs-Identity"] = signed
 	targets := []struct {
 		base, entry string
 		l           load
@@ -474,6 +468,13 @@ func (b *bench) bareProxyAndRounds(ctx context.Context, r row, direct load, res 
 	rs := &rounds{n: b.cfg.Rounds, each: b.cfg.RoundDuration}
 	b.note("row %s: %d interleaved rounds of gateway, direct and bare proxy, %s each", r.ID, rs.n, rs.each)
 	for i := range rs.n {
+		// The direct rows' signed identity lives a minute, and the rounds
+		// may take longer (-round-duration): each round signs it anew.
+		signed, err := b.identityHeader()
+		if err != nil {
+			return err
+		}
+		direct.Headers["X-Coworkjobs-Identity"] = signed
 		for j := range targets {
 			k := (i + j) % len(targets)
 			t := targets[k]
