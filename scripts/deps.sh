@@ -50,6 +50,14 @@ if [ -z "${REDIS_URL:-}" ]; then
   fi
   redis_up || { log "redis does not answer on 127.0.0.1:6379"; exit 1; }
 fi
+# Prometheus with promtool (Debian's package): make run's local server, the
+# e2e test that scrapes the suite with it, the alert rules' unit tests.
+# Its recommended node exporter is not needed; make run never uses the
+# package's own service (scripts/prometheus.sh runs the binary).
+if { [ "${1:-}" = test ] || [ "${PROMETHEUS:-on}" != off ]; } && ! { command -v prometheus && command -v promtool; } >/dev/null 2>&1; then
+  log "installing prometheus"
+  apt_install --no-install-recommends prometheus
+fi
 # The tests also drive the API reference page in headless Chromium.
 if [ "${1:-}" = "test" ] && ! command -v chromium >/dev/null 2>&1; then
   log "installing chromium (for the reference page test)"
