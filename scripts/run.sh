@@ -4,6 +4,9 @@
 # Uses DATABASE_URL / REDIS_URL / TEMPORAL_ADDRESS / SMTP_URL when set;
 # otherwise the local PostgreSQL and Redis (started or installed by deps.sh),
 # a Temporal dev server and a local mail catcher that this script starts.
+# Temporal comes up beside the services, not before them: nothing waits for it
+# (the outbox relays keep what they owe, the workers retry until it answers),
+# so on a first run its CLI builds in the background while the suite serves.
 # Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +19,10 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'run: %s\n' "$*" >&2; exit 1; }
 
 pids=()
+temporal_pid="" # the background build of the Temporal CLI, while it runs
 cleanup() {
   trap - EXIT INT TERM
+  if [ -n "$temporal_pid" ]; then kill -TERM "$temporal_pid" 2>/dev/null || true; fi
   if [ "${#pids[@]}" -gt 0 ]; then
     say "stopping ${#pids[@]} processes"
     kill -TERM "${pids[@]}" 2>/dev/null || true
@@ -37,9 +42,46 @@ start() { # name, command...
   pids+=($!)
 }
 
+# Temporal's state: external (TEMPORAL_ADDRESS given), building (the CLI, first
+# run only), starting, ready, or failed (the services go on without it).
+temporal_state=external
+start_temporal() {
+  start temporal "$TEMPORAL" server start-dev --ip 127.0.0.1 --port 7233 --ui-port 8233 \
+    --db-filename "$RUN/temporal.db" --log-level error
+  temporal_state=starting
+}
+temporal_step() { # advances the state without blocking; say()s each change
+  case $temporal_state in
+    building)
+      kill -0 "$temporal_pid" 2>/dev/null && return 0
+      if wait "$temporal_pid" && [ -x "$TEMPORAL" ]; then
+        temporal_pid=""
+        say "Temporal CLI built; starting a Temporal dev server"
+        start_temporal
+      else
+        temporal_pid="" temporal_state=failed
+        printf 'run: building the Temporal CLI failed (see %s); the suite runs without workflows\n' \
+          "$RUN/logs/temporal-install.log" >&2
+      fi ;;
+    starting)
+      if (exec 3<>/dev/tcp/127.0.0.1/7233) 2>/dev/null; then
+        temporal_state=ready
+        say "Temporal ready at 127.0.0.1:7233 (UI http://localhost:8233); the workers connect to it on their own"
+      fi ;;
+  esac
+}
+preparing() { # what is still coming up, for the user
+  case $temporal_state in
+    building) echo "Temporal CLI (building in the background, first run only; .run/logs/temporal-install.log)" ;;
+    starting) echo "Temporal dev server (starting)" ;;
+  esac
+}
+
 for p in 8080 8081 8082 8083 8084 9080 9081 9082 9083 9084 9085 9086; do
   port_free "$p" || die "port $p is in use: stop what holds it (another make run?) and retry"
 done
+# Prometheus (scripts/prometheus.sh) on 9099: 9090, its usual port, is the services' default admin port.
+if [ "${PROMETHEUS:-on}" != off ]; then port_free 9099 || die "port 9099 is in use: stop what holds it, or PROMETHEUS=off"; fi
 
 # Dependencies ---------------------------------------------------------------
 bash scripts/deps.sh
@@ -56,25 +98,25 @@ export NEWSLETTER_TOKEN_SECRET=${NEWSLETTER_TOKEN_SECRET:-$(head -c 32 /dev/uran
 export PUBLIC_BASE_URL=${PUBLIC_BASE_URL:-http://localhost:8080}
 export DIRECTORY_URL=http://127.0.0.1:8082
 
+if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
+  port_free 7233 || die "port 7233 is in use; set TEMPORAL_ADDRESS to use that server"
+  export TEMPORAL_ADDRESS=127.0.0.1:7233
+  TEMPORAL=$(command -v temporal || echo "$BIN/temporal")
+  if [ -x "$TEMPORAL" ]; then
+    say "starting a Temporal dev server (UI on http://localhost:8233)"
+    start_temporal
+  else
+    # Niced: on a shared or small machine the services' own build goes first.
+    say "building the Temporal CLI in the background (first run only, a few minutes)"
+    nice -n 15 bash scripts/temporal.sh >>"$RUN/logs/temporal-install.log" 2>&1 &
+    temporal_pid=$! temporal_state=building
+  fi
+fi
+
 say "building the services and the API reference page"
 make --no-print-directory docs >/dev/null
 GOBIN="$BIN" go install -tags grpcnotrace github.com/coworkjobs/coworkjobs/services/...  # why: Makefile, GO_TAGS
-
-if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
-  TEMPORAL=$(command -v temporal || true)
-  [ -n "$TEMPORAL" ] || { [ -x "$BIN/temporal" ] && TEMPORAL="$BIN/temporal"; } || true
-  if [ -z "$TEMPORAL" ]; then
-    say "installing the Temporal CLI (first run only, a few minutes)"
-    GOBIN="$BIN" go install github.com/temporalio/cli/cmd/temporal@v1.5.1
-    TEMPORAL="$BIN/temporal"
-  fi
-  port_free 7233 || die "port 7233 is in use; set TEMPORAL_ADDRESS to use that server"
-  say "starting a Temporal dev server (UI on http://localhost:8233)"
-  start temporal "$TEMPORAL" server start-dev --ip 127.0.0.1 --port 7233 --ui-port 8233 \
-    --db-filename "$RUN/temporal.db" --log-level error
-  export TEMPORAL_ADDRESS=127.0.0.1:7233
-  wait_port 7233 temporal 120
-fi
+temporal_step
 
 if [ -z "${SMTP_URL:-}" ]; then
   say "starting the mail catcher (mails land in .run/mail)"
@@ -94,6 +136,15 @@ HTTP_ADDR=127.0.0.1:8084 ADMIN_ADDR=127.0.0.1:9084 start community "$BIN/communi
 ADMIN_ADDR=127.0.0.1:9086 start community-worker "$BIN/community-worker"
 HTTP_ADDR=127.0.0.1:8080 ADMIN_ADDR=127.0.0.1:9080 start gateway "$BIN/gateway"
 for s in jobs:8081 content:8083 community:8084 gateway:8080; do wait_ready "${s#*:}" "${s%%:*}"; done
+temporal_step
+still=$(preparing)
+say "gateway answering at http://localhost:8080/v2${still:+; still preparing: $still}"
+
+if [ "${PROMETHEUS:-on}" != off ]; then
+  say "starting Prometheus on http://localhost:9099 (scrapes every admin port, the chart's alert rules)"
+  start prometheus bash scripts/prometheus.sh "$RUN/prometheus" 127.0.0.1:9099 gateway=127.0.0.1:9080 jobs=127.0.0.1:9081 \
+    directory=127.0.0.1:9082 content=127.0.0.1:9083 community=127.0.0.1:9084 jobs-worker=127.0.0.1:9085 community-worker=127.0.0.1:9086
+fi
 
 say "loading demo data"
 "$BIN/directory-seed" demo >>"$RUN/logs/seed.log" 2>&1 || die "directory seed failed (see .run/logs/seed.log)"
@@ -107,9 +158,10 @@ cat <<EOF
 
   coworkjobs is running at  http://localhost:8080/v2
   OpenAPI document          http://localhost:8080/v2/openapi.json
-  Temporal UI               http://localhost:8233 (when started here)
+  Temporal UI               http://localhost:8233 (when started here$(s=$(preparing); [ -z "$s" ] || echo "; still preparing: $s"))
   Mails (confirmations)     $RUN/mail
   Logs                      $RUN/logs
+  Prometheus                $([ "${PROMETHEUS:-on}" = off ] && echo "off (PROMETHEUS=off)" || echo "http://localhost:9099 (Debian's classic UI: /classic/alerts, /classic/targets)")
 
   Demo API keys (new on every run; shown only here):
 $(sed 's/^/    /' <<<"$KEYS")
@@ -122,6 +174,10 @@ $(sed 's/^/    /' <<<"$KEYS")
   Press Ctrl-C to stop everything.
 EOF
 
-# Stay up until Ctrl-C or until a service exits on its own.
-wait -n "${pids[@]}" || true
-die "a process exited; see $RUN/logs"
+# Stay up until Ctrl-C or until a service exits on its own, bringing Temporal
+# up meanwhile (polled: `wait -n` cannot also watch a port).
+while :; do
+  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || die "a process exited; see $RUN/logs"; done
+  temporal_step
+  sleep 1
+done

@@ -8,4 +8,6 @@ VERSION=v1.5.1
 # A go-installed CLI reports version 0.0.0-DEV, so presence is the check.
 [ -x bin/temporal ] && exit 0
 echo "temporal: installing the Temporal CLI $VERSION into ./bin (first run only, a few minutes)" >&2
-GOBIN="$(pwd)/bin" go install "github.com/temporalio/cli/cmd/temporal@$VERSION"
+# exec: whoever started this script (make run, in the background) stops the
+# build by signalling this pid.
+GOBIN="$(pwd)/bin" exec go install "github.com/temporalio/cli/cmd/temporal@$VERSION"

@@ -117,14 +117,17 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("temporal interceptors: %w", err)
 	}
-	tc, err := client.DialContext(ctx, client.Options{
+	// The client connects lazily and the worker retries its start, so this
+	// process starts (and the relay keeps the outbox) while Temporal is still
+	// coming up: make run starts Temporal beside the services.
+	tc, err := client.NewLazyClient(client.Options{
 		HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log,
 		// Tracing (trace context into workflows and activities) and outcome
 		// counters; both apply to the worker built on this client too.
 		Interceptors: interceptors,
 	})
 	if err != nil {
-		return fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
+		return fmt.Errorf("temporal client for %s: %w", cfg.TemporalAddress, err)
 	}
 	defer tc.Close()
 
@@ -132,12 +135,14 @@ func run(ctx context.Context, log *slog.Logger) error {
 	nl := newsletterbus.New(store, signer, newsletterbus.Config{ConsentVersion: cfg.ConsentVersion, ResendInterval: cfg.ResendInterval})
 	acts := &optin.Activities{Newsletter: nl, Mail: sender, PublicBaseURL: cfg.PublicBaseURL,
 		Metrics: optin.NewMetrics(m.Registry)}
+	w := optin.NewWorker(tc, acts, log)
+	m.Registry.MustRegister(w.Collector())
 	relay := &optin.Relay{Outbox: store, Temporal: tc, ConfirmWindow: cfg.ConfirmWindow, Log: log}
 
 	log.Info("community worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace,
 		"task_queue", optin.TaskQueue, "smtp", redact(cfg.SMTPURL))
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return optin.RunWorker(ctx, tc, acts) })
+	g.Go(func() error { return w.Run(ctx) })
 	g.Go(func() error { return relay.Run(ctx, cfg.OutboxInterval) })
 	g.Go(func() error { return metrics.ServeAdmin(ctx, cfg.AdminAddr, m.Registry, log) })
 	return g.Wait()

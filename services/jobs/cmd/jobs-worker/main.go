@@ -113,10 +113,11 @@ func run(ctx context.Context, log *slog.Logger) error {
 	}
 	defer tc.Close()
 
+	w := jobexpiry.NewWorker(tc, &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry)}, log)
+	m.Registry.MustRegister(w.Collector())
+
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return jobexpiry.RunWorker(ctx, tc, &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry)}, log)
-	})
+	g.Go(func() error { return w.Run(ctx) })
 	g.Go(func() error { return metrics.ServeAdmin(ctx, cfg.AdminAddr, m.Registry, log) })
 	g.Go(func() error {
 		relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc}, Log: log, Interval: cfg.RelayInterval}

@@ -1,22 +1,23 @@
 package optin
 
 import (
-	"context"
-	"fmt"
+	"log/slog"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+
+	"github.com/coworkjobs/coworkjobs/libs/temporalx"
 )
 
-// RunWorker polls TaskQueue with the workflow and activities until ctx ends.
-func RunWorker(ctx context.Context, c client.Client, acts *Activities) error {
-	w := worker.New(c, TaskQueue, worker.Options{})
-	w.RegisterWorkflow(OptIn)
-	w.RegisterActivity(acts)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
-	}
-	<-ctx.Done()
-	w.Stop()
-	return nil
+// NewWorker is the opt-in worker on TaskQueue. Its Run retries with back-off
+// while Temporal is unreachable, so the command can start before Temporal does.
+func NewWorker(c client.Client, acts *Activities, log *slog.Logger) *temporalx.Worker {
+	return &temporalx.Worker{Client: c, TaskQueue: TaskQueue, Log: log,
+		Register: func(r worker.Registry) { Register(r, acts) }}
+}
+
+// Register registers the workflow and activities (the worker and the tests).
+func Register(r worker.Registry, acts *Activities) {
+	r.RegisterWorkflow(OptIn)
+	r.RegisterActivity(acts)
 }

@@ -11,29 +11,15 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
+
+	"github.com/coworkjobs/coworkjobs/libs/temporalx"
 )
 
-// RunWorker runs the expiry worker on TaskQueue until ctx ends. While
-// Temporal is unreachable it retries the start every few seconds, so the
-// command can start before Temporal does.
-func RunWorker(ctx context.Context, c client.Client, acts *Activities, log *slog.Logger) error {
-	for {
-		w := worker.New(c, TaskQueue, worker.Options{})
-		Register(w, acts)
-		err := w.Start()
-		if err == nil {
-			log.Info("temporal worker started", "task_queue", TaskQueue)
-			<-ctx.Done()
-			w.Stop()
-			return nil
-		}
-		log.Warn("start temporal worker; retrying", "error", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(5 * time.Second):
-		}
-	}
+// NewWorker is the expiry worker on TaskQueue. Its Run retries with back-off
+// while Temporal is unreachable, so the command can start before Temporal does.
+func NewWorker(c client.Client, acts *Activities, log *slog.Logger) *temporalx.Worker {
+	return &temporalx.Worker{Client: c, TaskQueue: TaskQueue, Log: log,
+		Register: func(r worker.Registry) { Register(r, acts) }}
 }
 
 // Register registers the workflows and activities (the worker and the tests).
