@@ -57,8 +57,9 @@ scrape_configs:
     metrics_path: /metrics
     static_configs:
 EOF
-  # The labels a ServiceMonitor gives the chart's pods (service, namespace,
-  # pod), so that the rules and the dashboards' queries apply unchanged.
+  # The labels the rules file's header asks for (job="coworkjobs", service
+  # ending in the component, namespace) and the dashboards use (pod), as a
+  # ServiceMonitor gives them to the chart's pods: rules and queries apply unchanged.
   for t in "$@"; do
     name=${t%%=*} addr=${t#*=}
     [ -n "$name" ] && [ "$name" != "$t" ] && [ -n "$addr" ] || die "target $t is not NAME=HOST:PORT"
