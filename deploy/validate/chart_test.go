@@ -812,12 +812,19 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]map[string]any{
-		"unknownTopLevelKey": {"replicas": 3},
-		"unknownAPI":         {"apis": map[string]any{"gatway": map[string]any{"replicaCount": 1}}},
-		"negativeReplicas":   {"apis": map[string]any{"jobs": map[string]any{"replicaCount": -1}}},
-		"badLogLevel":        {"config": map[string]any{"logLevel": "verbose"}},
-		"shortSecret":        {"secrets": map[string]any{"internalIdentitySecret": "short"}},
-		"badPullPolicy":      {"image": map[string]any{"pullPolicy": "Sometimes"}},
+		"unknownTopLevelKey":  {"replicas": 3},
+		"unknownAPI":          {"apis": map[string]any{"gatway": map[string]any{"replicaCount": 1}}},
+		"negativeReplicas":    {"apis": map[string]any{"jobs": map[string]any{"replicaCount": -1}}},
+		"badLogLevel":         {"config": map[string]any{"logLevel": "verbose"}},
+		"shortSecret":         {"secrets": map[string]any{"internalIdentitySecret": "short"}},
+		"badPullPolicy":       {"image": map[string]any{"pullPolicy": "Sometimes"}},
+		"extraEnvAsMap":       {"extraEnv": map[string]any{"A": "b"}},
+		"envVarValueAndFrom":  {"apis": map[string]any{"jobs": map[string]any{"extraEnv": []any{map[string]any{"name": "A", "value": "b", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}}}}}}},
+		"envVarTypo":          {"extraEnv": []any{map[string]any{"name": "A", "valuefrom": map[string]any{}}}},
+		"mountWithoutPath":    {"extraVolumeMounts": []any{map[string]any{"name": "x"}}},
+		"badDigest":           {"apis": map[string]any{"gateway": map[string]any{"image": map[string]any{"digest": "latest"}}}},
+		"badSpread":           {"topologySpreadConstraints": []any{map[string]any{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Sometimes"}}},
+		"prometheusThreshold": {"metrics": map[string]any{"prometheusRule": map[string]any{"errorRatio": 0.05}}},
 	}
 	for n, vals := range cases {
 		t.Run(n, func(t *testing.T) {

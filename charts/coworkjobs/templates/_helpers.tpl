@@ -49,14 +49,31 @@ app.kubernetes.io/part-of: coworkjobs
 {{- end }}
 {{- end }}
 
-{{/* Image of a service ("root", "service", "override"). */}}
+{{/*
+Image of a service ("root", "service", "override"): <registry>/<repository>/<service>
+with the tag, or @digest when the override has one (a digest pins one image,
+so it is only ever set per component, never globally).
+*/}}
 {{- define "coworkjobs.image" -}}
 {{- $img := .root.Values.image -}}
 {{- $o := .override | default dict -}}
 {{- $repo := $o.repository | default (printf "%s/%s" $img.repository .service) -}}
 {{- if and $img.registry (not $o.repository) }}{{ $repo = printf "%s/%s" $img.registry $repo }}{{ end -}}
+{{- if $o.digest -}}
+{{- printf "%s@%s" $repo $o.digest -}}
+{{- else -}}
 {{- $tag := $o.tag | default $img.tag | default .root.Chart.AppVersion -}}
 {{- printf "%s:%s" $repo $tag -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The image override of a component that runs another component's image
+("own", "service"): a worker or the mailcatcher inherits what is set for its
+service's API (repository, tag, digest), its own keys winning.
+*/}}
+{{- define "coworkjobs.inheritedImage" -}}
+{{- toYaml (merge (deepCopy (.own | default dict)) (deepCopy (.service | default dict))) -}}
 {{- end }}
 
 {{/* The command of a container: an optional dev wrapper, then /app/<binary>. */}}
@@ -110,8 +127,18 @@ read from the container's resources.
 {{- end }}
 {{- end }}
 
-{{/* Scheduling fields shared by every pod. */}}
+{{/*
+Scheduling fields of a pod ("root", "c": the component's values, "selector":
+its selector labels, "spread": true for Deployments). A component's own value
+wins over the global one. Deployments spread across nodes by default
+(spreadAcrossNodes);
+a spread constraint without a labelSelector gets the component's selector
+labels, since one that selects no pod spreads nothing.
+*/}}
 {{- define "coworkjobs.scheduling" -}}
+{{- with (.c.priorityClassName | default .root.Values.priorityClassName) }}
+priorityClassName: {{ . }}
+{{- end }}
 {{- with (.c.nodeSelector | default .root.Values.nodeSelector) }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
@@ -124,9 +151,19 @@ tolerations:
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with (.c.topologySpreadConstraints | default .root.Values.topologySpreadConstraints) }}
+{{- $tsc := .c.topologySpreadConstraints | default .root.Values.topologySpreadConstraints }}
+{{- if and .spread .selector (not $tsc) .root.Values.spreadAcrossNodes }}
+{{- $tsc = list (dict "maxSkew" 1 "topologyKey" "kubernetes.io/hostname" "whenUnsatisfiable" "ScheduleAnyway") }}
+{{- end }}
+{{- if $tsc }}
+{{- $out := list }}
+{{- range $tsc }}
+{{- $t := deepCopy . }}
+{{- if and $.selector (not (hasKey $t "labelSelector")) }}{{ $_ := set $t "labelSelector" (dict "matchLabels" $.selector) }}{{ end }}
+{{- $out = append $out $t }}
+{{- end }}
 topologySpreadConstraints:
-  {{- toYaml . | nindent 2 }}
+  {{- toYaml $out | nindent 2 }}
 {{- end }}
 {{- end }}
 
