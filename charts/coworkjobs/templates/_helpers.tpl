@@ -118,15 +118,6 @@ read from the container's resources.
       key: {{ .name }}
 {{- end }}
 
-{{/* A generated secret value that survives upgrades (read back with lookup). */}}
-{{- define "coworkjobs.generated" -}}
-{{- $existing := lookup "v1" "Secret" .root.Release.Namespace (include "coworkjobs.fullname" .root) -}}
-{{- if .value }}{{ .value }}
-{{- else if and $existing (hasKey $existing.data .key) }}{{ index $existing.data .key | b64dec }}
-{{- else }}{{ randAlphaNum 48 }}
-{{- end }}
-{{- end }}
-
 {{/*
 Scheduling fields of a pod ("root", "c": the component's values, "selector":
 its selector labels, "spread": true for Deployments). A component's own value
@@ -167,11 +158,66 @@ topologySpreadConstraints:
 {{- end }}
 {{- end }}
 
+{{/*
+The values of the chart's Secret, decided once per render and cached on the
+root context, so that every include (the Secret, the migrations hook's Secret)
+sees the same ones: the operator's value, else what the release's Secret
+already holds (lookup: helm install/upgrade), else generated. `helm template`
+(Argo CD) cannot look up, so it generates new HMAC keys on every render: set
+them, or use secrets.existingSecret, there.
+*/}}
+{{- define "coworkjobs.secretValues" -}}
+{{- if not (hasKey . "coworkjobsSecretValues") -}}
+{{- $s := .Values.secrets -}}
+{{- $existing := (lookup "v1" "Secret" .Release.Namespace (include "coworkjobs.fullname" .)).data | default dict -}}
+{{- $v := dict "DATABASE_URL" (required "secrets.databaseURL is required" $s.databaseURL) "REDIS_URL" (required "secrets.redisURL is required" $s.redisURL) "SMTP_URL" (required "secrets.smtpURL is required" $s.smtpURL) -}}
+{{- range $key, $given := dict "INTERNAL_IDENTITY_SECRET" $s.internalIdentitySecret "NEWSLETTER_TOKEN_SECRET" $s.newsletterTokenSecret -}}
+{{- if $given }}{{ $_ := set $v $key $given }}
+{{- else if hasKey $existing $key }}{{ $_ := set $v $key (index $existing $key | b64dec) }}
+{{- else }}{{ $_ := set $v $key (randAlphaNum 48) }}
+{{- end -}}
+{{- end -}}
+{{- $_ := set . "coworkjobsSecretValues" $v -}}
+{{- end -}}
+{{- end }}
+
 {{/* The data of the chart's Secret (also copied into the migrations hook's Secret). */}}
 {{- define "coworkjobs.secretData" -}}
-DATABASE_URL: {{ required "secrets.databaseURL is required" .Values.secrets.databaseURL | b64enc | quote }}
-REDIS_URL: {{ required "secrets.redisURL is required" .Values.secrets.redisURL | b64enc | quote }}
-SMTP_URL: {{ required "secrets.smtpURL is required" .Values.secrets.smtpURL | b64enc | quote }}
-INTERNAL_IDENTITY_SECRET: {{ include "coworkjobs.generated" (dict "root" . "key" "INTERNAL_IDENTITY_SECRET" "value" .Values.secrets.internalIdentitySecret) | b64enc | quote }}
-NEWSLETTER_TOKEN_SECRET: {{ include "coworkjobs.generated" (dict "root" . "key" "NEWSLETTER_TOKEN_SECRET" "value" .Values.secrets.newsletterTokenSecret) | b64enc | quote }}
+{{- include "coworkjobs.secretValues" . -}}
+{{- range $k, $v := .coworkjobsSecretValues }}
+{{ $k }}: {{ $v | b64enc | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+The secret keys a workload reads ("component", "service", "api"), as a YAML
+list: its env and its checksum/secret both come from it.
+*/}}
+{{- define "coworkjobs.secretKeys" -}}
+{{- $keys := list "DATABASE_URL" -}}
+{{- if .api }}{{ $keys = append $keys "INTERNAL_IDENTITY_SECRET" }}{{ end -}}
+{{- if eq .component "gateway" }}{{ $keys = append $keys "REDIS_URL" }}{{ end -}}
+{{- if eq .service "community" }}{{ $keys = append $keys "NEWSLETTER_TOKEN_SECRET" }}{{ end -}}
+{{- if eq .component "community-worker" }}{{ $keys = append $keys "SMTP_URL" }}{{ end -}}
+{{- toYaml $keys -}}
+{{- end }}
+
+{{/*
+checksum/secret of a workload ("root", "keys"): from stable inputs only, so
+that a render with the same values gives the same pods. Per key, the
+operator's value, or "generated" for an HMAC key the chart generated (kept
+across upgrades, so not a change), or the name of secrets.existingSecret
+(whose content the chart cannot see: restart the pods yourself when you
+change it). A changed value restarts exactly the workloads that read it.
+*/}}
+{{- define "coworkjobs.secretChecksum" -}}
+{{- $s := .root.Values.secrets -}}
+{{- $given := dict "DATABASE_URL" $s.databaseURL "REDIS_URL" $s.redisURL "SMTP_URL" $s.smtpURL "INTERNAL_IDENTITY_SECRET" $s.internalIdentitySecret "NEWSLETTER_TOKEN_SECRET" $s.newsletterTokenSecret -}}
+{{- $parts := list -}}
+{{- range .keys -}}
+{{- if $s.existingSecret }}{{ $parts = append $parts (printf "%s from Secret %s" . $s.existingSecret) }}
+{{- else }}{{ $parts = append $parts (printf "%s=%s" . (index $given . | default "(generated)")) }}
+{{- end -}}
+{{- end -}}
+{{- $parts | sortAlpha | join "\n" | sha256sum -}}
 {{- end }}
