@@ -350,48 +350,6 @@ func TestChartDefaults(t *testing.T) {
 		}
 	})
 
-	t.Run("apiProbes", func(t *testing.T) {
-		for _, a := range apis {
-			d := deps[a]
-			if d == nil {
-				continue
-			}
-			c := d.Spec.Template.Spec.Containers[0]
-			for probe, want := range map[string]struct {
-				p    *corev1.Probe
-				path string
-			}{"liveness": {c.LivenessProbe, "/livez"}, "readiness": {c.ReadinessProbe, "/readyz"}, "startup": {c.StartupProbe, "/livez"}} {
-				if want.p == nil || want.p.HTTPGet == nil {
-					t.Errorf("%s: no HTTP %s probe", a, probe)
-					continue
-				}
-				if want.p.HTTPGet.Path != want.path || want.p.HTTPGet.Port.String() != "http" {
-					t.Errorf("%s: %s probe on %s:%s, want %s on port http", a, probe, want.p.HTTPGet.Path, want.p.HTTPGet.Port.String(), want.path)
-				}
-			}
-			ports := map[string]int32{}
-			for _, p := range c.Ports {
-				ports[p.Name] = p.ContainerPort
-			}
-			if ports["http"] != 8080 || ports["metrics"] != 9090 {
-				t.Errorf("%s: ports %v, want http 8080 and metrics 9090", a, ports)
-			}
-		}
-	})
-
-	t.Run("workerLiveness", func(t *testing.T) {
-		for w := range workers {
-			d := deps[w]
-			if d == nil {
-				continue // reported above
-			}
-			p := d.Spec.Template.Spec.Containers[0].LivenessProbe
-			if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/livez" || p.HTTPGet.Port.String() != "metrics" {
-				t.Errorf("%s: want an HTTP liveness probe on /livez, port metrics; got %+v", w, p)
-			}
-		}
-	})
-
 	t.Run("imagesAndCommands", func(t *testing.T) {
 		for comp, d := range deps {
 			c := d.Spec.Template.Spec.Containers[0]

@@ -221,3 +221,49 @@ change it). A changed value restarts exactly the workloads that read it.
 {{- end -}}
 {{- $parts | sortAlpha | join "\n" | sha256sum -}}
 {{- end }}
+
+{{/* Milliseconds of a Go duration made of whole units ("1m30s", "500ms"; the schema allows no other form). */}}
+{{- define "coworkjobs.durationMs" -}}
+{{- $ms := 0 -}}
+{{- $unit := dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000 -}}
+{{- range regexFindAll "[0-9]+(ms|s|m|h)" . -1 -}}
+{{- $u := regexFind "(ms|s|m|h)$" . -}}
+{{- $ms = add $ms (mul (trimSuffix $u . | atoi) (get $unit $u)) -}}
+{{- end -}}
+{{- $ms -}}
+{{- end }}
+
+{{/*
+terminationGracePeriodSeconds: the drain delay, then the shutdown timeout,
+then 5 s for the process to exit; a value of the operator's below that fails
+the render (the kubelet would kill requests in flight).
+*/}}
+{{- define "coworkjobs.terminationGracePeriodSeconds" -}}
+{{- $s := .Values.shutdown -}}
+{{- $needMs := add (include "coworkjobs.durationMs" $s.drainDelay | atoi) (include "coworkjobs.durationMs" $s.timeout | atoi) -}}
+{{- $min := add (div (add $needMs 999) 1000) 5 -}}
+{{- $given := .Values.terminationGracePeriodSeconds | default 0 | int -}}
+{{- if and $given (lt $given $min) -}}
+{{- fail (printf "terminationGracePeriodSeconds %d is too short: shutdown.drainDelay (%s) + shutdown.timeout (%s) + 5s need %d (or leave it 0 to compute it)" $given $s.drainDelay $s.timeout $min) -}}
+{{- end -}}
+{{- max $given $min -}}
+{{- end }}
+
+{{/*
+Settings the chart owns and computes with (the grace period depends on the
+shutdown durations): an env entry of the operator's must not set them.
+*/}}
+{{- define "coworkjobs.checkReservedEnv" -}}
+{{- $reserved := list "SHUTDOWN_DRAIN_DELAY" "SHUTDOWN_TIMEOUT" "ADMIN_ADDR" "HTTP_ADDR" -}}
+{{- $names := keys (.Values.config.extraEnv | default dict) -}}
+{{- range .Values.extraEnv }}{{ $names = append $names .name }}{{ end -}}
+{{- range $_, $c := merge (dict) .Values.apis .Values.workers -}}
+{{- $names = concat $names (keys ($c.env | default dict)) -}}
+{{- range $c.extraEnv }}{{ $names = append $names .name }}{{ end -}}
+{{- end -}}
+{{- range $reserved -}}
+{{- if has . $names -}}
+{{- fail (printf "%s is set by the chart (shutdown.*, and the ports the probes use): remove it from config.extraEnv, extraEnv and the components' env" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
