@@ -1,16 +1,14 @@
 // Package metrics holds a service's Prometheus registry, the HTTP RED
-// middleware and the admin server that exposes /metrics and pprof on a port of
-// its own, away from client traffic.
+// middleware and the admin server that exposes /metrics and the probes on a
+// port of its own, away from client traffic.
 package metrics
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/pprof"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -64,12 +62,7 @@ func (m *Metrics) Middleware() fiber.Handler {
 		if i := status / 100; i >= 1 && i <= 5 {
 			class = statusClasses[i]
 		}
-		method := c.Method()
-		switch method {
-		case "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS":
-		default:
-			method = "OTHER"
-		}
+		method := web.MethodLabel(c)
 		route := web.RouteTemplate(c)
 		m.requests.WithLabelValues(route, method, class).Inc()
 		m.duration.WithLabelValues(route, method, class).Observe(time.Since(start).Seconds())
@@ -77,41 +70,60 @@ func (m *Metrics) Middleware() fiber.Handler {
 	}
 }
 
-// ServeAdmin runs /metrics and /debug/pprof on addr until ctx ends. "off" (or
-// an empty addr) disables it; an empty environment variable falls back to the
-// default port, so "off" is the way to say it.
-func ServeAdmin(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
+// Check is one readiness dependency of a process served by ServeAdmin.
+type Check func(ctx context.Context) error
+
+// AdminOption adds to what ServeAdmin answers.
+type AdminOption func(*http.ServeMux, *slog.Logger)
+
+// WithReadiness makes the admin port answer /readyz: 200 while every check
+// passes, 503 naming the failed ones otherwise. It is the readiness probe of
+// processes without an API port (the workers: a worker that cannot reach
+// Temporal or its database is not ready, and the rollout waits for it).
+func WithReadiness(checks map[string]Check) AdminOption {
+	return func(mux *http.ServeMux, _ *slog.Logger) {
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			defer cancel()
+			var down []string
+			for name, check := range checks {
+				if err := check(ctx); err != nil {
+					down = append(down, name+": down\n")
+				}
+			}
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			if len(down) > 0 {
+				sort.Strings(down)
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(strings.Join(down, "")))
+				return
+			}
+			_, _ = w.Write([]byte("ok\n"))
+		})
+	}
+}
+
+// ServeAdmin runs /metrics and /livez (and /readyz WithReadiness) on addr
+// until ctx ends. "off" (or an empty addr) disables it; an empty environment
+// variable falls back to the default port, so "off" is the way to say it.
+// pprof is not here: the admin port is scraped through a Service, and
+// profiles (which expose memory contents and cost CPU) get a port of their
+// own, off by default (web.ServePprof).
+func ServeAdmin(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger, opts ...AdminOption) error {
 	if addr == "" || addr == "off" {
 		return nil
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	// The liveness probe of processes without an API port (the workers): the
-	// process is up and still serving.
+	// Liveness: the process is up and still serving. It lives here, not on
+	// the API port, so that a saturated API (connections waiting behind the
+	// cap) is not restarted by its probe.
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen admin %s: %w", addr, err)
+	for _, opt := range opts {
+		opt(mux, log)
 	}
-	log.Info("admin server started", "addr", ln.Addr().String())
-	go func() {
-		<-ctx.Done()
-		// ctx is already done here; the shutdown gets its own deadline.
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve admin: %w", err)
-	}
-	return nil
+	return web.ServeHandler(ctx, "admin", addr, mux, log)
 }

@@ -2,11 +2,13 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,7 +31,17 @@ func TestServeAdminLivezAndMetrics(t *testing.T) {
 	c.Inc()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ServeAdmin(ctx, addr, reg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	var temporalDown atomic.Bool
+	ready := WithReadiness(map[string]Check{
+		"postgres": func(context.Context) error { return nil },
+		"temporal": func(context.Context) error {
+			if temporalDown.Load() {
+				return errors.New("unreachable")
+			}
+			return nil
+		},
+	})
+	go func() { done <- ServeAdmin(ctx, addr, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), ready) }()
 
 	get := func(path string) (int, string) {
 		t.Helper()
@@ -51,6 +63,17 @@ func TestServeAdminLivezAndMetrics(t *testing.T) {
 	}
 	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "admin_test_total 1") {
 		t.Fatalf("/metrics: %d %q", code, body)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("/readyz with every check up: %d %q", code, body)
+	}
+	temporalDown.Store(true)
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || body != "temporal: down\n" {
+		t.Fatalf("/readyz with temporal down: %d %q", code, body)
+	}
+	// Profiles are not on the admin port: it is reachable through a Service.
+	if code, _ := get("/debug/pprof/"); code != http.StatusNotFound {
+		t.Fatalf("/debug/pprof/ on the admin port: %d, want 404", code)
 	}
 	cancel()
 	select {

@@ -107,14 +107,18 @@ func (c *cappedConn) Close() error {
 	return err
 }
 
-// rotateWhenFull closes the connection after the answer while the cap is
-// reached and connections wait for a slot. Only then: a client holding more
-// keep-alive connections than the cap with nobody waiting (an ingress's
-// upstream pool) would otherwise reconnect for every request. It runs after
+// rotateWhenFull closes the connection after the answer while draining, and
+// while the cap is reached and connections wait for a slot. Only then: a
+// client holding more keep-alive connections than the cap with nobody waiting
+// (an ingress's upstream pool) would otherwise reconnect for every request. It runs after
 // the handlers, whose forwarded answers replace the response headers.
 func (s *Server) rotateWhenFull(c *fiber.Ctx) error {
 	err := c.Next()
-	if l := s.conns.Load(); l != nil && l.full() && l.waiting() {
+	// While draining, every answer closes its connection as well: the
+	// client's next request opens a new one, which lands on another replica.
+	if s.draining.Load() {
+		c.Context().SetConnectionClose()
+	} else if l := s.conns.Load(); l != nil && l.full() && l.waiting() {
 		c.Context().SetConnectionClose()
 	}
 	return err

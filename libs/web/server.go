@@ -31,6 +31,13 @@ type Config struct {
 	IdleTimeout     time.Duration `env:"IDLE_TIMEOUT" envDefault:"60s"`
 	RequestTimeout  time.Duration `env:"REQUEST_TIMEOUT" envDefault:"5s"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s"`
+	// DrainDelay: on SIGTERM readiness fails at once, and the server keeps
+	// serving this long before it stops listening, so that load balancers
+	// (Kubernetes endpoints, kube-proxy) stop sending new connections first.
+	// The chart sets it (5s); 0 stops listening at once.
+	DrainDelay time.Duration `env:"SHUTDOWN_DRAIN_DELAY" envDefault:"0s"`
+	// PprofAddr serves net/http/pprof (metrics.ServePprof); empty is off.
+	PprofAddr string `env:"PPROF_ADDR"`
 	// Concurrency caps the connections served at once so that overload
 	// queues in the kernel instead of growing the heap (see connCap).
 	Concurrency int `env:"HTTP_CONCURRENCY" envDefault:"256"`
@@ -57,6 +64,9 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency < 1 {
 		errs = append(errs, errors.New("HTTP_CONCURRENCY must be positive"))
+	}
+	if c.DrainDelay < 0 {
+		errs = append(errs, errors.New("SHUTDOWN_DRAIN_DELAY must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -92,7 +102,15 @@ func New(cfg Config, log *slog.Logger, name string, opts ...Option) *Server {
 	}
 	s := &Server{cfg: cfg, log: log, checks: map[string]Check{}}
 	s.App = fiber.New(fiber.Config{
-		AppName:      name,
+		AppName: name,
+		// Immutable: every string and byte slice Fiber hands out (c.Method,
+		// c.Path, c.Get, c.Params, c.Query, c.Body ...) is the handler's own
+		// copy. Without it they are views of fasthttp's reused buffers, and
+		// whatever outlives the handler (metric labels, span attributes read by
+		// the batch exporter, cache keys, queued work) is rewritten by later
+		// requests: /metrics answered 500 after mixed traffic. Fixing the class
+		// costs a few small allocations per request (docs/benchmarks.md).
+		Immutable:    !o.mutable,
 		ErrorHandler: ErrorHandler(log),
 		BodyLimit:    cfg.BodyLimitBytes,
 		ReadTimeout:  cfg.ReadTimeout,
@@ -223,8 +241,10 @@ func deadline(d time.Duration) fiber.Handler {
 	}
 }
 
-// Run serves until ctx ends, then stops accepting, fails readiness, and waits
-// up to ShutdownTimeout for in-flight requests to finish.
+// Run serves until ctx ends, then fails readiness, keeps serving for
+// DrainDelay (every answer closing its connection, so keep-alive clients move
+// to other replicas), stops accepting, and waits up to ShutdownTimeout for
+// in-flight requests to finish.
 func (s *Server) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
@@ -240,6 +260,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ln = capped
 	errc := make(chan error, 1)
 	go func() { errc <- s.App.Listener(ln) }()
+	go func() {
+		if err := ServePprof(ctx, s.cfg.PprofAddr, s.log); err != nil {
+			s.log.Error("pprof server", "error", err)
+		}
+	}()
 	s.log.Info("http server started", "addr", ln.Addr().String())
 	select {
 	case err := <-errc:
@@ -247,6 +272,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
+	if s.cfg.DrainDelay > 0 {
+		s.log.Info("draining: readiness fails, still serving", "delay", s.cfg.DrainDelay.String())
+		select {
+		case err := <-errc:
+			return fmt.Errorf("serve: %w", err)
+		case <-time.After(s.cfg.DrainDelay):
+		}
+	}
 	s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout.String())
 	if err := s.App.ShutdownWithTimeout(s.cfg.ShutdownTimeout); err != nil {
 		return fmt.Errorf("shutdown: %w", err)

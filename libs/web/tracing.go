@@ -23,7 +23,10 @@ var Tracer = otel.Tracer(TracerName)
 // Option tunes New.
 type Option func(*options)
 
-type options struct{ publicEndpoint bool }
+type options struct {
+	publicEndpoint bool
+	mutable        bool // benchmarks only (export_test.go): Fiber's default buffers
+}
 
 // PublicEndpoint marks the server as the public edge (the gateway): a trace
 // context sent by a client does not become the parent of the request's span
@@ -44,7 +47,7 @@ func tracing(o options) fiber.Handler {
 		case "/livez", "/readyz":
 			return c.Next()
 		}
-		method := c.Method()
+		method := MethodLabel(c)
 		carrier := telemetry.FastHTTPCarrier{H: &c.Request().Header}
 		startOpts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(method), semconv.URLScheme(c.Protocol()))}

@@ -125,9 +125,9 @@ func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
 	// or query, which may have carried an api_key); its context travels to the
 	// backend as W3C traceparent.
 	route := web.RouteTemplate(c)
-	ctx, span := web.Tracer.Start(c.UserContext(), c.Method()+" "+route,
+	ctx, span := web.Tracer.Start(c.UserContext(), web.MethodLabel(c)+" "+route,
 		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(c.Method()), semconv.HTTPRoute(route),
+		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(web.MethodLabel(c)), semconv.HTTPRoute(route),
 			semconv.ServerAddress(b.host), attribute.String("coworkjobs.backend", b.Name)))
 	defer span.End()
 	telemetry.InjectFastHTTP(ctx, &req.Header)
