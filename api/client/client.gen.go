@@ -266,18 +266,18 @@ func (e JobCreateRequestCurrency) Valid() bool {
 	}
 }
 
-// Defines values for JobCreateRequestIsRemote.
+// Defines values for JobCreateRequestIsRemote0.
 const (
-	JobCreateRequestIsRemoteN0 JobCreateRequestIsRemote = 0
-	JobCreateRequestIsRemoteN1 JobCreateRequestIsRemote = 1
+	JobCreateRequestIsRemote0N0 JobCreateRequestIsRemote0 = 0
+	JobCreateRequestIsRemote0N1 JobCreateRequestIsRemote0 = 1
 )
 
-// Valid indicates whether the value is a known member of the JobCreateRequestIsRemote enum.
-func (e JobCreateRequestIsRemote) Valid() bool {
+// Valid indicates whether the value is a known member of the JobCreateRequestIsRemote0 enum.
+func (e JobCreateRequestIsRemote0) Valid() bool {
 	switch e {
-	case JobCreateRequestIsRemoteN0:
+	case JobCreateRequestIsRemote0N0:
 		return true
-	case JobCreateRequestIsRemoteN1:
+	case JobCreateRequestIsRemote0N1:
 		return true
 	default:
 		return false
@@ -948,13 +948,14 @@ type FeedbackCreated struct {
 
 // FeedbackRequest defines model for FeedbackRequest.
 type FeedbackRequest struct {
+	// Category Case-insensitive; `general` when absent or null.
 	Category *FeedbackRequestCategory `json:"category,omitempty"`
 	Email    *openapi_types.Email     `json:"email,omitempty"`
 	Message  string                   `json:"message"`
 	Url      *string                  `json:"url,omitempty"`
 }
 
-// FeedbackRequestCategory defines model for FeedbackRequest.Category.
+// FeedbackRequestCategory Case-insensitive; `general` when absent or null.
 type FeedbackRequestCategory string
 
 // Health defines model for Health.
@@ -1037,8 +1038,10 @@ type Job struct {
 // JobCurrency defines model for Job.Currency.
 type JobCurrency string
 
-// JobCreateRequest Unknown fields (including `status`) are ignored. Integers may also be sent as strings of
-// digits. Text fields are trimmed and inner white space collapsed.
+// JobCreateRequest Unknown fields (including `status`) are ignored. Integer fields take JSON integers only:
+// a string such as `"5"` is refused with 422 naming the field. Text fields are trimmed and
+// inner white space collapsed. The city is given by `id_city` or by `city_name` (one of the
+// two is required; when both are sent, `id_city` wins).
 type JobCreateRequest struct {
 	// ApplyUrl Absolute http(s) URL or mailto link.
 	ApplyUrl *string `json:"apply_url,omitempty"`
@@ -1047,7 +1050,7 @@ type JobCreateRequest struct {
 	CityName *string `json:"city_name,omitempty"`
 	Company  string  `json:"company"`
 
-	// Currency Case-insensitive.
+	// Currency Case-insensitive; EUR when absent.
 	Currency *JobCreateRequestCurrency `json:"currency,omitempty"`
 
 	// Description Plain text or basic HTML. Sanitised: only p, br, ul, ol, li, h2, h3, strong, em and a
@@ -1062,7 +1065,7 @@ type JobCreateRequest struct {
 	// IdCity A confirmed city id (GET /v2/cities). Wins over city_name when both are sent.
 	IdCity *int `json:"id_city,omitempty"`
 
-	// IdPlan Must be an active plan (5 = free, 30 days).
+	// IdPlan Must be an active plan; 5 (free, 30 days) when absent.
 	IdPlan *int `json:"id_plan,omitempty"`
 
 	// IdSpace Must exist and be confirmed. With a space key it must equal the key's space, else 403 forbidden.
@@ -1071,10 +1074,10 @@ type JobCreateRequest struct {
 	// InvEmail Contact e-mail; an invalid value is replaced by the configured default, never rejected.
 	InvEmail *string `json:"inv_email,omitempty"`
 
-	// IsRemote true/false are accepted too.
-	IsRemote *JobCreateRequestIsRemote `json:"is_remote,omitempty"`
-	JobType  JobType                   `json:"job_type"`
-	SalMax   *int                      `json:"sal_max,omitempty"`
+	// IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent.
+	IsRemote *JobCreateRequest_IsRemote `json:"is_remote,omitempty"`
+	JobType  JobType                    `json:"job_type"`
+	SalMax   *int                       `json:"sal_max,omitempty"`
 
 	// SalMin Annual minimum; must not exceed sal_max.
 	SalMin *int `json:"sal_min,omitempty"`
@@ -1085,17 +1088,29 @@ type JobCreateRequest struct {
 	union json.RawMessage
 }
 
-// JobCreateRequestCurrency Case-insensitive.
+// JobCreateRequestCurrency Case-insensitive; EUR when absent.
 type JobCreateRequestCurrency string
 
-// JobCreateRequestIsRemote true/false are accepted too.
-type JobCreateRequestIsRemote int
+// JobCreateRequestIsRemote0 defines model for JobCreateRequest.IsRemote.0.
+type JobCreateRequestIsRemote0 int
+
+// JobCreateRequestIsRemote1 defines model for JobCreateRequest.IsRemote.1.
+type JobCreateRequestIsRemote1 = bool
+
+// JobCreateRequest_IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent.
+type JobCreateRequest_IsRemote struct {
+	union json.RawMessage
+}
 
 // JobCreateRequest0 defines model for JobCreateRequest.0.
-type JobCreateRequest0 = interface{}
+type JobCreateRequest0 struct {
+	IdCity int `json:"id_city"`
+}
 
 // JobCreateRequest1 defines model for JobCreateRequest.1.
-type JobCreateRequest1 = interface{}
+type JobCreateRequest1 struct {
+	CityName string `json:"city_name"`
+}
 
 // JobCreateResult defines model for JobCreateResult.
 type JobCreateResult struct {
@@ -1858,6 +1873,68 @@ func (t *JobCreateRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	return err
+}
+
+// AsJobCreateRequestIsRemote0 returns the union data inside the JobCreateRequest_IsRemote as a JobCreateRequestIsRemote0
+func (t JobCreateRequest_IsRemote) AsJobCreateRequestIsRemote0() (JobCreateRequestIsRemote0, error) {
+	var body JobCreateRequestIsRemote0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJobCreateRequestIsRemote0 overwrites any union data inside the JobCreateRequest_IsRemote as the provided JobCreateRequestIsRemote0
+func (t *JobCreateRequest_IsRemote) FromJobCreateRequestIsRemote0(v JobCreateRequestIsRemote0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeJobCreateRequestIsRemote0 performs a merge with any union data inside the JobCreateRequest_IsRemote, using the provided JobCreateRequestIsRemote0
+func (t *JobCreateRequest_IsRemote) MergeJobCreateRequestIsRemote0(v JobCreateRequestIsRemote0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsJobCreateRequestIsRemote1 returns the union data inside the JobCreateRequest_IsRemote as a JobCreateRequestIsRemote1
+func (t JobCreateRequest_IsRemote) AsJobCreateRequestIsRemote1() (JobCreateRequestIsRemote1, error) {
+	var body JobCreateRequestIsRemote1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJobCreateRequestIsRemote1 overwrites any union data inside the JobCreateRequest_IsRemote as the provided JobCreateRequestIsRemote1
+func (t *JobCreateRequest_IsRemote) FromJobCreateRequestIsRemote1(v JobCreateRequestIsRemote1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeJobCreateRequestIsRemote1 performs a merge with any union data inside the JobCreateRequest_IsRemote, using the provided JobCreateRequestIsRemote1
+func (t *JobCreateRequest_IsRemote) MergeJobCreateRequestIsRemote1(v JobCreateRequestIsRemote1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t JobCreateRequest_IsRemote) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *JobCreateRequest_IsRemote) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
 	return err
 }
 

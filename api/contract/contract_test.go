@@ -11,6 +11,7 @@ import (
 
 	"github.com/pb33f/go-yaml"
 	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
 
 	"github.com/coworkjobs/coworkjobs/api"
 	"github.com/coworkjobs/coworkjobs/api/contract"
@@ -169,4 +170,45 @@ func TestResponseExamplesMatchTheDocument(t *testing.T) {
 		t.Fatalf("only %d examples checked", checked)
 	}
 	t.Logf("%d response examples checked", checked)
+}
+
+// The create-job body as the document types it: the city is given by id_city
+// or city_name (both is fine, id_city wins), integers are JSON numbers, and
+// is_remote is 0/1 or a boolean. A validating client or proxy decides with
+// this schema, so it must accept exactly what the service accepts.
+func TestCreateJobBodySchema(t *testing.T) {
+	doc, err := libopenapi.NewDocument(api.OpenAPIYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	base := `"title":"Host","company":"Acme","description":"Run it","job_type":"fulltime","tags":"a"`
+	for body, want := range map[string]bool{
+		`{` + base + `,"id_city":1}`:                           true,
+		`{` + base + `,"city_name":"Berlin"}`:                  true,
+		`{` + base + `,"id_city":1,"city_name":"Berlin"}`:      true,
+		`{` + base + `,"id_city":1,"is_remote":1,"id_plan":5}`: true,
+		`{` + base + `,"id_city":1,"is_remote":true}`:          true,
+		`{` + base + `}`:                                                                 false,
+		`{` + base + `,"id_city":"5"}`:                                                   false,
+		`{` + base + `,"city_name":"Berlin","id_plan":"5"}`:                              false,
+		`{` + base + `,"city_name":"Berlin","is_remote":"0"}`:                            false,
+		`{` + base + `,"city_name":"Berlin","is_remote":2}`:                              false,
+		`{"title":"Host","company":"Acme","job_type":"fulltime","tags":"a","id_city":1}`: false,
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/v2/jobs", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-API-Key", "svc_live_x")
+		ok, errs := v.ValidateHttpRequest(req)
+		if ok != want {
+			msgs := []string{}
+			for _, e := range errs {
+				msgs = append(msgs, e.Message+": "+e.Reason)
+			}
+			t.Errorf("%s: valid %v, want %v %v", body, ok, want, msgs)
+		}
+	}
 }

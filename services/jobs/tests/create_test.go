@@ -70,7 +70,7 @@ func TestCreateNormalisation(t *testing.T) {
 	body["inv_email"] = "not-an-email"
 	body["currency"] = "usd"
 	body["sal_min"] = 40000
-	body["sal_max"] = "50000"
+	body["sal_max"] = 50000
 	body["is_remote"] = 1
 	cr := create(t, key, body)
 	var tags, desc, ext, inv, cur string
@@ -208,6 +208,60 @@ func TestCreateValidation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Integer fields take JSON numbers only, as the document says: numeric text
+// such as "5" or "0", which the service used to take, is a 422 naming the
+// field (a client that validates against the document could never send it),
+// while 1.0 and 4e4, integers to JSON Schema, are taken.
+func TestCreateIntegersAreJSONNumbers(t *testing.T) {
+	t.Parallel()
+	key := liveKey(135, 10)
+	for _, tc := range []struct{ field, value string }{
+		{"id_city", `"1"`}, {"id_plan", `"5"`}, {"id_space", `"10"`}, {"sal_min", `"0"`}, {"sal_max", `"5"`},
+		{"is_remote", `"0"`}, {"is_remote", `"1"`}, {"id_city", `" 1 "`},
+	} {
+		t.Run("create422String_"+tc.field+"_"+strings.Trim(tc.value, `" `), func(t *testing.T) {
+			t.Parallel()
+			b := jobBody("Strict "+tc.field, 1)
+			delete(b, tc.field)
+			body := strings.TrimSuffix(jsonBody(t, b), "}") + `,"` + tc.field + `":` + tc.value + `}`
+			r := do(t, appFlat, "POST", "/v2/jobs", body, &key)
+			want := tc.field + " must be an integer (a JSON number, not a string)"
+			if r.Status != 422 || r.Env.Error == nil || r.Env.Error.Code != "validation_error" ||
+				len(r.Env.Error.Details) != 1 || r.Env.Error.Details[0] != want {
+				t.Fatalf("%s=%s: want 422 %q, got %d %s", tc.field, tc.value, want, r.Status, r.Body)
+			}
+		})
+	}
+	t.Run("create201IntegralNumbers", func(t *testing.T) {
+		t.Parallel()
+		b := jobBody("Integral numbers", 1)
+		delete(b, "id_city")
+		body := strings.TrimSuffix(jsonBody(t, b), "}") + `,"id_city":1.0,"sal_min":4e4,"sal_max":5.0e4,"id_plan":5.00,"is_remote":1}`
+		r := do(t, appFlat, "POST", "/v2/jobs", body, &key)
+		if r.Status != 201 {
+			t.Fatalf("want 201, got %d %s", r.Status, r.Body)
+		}
+		var cr createResult
+		r.data(t, &cr)
+		var salMin, salMax int64
+		if err := pool.QueryRow(bgContext, `SELECT sal_min, sal_max FROM jobs WHERE id = $1`, cr.JobID).Scan(&salMin, &salMax); err != nil {
+			t.Fatal(err)
+		}
+		if cr.City.ID != 1 || salMin != 40000 || salMax != 50000 {
+			t.Fatalf("city %d, salary %d-%d", cr.City.ID, salMin, salMax)
+		}
+	})
+	t.Run("create422Fraction", func(t *testing.T) {
+		t.Parallel()
+		b := jobBody("Fraction", 1)
+		b["id_plan"] = 5.5
+		r := do(t, appFlat, "POST", "/v2/jobs", jsonBody(t, b), &key)
+		if r.Status != 422 || !r.hasDetail("id_plan must be an integer") || r.hasDetail("not a string") {
+			t.Fatalf("want 422 id_plan must be an integer, got %d %s", r.Status, r.Body)
+		}
+	})
 }
 
 func TestCreateIDSpaceAndPlans(t *testing.T) {

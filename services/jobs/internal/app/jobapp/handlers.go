@@ -301,7 +301,10 @@ func (h *handlers) unpublish(c *fiber.Ctx) error {
 	}
 	var p []string
 	id := rawInt(req.JobID, "job_id", &p)
-	if len(p) > 0 || *id < 1 {
+	if len(p) > 0 {
+		return web.Validation("Validation failed", p)
+	}
+	if *id < 1 {
 		return web.Validation("Validation failed", []string{"job_id must be a positive integer"})
 	}
 	res, err := h.bus.Unpublish(c.UserContext(), caller(c), *id)

@@ -3,8 +3,8 @@ package jobapp
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -74,9 +74,17 @@ func rawString(raw json.RawMessage, name string, p *[]string) *string {
 	return &s
 }
 
-// rawInt accepts a JSON integer or a string of decimal digits.
+// rawInt accepts a JSON number with no fractional part (5, 5.0 and 5e0 are
+// all integers to the document's `type: integer`). A string, even "5", is
+// refused: the document says integer, and a client or proxy that validates
+// against it refuses to send one, so the server must not quietly take it.
 func rawInt(raw json.RawMessage, name string, p *[]string) *int64 {
 	if isNull(raw) {
+		return nil
+	}
+	raw = bytes.TrimSpace(raw)
+	if raw[0] == '"' { // json.Number would take a quoted number
+		*p = append(*p, name+" must be an integer (a JSON number, not a string)")
 		return nil
 	}
 	var n json.Number
@@ -84,10 +92,10 @@ func rawInt(raw json.RawMessage, name string, p *[]string) *int64 {
 		if v, err := strconv.ParseInt(string(n), 10, 64); err == nil {
 			return &v
 		}
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		if v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+		// 5.0 or 5e0: exact as a float64 below 2^53, which holds every valid
+		// id and salary; a larger one is out of every field's range anyway.
+		if f, err := strconv.ParseFloat(string(n), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			v := int64(f)
 			return &v
 		}
 	}

@@ -375,6 +375,13 @@ func (b *Business) resolveCity(ctx context.Context, in CreateInput, nj *NewJob, 
 			*p = append(*p, fmt.Sprintf("city_name %q matches no confirmed city; find one with GET /v2/cities", name))
 		}
 	default:
+		// A city field sent with the wrong type has its problem reported
+		// already; saying it is missing too would contradict it.
+		for _, tp := range in.TypeProblems {
+			if strings.HasPrefix(tp, "id_city ") || strings.HasPrefix(tp, "city_name ") {
+				return nil
+			}
+		}
 		*p = append(*p, "id_city or city_name is required")
 	}
 	return nil
