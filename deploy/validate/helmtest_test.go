@@ -1,0 +1,141 @@
+package validate
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// fakeCurl stands in for curl inside the helm test script: it answers from
+// FAKE_* variables as the cluster would (each admin port's /readyz, the API
+// index, /v2/health with or without a key), with curl's -f, -o and -w.
+const fakeCurl = `#!/bin/sh
+out= fmt= fail=0 url= key=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) out=$2; shift ;;
+    -w) fmt=$2; shift ;;
+    -H) key=1; shift ;;
+    --max-time|--retry|--retry-delay) shift ;;
+    --*) ;;
+    -*) case "$1" in *f*) fail=1 ;; esac ;;
+    *) url=$1 ;;
+  esac
+  shift
+done
+case "$url" in
+  */readyz)
+    svc=${url#http://}; svc=${svc%%:*}
+    case " $FAKE_NOT_READY " in *" $svc "*) code=503 body=not-ready ;; *) code=200 body=ok ;; esac ;;
+  */v2/health)
+    if [ -n "$key" ]; then code=200 body=$FAKE_HEALTH
+    else code=${FAKE_HEALTH_NOKEY_CODE:-401} body='{"success":false,"status":401,"error":{"code":"unauthorized"}}'; fi ;;
+  */v2) code=200 body='{"success":true}' ;;
+  *) echo "fake curl: unexpected URL $url" >&2; exit 6 ;;
+esac
+if [ -n "$out" ]; then printf '%s' "$body" >"$out"; else printf '%s' "$body"; fi
+[ -n "$fmt" ] && printf "$(printf '%s' "$fmt" | sed "s/%{http_code}/$code/")"
+if [ "$fail" = 1 ] && [ "$code" -ge 400 ]; then echo "curl: (22) The requested URL returned error: $code" >&2; exit 22; fi
+exit 0
+`
+
+const (
+	healthOK = `{"success":true,"status":200,"data":{"memory_usage":8388608,"php_version":"go1.26.8",` +
+		`"rate_limiter":"redis","redis":{"status":"connected","version":"7.0.15"},"services":{"content":{"status":"up"},"jobs":{"status":"up"}},"status":"ok"}}`
+	healthDegraded = `{"success":true,"status":200,"data":{"memory_usage":8388608,"php_version":"go1.26.8",` +
+		`"rate_limiter":"local","redis":{"status":"disconnected","version":""},"services":{"content":{"status":"down"},"jobs":{"status":"up"}},"status":"degraded"}}`
+)
+
+func helmTestPod(t *testing.T, r rendered) *corev1.Pod {
+	t.Helper()
+	pods := find[*corev1.Pod](r.objs)
+	if len(pods) != 1 || pods[0].Annotations["helm.sh/hook"] != "test" {
+		t.Fatalf("want one helm test pod, got %d", len(pods))
+	}
+	return pods[0]
+}
+
+// runHelmTest runs the test pod's script with /bin/sh as the pod would, with
+// curl and sleep faked; it returns the output and whether it passed.
+func runHelmTest(t *testing.T, pod *corev1.Pod, env ...string) (string, bool) {
+	t.Helper()
+	c := pod.Spec.Containers[0]
+	if !slices.Equal(c.Command, []string{"/bin/sh", "-ec"}) || len(c.Args) != 1 {
+		t.Fatalf("test container runs %v %d args, want /bin/sh -ec and a script", c.Command, len(c.Args))
+	}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "curl"), []byte(fakeCurl), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "sleep"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-ec", c.Args[0])
+	cmd.Env = append([]string{"PATH=" + bin + ":" + os.Getenv("PATH")}, env...)
+	out, err := cmd.CombinedOutput()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	return string(out), err == nil
+}
+
+// `helm test` fails when the gateway says degraded or a component is not
+// ready, passes when all is well, and `helm test --logs` can read the pod
+// after a success (only before-hook-creation deletes it).
+func TestChartHelmTest(t *testing.T) {
+	for _, file := range []string{"", filepath.Join(chartDir(t), "ci", "all-features-values.yaml")} {
+		pod := helmTestPod(t, render(t, file))
+		if got := pod.Annotations["helm.sh/hook-delete-policy"]; got != "before-hook-creation" {
+			t.Errorf("%s: hook-delete-policy %q: a pod deleted on success leaves nothing for helm test --logs", filepath.Base(file), got)
+		}
+	}
+
+	t.Run("withoutKey", func(t *testing.T) {
+		pod := helmTestPod(t, render(t, ""))
+		if out, ok := runHelmTest(t, pod); !ok {
+			t.Errorf("all ready, health refused without a key: failed\n%s", out)
+		}
+		out, ok := runHelmTest(t, pod, "FAKE_NOT_READY="+name("jobs-worker"))
+		if ok || !strings.Contains(out, "NOT READY: "+name("jobs-worker")) {
+			t.Errorf("a worker not ready (Temporal unreachable): passed=%v\n%s", ok, out)
+		}
+		for _, comp := range append(slices.Clone(apis), "jobs-worker", "community-worker") {
+			if !strings.Contains(out, name(comp)) {
+				t.Errorf("the readiness of %s is not checked", comp)
+			}
+		}
+		if out, ok := runHelmTest(t, pod, "FAKE_HEALTH_NOKEY_CODE=200"); ok {
+			t.Errorf("health answered without a key: passed\n%s", out)
+		}
+	})
+
+	t.Run("withKey", func(t *testing.T) {
+		pod := helmTestPod(t, render(t, filepath.Join(chartDir(t), "ci", "all-features-values.yaml")))
+		if e := pod.Spec.Containers[0].Env; len(e) != 1 || e[0].Name != "API_KEY" || e[0].ValueFrom.SecretKeyRef.Name != "coworkjobs-test-key" {
+			t.Fatalf("API_KEY not from tests.apiKeySecret: %+v", e)
+		}
+		cases := map[string]struct {
+			body string
+			pass bool
+		}{
+			"ok":             {healthOK, true},
+			"degraded":       {healthDegraded, false},
+			"prettyDegraded": {strings.ReplaceAll(healthDegraded, `":`, `": `), false},
+			"noStatus":       {`{"success":true,"status":200,"data":{}}`, false},
+			"nestedOnlyUp":   {`{"success":true,"status":200,"data":{"services":{"jobs":{"status":"up"}}}}`, false},
+		}
+		for n, c := range cases {
+			t.Run(n, func(t *testing.T) {
+				out, ok := runHelmTest(t, pod, "API_KEY=k", "FAKE_HEALTH="+c.body)
+				if ok != c.pass {
+					t.Errorf("passed=%v, want %v\n%s", ok, c.pass, out)
+				}
+			})
+		}
+	})
+}
