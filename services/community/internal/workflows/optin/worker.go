@@ -18,6 +18,12 @@ func NewWorker(c client.Client, acts *Activities, log *slog.Logger) *temporalx.W
 
 // Register registers the workflow and activities (the worker and the tests).
 func Register(r worker.Registry, acts *Activities) {
-	r.RegisterWorkflow(OptIn)
+	RegisterWorkflows(r)
 	r.RegisterActivity(acts)
+}
+
+// RegisterWorkflows registers the workflows: the worker's list, which the
+// replay test replays recorded histories against.
+func RegisterWorkflows(r worker.WorkflowRegistry) {
+	r.RegisterWorkflow(OptIn)
 }

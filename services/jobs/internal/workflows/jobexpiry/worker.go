@@ -24,9 +24,15 @@ func NewWorker(c client.Client, acts *Activities, log *slog.Logger) *temporalx.W
 
 // Register registers the workflows and activities (the worker and the tests).
 func Register(r worker.Registry, acts *Activities) {
+	RegisterWorkflows(r)
+	r.RegisterActivity(acts)
+}
+
+// RegisterWorkflows registers the workflows: the worker's list, which the
+// replay test replays recorded histories against.
+func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflow(JobExpiryWorkflow)
 	r.RegisterWorkflow(SweepWorkflow)
-	r.RegisterActivity(acts)
 }
 
 // EnsureSweepSchedule creates the schedule that runs SweepWorkflow every

@@ -1,0 +1,120 @@
+package jobexpiry
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/coworkjobs/coworkjobs/libs/temporalx/replaytest"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+)
+
+// TestReplayHistories replays the histories of real runs recorded in
+// testdata/histories: a change that running expiry workflows could not
+// replay fails here. After changing a workflow on purpose (behind
+// workflow.GetVersion), record the new path too:
+//
+//	go test -tags=grpcnotrace ./services/jobs/internal/workflows/jobexpiry/ -run TestRecordHistories -record
+func TestReplayHistories(t *testing.T) {
+	replaytest.Replay(t, RegisterWorkflows)
+}
+
+// TestRecordHistories runs each path of the workflows on a Temporal dev
+// server with the real activities and the jobs database, started the way
+// production starts them, and writes their histories.
+func TestRecordHistories(t *testing.T) {
+	rec := replaytest.NewRecorder(t)
+	ctx := context.Background()
+	w := worker.New(rec.Client, TaskQueue, worker.Options{})
+	Register(w, &Activities{Store: jobdb.New(pool)})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	starter := TemporalStarter{Client: rec.Client}
+
+	expiresAt := func(id int64) time.Time {
+		var at time.Time
+		if err := pool.QueryRow(ctx, `SELECT expiration_date FROM jobs WHERE id = $1`, id).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	schedule := func(id int64, at time.Time) {
+		if err := starter.Schedule(ctx, id, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(id int64) client.WorkflowRun { return rec.Client.GetWorkflow(ctx, JobExpiryWorkflowID(id), "") }
+	wantStatus := func(name string, id int64, want string) {
+		if got := statusOf(t, id); got != want {
+			t.Fatalf("%s: job status %q, want %q", name, got, want)
+		}
+	}
+	const done = enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+
+	// The timer fires at the date and the job expires.
+	id := insertJob(t, "active", 2*time.Second)
+	schedule(id, expiresAt(id))
+	rec.Save("expiry-expired", run(id), done)
+	wantStatus("expired", id, "expired")
+
+	// The date is moved later (the API signals the running workflow):
+	// the timer is cancelled and a new one waits for the new date.
+	id = insertJob(t, "active", 3*time.Second)
+	schedule(id, expiresAt(id))
+	time.Sleep(time.Second)
+	if _, err := pool.Exec(ctx, `UPDATE jobs SET expiration_date = expiration_date + interval '2 seconds' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	schedule(id, expiresAt(id))
+	h := rec.Save("expiry-moved-by-signal", run(id), done)
+	wantStatus("moved-by-signal", id, "expired")
+	if replaytest.Count(h, enumspb.EVENT_TYPE_TIMER_CANCELED) == 0 {
+		t.Fatal("moved-by-signal: no timer was cancelled")
+	}
+
+	// The date moved in the database without a signal: the activity answers
+	// NotDueUntil and the workflow waits again.
+	id = insertJob(t, "active", 2*time.Second)
+	schedule(id, expiresAt(id))
+	if _, err := pool.Exec(ctx, `UPDATE jobs SET expiration_date = expiration_date + interval '2 seconds' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	h = rec.Save("expiry-moved-in-store", run(id), done)
+	wantStatus("moved-in-store", id, "expired")
+	if n := replaytest.Count(h, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED); n != 2 {
+		t.Fatalf("moved-in-store: %d activities, want 2", n)
+	}
+
+	// The job was closed (unpublished) before its date: nothing to expire.
+	id = insertJob(t, "active", 2*time.Second)
+	schedule(id, expiresAt(id))
+	if _, err := pool.Exec(ctx, `UPDATE jobs SET status = 'closed' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	rec.Save("expiry-closed-before-date", run(id), done)
+	wantStatus("closed-before-date", id, "closed")
+
+	// A date already past (a late start): expired at once, no timer.
+	id = insertJob(t, "active", -time.Minute)
+	schedule(id, expiresAt(id))
+	h = rec.Save("expiry-past-date", run(id), done)
+	wantStatus("past-date", id, "expired")
+	if n := replaytest.Count(h, enumspb.EVENT_TYPE_TIMER_STARTED); n != 0 {
+		t.Fatalf("past-date: %d timers", n)
+	}
+
+	// The sweep, as its schedule starts it.
+	id = insertJob(t, "active", -time.Hour)
+	sr, err := rec.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: SweepWorkflowID, TaskQueue: TaskQueue}, SweepWorkflow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Save("sweep", sr, done)
+	wantStatus("sweep", id, "expired")
+}
