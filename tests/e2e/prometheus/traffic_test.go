@@ -1,0 +1,267 @@
+package prometheus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/tests/suite"
+)
+
+// tally counts the answers of the traffic by status code.
+type tally struct {
+	mu     sync.Mutex
+	status map[int]int
+	errs   int
+}
+
+func (t *tally) add(code int, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.errs++
+		return
+	}
+	t.status[code]++
+}
+
+func (t *tally) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	codes := make([]int, 0, len(t.status))
+	for c := range t.status {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	var b strings.Builder
+	for _, c := range codes {
+		fmt.Fprintf(&b, "%d×%d ", c, t.status[c])
+	}
+	fmt.Fprintf(&b, "transport errors×%d", t.errs)
+	return b.String()
+}
+
+var client = &http.Client{
+	Timeout:   10 * time.Second,
+	Transport: &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true},
+}
+
+// do sends one request and returns its status and body (status 0 on a
+// transport error, which the tally counts apart).
+func do(ctx context.Context, tl *tally, method, url string, body []byte, hdr ...string) (int, []byte) {
+	var rd io.Reader
+	if body != nil {
+		rd = strings.NewReader(string(body))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		tl.add(0, err)
+		return 0, nil
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			tl.add(0, err)
+		}
+		return 0, nil
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	tl.add(resp.StatusCode, nil)
+	return resp.StatusCode, raw
+}
+
+// route is one entry of the gateway's route table (GET /v2).
+type route struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Auth   string `json:"auth"`
+}
+
+func routeTable(t *testing.T, gw string) []route {
+	t.Helper()
+	var env suite.Envelope
+	_, raw := do(context.Background(), &tally{status: map[int]int{}}, "GET", gw+"/v2", nil)
+	var info struct {
+		Routes []route `json:"routes"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil || json.Unmarshal(env.Data, &info) != nil || len(info.Routes) < 10 {
+		t.Fatalf("GET /v2: no route table: %.300s", raw)
+	}
+	return info.Routes
+}
+
+// jobBody is a valid job whose description is about size bytes long.
+func jobBody(title string, size int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"title": title, "company": "Prometheus Ltd", "job_type": "fulltime", "tags": "ops,metrics", "city_name": "Berlin",
+		"description": "<p>" + strings.Repeat("scrape me ", max(size/10, 1)) + "</p>",
+	})
+	return b
+}
+
+// oddMethods are methods a client may send: Fiber answers them (405, 404 or
+// 501) and the metrics must still hold only bounded, stable label values.
+var oddMethods = []string{"PROPFIND", "get", "post", "Delete", "GETT", "POS", "M-SEARCH", "PURGE", "TRACE", "CONNECT",
+	strings.Repeat("VERYLONGMETHOD", 20), "PATCH", "PUT", "DELETE", "OPTIONS", "HEAD"}
+
+// traffic sends mixed, concurrent traffic for d with workers goroutines: the
+// gateway's every route with good, restricted, space-scoped, bad and missing
+// keys in the three ways a key may come, job writes with idempotent replays and
+// conflicting replays, unpublishes, public posts beyond their rate limit,
+// bodies from empty to beyond the body limit, odd and very long methods, and
+// direct calls to every backend (refused without an identity).
+func traffic(t *testing.T, sys *suite.Suite, d time.Duration, workers int) *tally {
+	t.Helper()
+	gw := sys.URL["gateway"]
+	routes := routeTable(t, gw)
+	live, restricted := sys.Keys["live platform key"], sys.Keys["restricted read-only key"]
+	space1, space2 := sys.Keys["space 1 (Pro) key"], sys.Keys["space 2 (non-Pro) key"]
+	importer := sys.Keys["trusted importer"]
+	if live == "" || restricted == "" || space1 == "" || space2 == "" || importer == "" {
+		t.Fatalf("demo keys missing: %v", sys.Keys)
+	}
+	readKeys := []string{live, restricted, space1, space2, importer}
+	badKeys := []string{"svc_live_" + strings.Repeat("0", 40), "svc_rstr_nope", "not-a-key", "", strings.Repeat("k", 5000)}
+	backends := []string{sys.URL["jobs"], sys.URL["directory"], sys.URL["content"], sys.URL["community"]}
+	queries := []string{"", "?city=berlin", "?q=manager&limit=5", "?page=2", "?search=zur", "?limit=abc", "?space_id=1", "?space_id=2",
+		"?job_type=fulltime&remote=1", "?lang=de"}
+
+	tl := &tally{status: map[int]int{}}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var seq atomic.Int64
+	var mu sync.Mutex
+	var created []int64
+	var replays []struct{ idem, body string }
+	prefix := "Prom " + suite.RandomHex(3) + " "
+
+	// A few subscriptions before the per-IP public limit is spent: the
+	// community worker mails them and, with a short confirmation window, times
+	// them out, so its workflows and activities run too.
+	for i := range 3 {
+		do(ctx, tl, "POST", gw+"/v2/newsletters/subscribe",
+			fmt.Appendf(nil, `{"email":"prom%d-%s@example.org","name":"P","source":"test","consent":true}`, i, suite.RandomHex(3)))
+	}
+
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+			pick := func(s []string) string { return s[rng.IntN(len(s))] }
+			for ctx.Err() == nil {
+				switch n := rng.IntN(100); {
+				case n < 30: // a documented route, keyed three ways
+					r := routes[rng.IntN(len(routes))]
+					u, k := gw+r.Path+pick(queries), pick(readKeys)
+					switch rng.IntN(3) {
+					case 0:
+						do(ctx, tl, r.Method, u, nil, "X-API-Key", k)
+					case 1:
+						do(ctx, tl, r.Method, u, nil, "Authorization", "Bearer "+k)
+					default:
+						sep := "?"
+						if strings.Contains(u, "?") {
+							sep = "&"
+						}
+						do(ctx, tl, r.Method, u+sep+"api_key="+k, nil)
+					}
+				case n < 38: // bad or missing keys
+					r := routes[rng.IntN(len(routes))]
+					do(ctx, tl, "GET", gw+r.Path, nil, "X-API-Key", pick(badKeys))
+				case n < 55: // writes: new jobs of many sizes, some beyond the body limit
+					i := seq.Add(1)
+					size := []int{0, 100, 4 << 10, 64 << 10, 300 << 10, 2 << 20}[rng.IntN(6)]
+					body := jobBody(fmt.Sprintf("%s%06d", prefix, i), size)
+					idem := fmt.Sprintf("prom-%d-%s", i, suite.RandomHex(4))
+					code, raw := do(ctx, tl, "POST", gw+"/v2/jobs", body, "X-API-Key", pick([]string{live, importer, space1}), "Idempotency-Key", idem)
+					if code == 201 || code == 200 {
+						var env suite.Envelope
+						var res struct {
+							JobID int64 `json:"job_id"`
+						}
+						if json.Unmarshal(raw, &env) == nil && json.Unmarshal(env.Data, &res) == nil && res.JobID > 0 {
+							mu.Lock()
+							created = append(created, res.JobID)
+							replays = append(replays, struct{ idem, body string }{idem, string(body)})
+							mu.Unlock()
+						}
+					}
+				case n < 63: // replays: the same key and body, or the same key with another body
+					mu.Lock()
+					var idem, body string
+					if len(replays) > 0 {
+						r := replays[rng.IntN(len(replays))]
+						idem, body = r.idem, r.body
+					}
+					mu.Unlock()
+					if idem != "" {
+						if rng.IntN(4) == 0 {
+							body = string(jobBody("Changed "+suite.RandomHex(3), 10))
+						}
+						do(ctx, tl, "POST", gw+"/v2/jobs", []byte(body), "X-API-Key", importer, "Idempotency-Key", idem)
+					}
+				case n < 67: // unpublish, twice for some
+					mu.Lock()
+					var id int64
+					if len(created) > 0 {
+						id = created[rng.IntN(len(created))]
+					}
+					mu.Unlock()
+					if id > 0 {
+						do(ctx, tl, "POST", gw+"/v2/jobs/unpublish", fmt.Appendf(nil, `{"job_id":%d}`, id), "X-API-Key", importer)
+					}
+				case n < 72: // public posts: past their per-IP limit, 429s
+					switch rng.IntN(3) {
+					case 0:
+						do(ctx, tl, "POST", gw+"/v2/feedback", []byte(`{"message":"prometheus feedback"}`))
+					case 1:
+						do(ctx, tl, "POST", gw+"/v2/newsletters/confirm", []byte(`{"token":"nope"}`))
+					default:
+						do(ctx, tl, "GET", gw+"/v2/newsletters/unsubscribe?token=nope", nil)
+					}
+				case n < 82: // odd and very long methods, lowercase ones, on known and unknown paths
+					path := []string{"/v2/jobs", "/v2", "/v2/health", "/v2/nope", "/", "/v2/jobs/unpublish", "/v2/blog/" + suite.RandomHex(2)}[rng.IntN(7)]
+					do(ctx, tl, pick(oddMethods), gw+path, nil, "X-API-Key", live)
+				case n < 90: // unknown paths, malformed bodies, wrong content
+					switch rng.IntN(4) {
+					case 0:
+						do(ctx, tl, "GET", gw+"/v2/"+suite.RandomHex(4)+"/x", nil, "X-API-Key", live)
+					case 1:
+						do(ctx, tl, "POST", gw+"/v2/jobs", []byte(`{"title":`), "X-API-Key", live)
+					case 2:
+						do(ctx, tl, "POST", gw+"/v2/jobs", []byte(`{"title":"x"}`), "X-API-Key", restricted)
+					default:
+						do(ctx, tl, "POST", gw+"/v2/feedback", []byte(strings.Repeat("[", 10000)))
+					}
+				default: // straight at a backend: refused without an identity, any method, any path
+					b := backends[rng.IntN(len(backends))]
+					path := []string{"/v2/jobs", "/v2/cities", "/v2/blog", "/v2/events", "/internal/cities/1", "/nope", "/readyz"}[rng.IntN(7)]
+					m := pick(append([]string{"GET", "POST"}, oddMethods...))
+					var body []byte
+					if m == "POST" || m == "post" {
+						body = jobBody("direct", rng.IntN(2000))
+					}
+					do(ctx, tl, m, b+path, body)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return tl
+}
