@@ -65,6 +65,51 @@ var kinds = map[string]func() any{
 	"rbac.authorization.k8s.io/v1/RoleBinding":        func() any { return &rbacv1.RoleBinding{} },
 	"monitoring.coreos.com/v1/ServiceMonitor":         func() any { return &monitoringv1.ServiceMonitor{} },
 	"monitoring.coreos.com/v1/PrometheusRule":         func() any { return &monitoringv1.PrometheusRule{} },
+	"gateway.networking.k8s.io/v1/HTTPRoute":          func() any { return &httpRoute{} },
+}
+
+// httpRoute is the part of Gateway API's HTTPRoute (gateway.networking.k8s.io/v1)
+// the chart renders, so that strict decoding catches a misplaced field
+// without taking the Gateway API module as a dependency. Filters stay open:
+// their shape is the implementation's business.
+type httpRoute struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		ParentRefs []struct {
+			Group       *string `json:"group,omitempty"`
+			Kind        *string `json:"kind,omitempty"`
+			Namespace   *string `json:"namespace,omitempty"`
+			Name        string  `json:"name"`
+			SectionName *string `json:"sectionName,omitempty"`
+			Port        *int32  `json:"port,omitempty"`
+		} `json:"parentRefs"`
+		Hostnames []string `json:"hostnames,omitempty"`
+		Rules     []struct {
+			Matches []struct {
+				Path *struct {
+					Type  string `json:"type"`
+					Value string `json:"value"`
+				} `json:"path,omitempty"`
+				Headers     []map[string]any `json:"headers,omitempty"`
+				QueryParams []map[string]any `json:"queryParams,omitempty"`
+				Method      *string          `json:"method,omitempty"`
+			} `json:"matches"`
+			Filters  []map[string]any `json:"filters,omitempty"`
+			Timeouts *struct {
+				Request        *string `json:"request,omitempty"`
+				BackendRequest *string `json:"backendRequest,omitempty"`
+			} `json:"timeouts,omitempty"`
+			BackendRefs []struct {
+				Group     *string `json:"group,omitempty"`
+				Kind      *string `json:"kind,omitempty"`
+				Name      string  `json:"name"`
+				Namespace *string `json:"namespace,omitempty"`
+				Port      *int32  `json:"port,omitempty"`
+				Weight    *int32  `json:"weight,omitempty"`
+			} `json:"backendRefs"`
+		} `json:"rules"`
+	} `json:"spec"`
 }
 
 // decodeStrict turns one YAML document into its typed object. Duplicate keys,
