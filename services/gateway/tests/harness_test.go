@@ -233,7 +233,7 @@ func startGateway(t testing.TB, o gatewayOpts) *gateway {
 	codec, _ := identity.NewCodec(secret)
 	backends := map[string]*gatewayapp.Backend{}
 	for _, name := range []string{gatewayapp.BackendJobs, gatewayapp.BackendDirectory, gatewayapp.BackendContent, gatewayapp.BackendCommunity} {
-		b, err := gatewayapp.NewBackend(name, o.backendURL, o.timeout, 64)
+		b, err := gatewayapp.NewBackend(name, o.backendURL, gatewayapp.BackendOptions{Timeout: o.timeout, MaxConns: 64})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,6 +47,9 @@ type appConfig struct {
 
 	UpstreamTimeout  time.Duration `env:"UPSTREAM_TIMEOUT" envDefault:"4s"`
 	UpstreamMaxConns int           `env:"UPSTREAM_MAX_CONNS" envDefault:"256"`
+	// UpstreamMaxConnAge bounds a pooled backend connection's life, so that
+	// replicas added behind a Service get their share (BackendOptions).
+	UpstreamMaxConnAge time.Duration `env:"UPSTREAM_MAX_CONN_AGE" envDefault:"10s"`
 
 	WriteLimitPerMinute  int `env:"WRITE_RATE_LIMIT_PER_MINUTE" envDefault:"120"`
 	PublicLimitPerMinute int `env:"PUBLIC_POST_RATE_LIMIT_PER_MINUTE" envDefault:"10"`
@@ -81,6 +84,9 @@ func (c appConfig) Validate() error {
 	}
 	if c.UpstreamMaxConns < 1 {
 		errs = append(errs, errors.New("UPSTREAM_MAX_CONNS must be positive"))
+	}
+	if c.UpstreamMaxConnAge < 0 {
+		errs = append(errs, errors.New("UPSTREAM_MAX_CONN_AGE must not be negative (0 keeps connections for ever)"))
 	}
 	return errors.Join(errs...)
 }
@@ -157,7 +163,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 		gatewayapp.BackendJobs: cfg.JobsURL, gatewayapp.BackendDirectory: cfg.DirectoryURL,
 		gatewayapp.BackendContent: cfg.ContentURL, gatewayapp.BackendCommunity: cfg.CommunityURL,
 	} {
-		b, err := gatewayapp.NewBackend(name, u, cfg.UpstreamTimeout, cfg.UpstreamMaxConns)
+		b, err := gatewayapp.NewBackend(name, u, gatewayapp.BackendOptions{
+			Timeout: cfg.UpstreamTimeout, MaxConns: cfg.UpstreamMaxConns, MaxConnAge: cfg.UpstreamMaxConnAge})
 		if err != nil {
 			return err
 		}

@@ -34,8 +34,21 @@ type Backend struct {
 	timeout time.Duration
 }
 
+// BackendOptions bound the pooled client of one backend.
+type BackendOptions struct {
+	Timeout  time.Duration // per request, dial and wait for a free connection included
+	MaxConns int
+	// MaxConnAge closes a pooled connection (with Connection: close on its
+	// last request, so nothing fails) once it is this old; 0 keeps it for
+	// ever. Behind a Kubernetes Service kube-proxy balances connections, not
+	// requests: without an age limit a replica added by the HPA gets none of
+	// the gateway's traffic until something breaks the pool.
+	MaxConnAge time.Duration
+}
+
 // NewBackend parses rawURL (http://host:port) and builds the pooled client.
-func NewBackend(name, rawURL string, timeout time.Duration, maxConns int) (*Backend, error) {
+func NewBackend(name, rawURL string, o BackendOptions) (*Backend, error) {
+	timeout := o.Timeout
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("backend %s: invalid URL %q", name, rawURL)
@@ -46,7 +59,8 @@ func NewBackend(name, rawURL string, timeout time.Duration, maxConns int) (*Back
 		client: &fasthttp.HostClient{
 			Addr:                          u.Host,
 			IsTLS:                         u.Scheme == "https",
-			MaxConns:                      maxConns,
+			MaxConns:                      o.MaxConns,
+			MaxConnDuration:               o.MaxConnAge,
 			MaxConnWaitTimeout:            timeout,
 			MaxIdleConnDuration:           30 * time.Second,
 			ReadTimeout:                   timeout,

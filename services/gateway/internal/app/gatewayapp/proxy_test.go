@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 )
@@ -54,7 +57,7 @@ func TestAbandonedStreamClosesItsBackendConnection(t *testing.T) {
 		return nil
 	})
 	backend.Get("/v2/small", func(c *fiber.Ctx) error { return c.SendString(`{"success":true,"status":200,"data":{}}`) })
-	b, err := NewBackend(BackendJobs, "http://"+serve(t, backend), time.Minute, 4)
+	b, err := NewBackend(BackendJobs, "http://"+serve(t, backend), BackendOptions{Timeout: time.Minute, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,5 +100,57 @@ func TestAbandonedStreamClosesItsBackendConnection(t *testing.T) {
 			t.Fatalf("after the abandoned stream: %q %v", resp, err)
 		}
 		c.Close()
+	}
+}
+
+// A pooled backend connection is replaced once it is MaxConnAge old, and
+// replaced gracefully (its last request says Connection: close): behind a
+// Service that balances connections, a replica added later gets new ones. No
+// request fails on the way; without an age limit one connection serves all.
+func TestPooledConnectionsAgeOut(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		age      time.Duration
+		minConns int64
+		maxConns int64
+	}{{"unbounded", 0, 1, 1}, {"aged", 100 * time.Millisecond, 3, 1 << 20}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var conns atomic.Int64
+			backend := fiber.New(fiber.Config{DisableStartupMessage: true})
+			backend.Get("/v2/small", func(c *fiber.Ctx) error { return c.SendString(`{"success":true,"status":200,"data":{}}`) })
+			backend.Server().ConnState = func(_ net.Conn, st fasthttp.ConnState) {
+				if st == fasthttp.StateNew {
+					conns.Add(1)
+				}
+			}
+			b, err := NewBackend(BackendJobs, "http://"+serve(t, backend), BackendOptions{Timeout: time.Minute, MaxConns: 1, MaxConnAge: tc.age})
+			if err != nil {
+				t.Fatal(err)
+			}
+			codec, err := identity.NewCodec("proxy-test-secret-0123456789abcdef")
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &App{cfg: Config{Codec: codec}}
+			front := fiber.New(fiber.Config{DisableStartupMessage: true})
+			front.Get("/v2/*", func(c *fiber.Ctx) error { return a.forward(c, b, identity.Identity{Kind: identity.KindPublic}) })
+			addr := serve(t, front)
+			// Requests spread over at least 5 ages of the aged pool.
+			for i, start := 0, time.Now(); i < 10 || time.Since(start) < 500*time.Millisecond; i++ {
+				resp, err := http.Get("http://" + addr + "/v2/small")
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Fatalf("request %d: %d", i, resp.StatusCode)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n := conns.Load(); n < tc.minConns || n > tc.maxConns {
+				t.Fatalf("%d backend connections, want %d..%d", n, tc.minConns, tc.maxConns)
+			}
+		})
 	}
 }
