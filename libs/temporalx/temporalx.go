@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
@@ -110,4 +111,14 @@ func outcome(err error) string {
 		return "canceled"
 	}
 	return "failed"
+}
+
+// Check is a worker's readiness check: the Temporal frontend answers its
+// health check. A worker that cannot reach Temporal polls nothing, so it
+// must not count as ready (a rollout waits for it; an alert sees it).
+func Check(c client.Client) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	}
 }

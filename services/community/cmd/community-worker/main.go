@@ -23,6 +23,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
+	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus/stores/newsletterdb"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/mailer"
@@ -46,8 +47,10 @@ type workerConfig struct {
 	SMTPURL           string        `env:"SMTP_URL" envDefault:"smtp://127.0.0.1:1025"`
 	MailFrom          string        `env:"MAIL_FROM" envDefault:"coworkjobs <newsletter@coworkjobs.example>"`
 	OutboxInterval    time.Duration `env:"OUTBOX_POLL_INTERVAL" envDefault:"1s"`
-	// AdminAddr serves /metrics and pprof; empty disables.
+	// AdminAddr serves /metrics and the probes (/livez, /readyz); "off" disables.
 	AdminAddr string `env:"ADMIN_ADDR" envDefault:":9090"`
+	// PprofAddr serves pprof (web.ServePprof); empty is off.
+	PprofAddr string `env:"PPROF_ADDR"`
 }
 
 func (c workerConfig) Validate() error {
@@ -144,7 +147,11 @@ func run(ctx context.Context, log *slog.Logger) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return w.Run(ctx) })
 	g.Go(func() error { return relay.Run(ctx, cfg.OutboxInterval) })
-	g.Go(func() error { return metrics.ServeAdmin(ctx, cfg.AdminAddr, m.Registry, log) })
+	g.Go(func() error {
+		return metrics.ServeAdmin(ctx, cfg.AdminAddr, m.Registry, log, metrics.WithReadiness(map[string]metrics.Check{
+			"postgres": pg.Check(pool), "temporal": temporalx.Check(tc)}))
+	})
+	g.Go(func() error { return web.ServePprof(ctx, cfg.PprofAddr, log) })
 	return g.Wait()
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
+	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobexpiry"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
@@ -39,8 +40,10 @@ type workerConfig struct {
 	TemporalNamespace string        `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
 	SweepInterval     time.Duration `env:"JOBS_SWEEP_INTERVAL" envDefault:"5m"`
 	RelayInterval     time.Duration `env:"JOBS_RELAY_INTERVAL" envDefault:"1s"`
-	// AdminAddr serves /metrics and pprof; empty disables.
+	// AdminAddr serves /metrics and the probes (/livez, /readyz); "off" disables.
 	AdminAddr string `env:"ADMIN_ADDR" envDefault:":9090"`
+	// PprofAddr serves pprof (web.ServePprof); empty is off.
+	PprofAddr string `env:"PPROF_ADDR"`
 }
 
 func (c workerConfig) Validate() error {
@@ -118,7 +121,11 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return w.Run(ctx) })
-	g.Go(func() error { return metrics.ServeAdmin(ctx, cfg.AdminAddr, m.Registry, log) })
+	g.Go(func() error {
+		return metrics.ServeAdmin(ctx, cfg.AdminAddr, m.Registry, log, metrics.WithReadiness(map[string]metrics.Check{
+			"postgres": pg.Check(pool), "temporal": temporalx.Check(tc)}))
+	})
+	g.Go(func() error { return web.ServePprof(ctx, cfg.PprofAddr, log) })
 	g.Go(func() error {
 		relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc}, Log: log, Interval: cfg.RelayInterval}
 		return relay.Run(ctx)
