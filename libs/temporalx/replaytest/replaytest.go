@@ -8,8 +8,9 @@
 //
 // Changing a workflow on purpose: gate the new path behind
 // workflow.GetVersion, so that runs begun before the change still replay
-// their old path, and keep the old histories; record new ones for the new
-// path (-record rewrites only the files its scenarios name).
+// their old path; keep the old histories under new names (-record overwrites
+// the files its scenarios name) while runs of the old code may be open, and
+// record the new path. docs/reliability.md has the commands.
 package replaytest
 
 import (
