@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,16 +70,17 @@ func runHelmTest(t *testing.T, pod *corev1.Pod, env ...string) (string, bool) {
 		t.Fatalf("test container runs %v %d args, want /bin/sh -ec and a script", c.Command, len(c.Args))
 	}
 	bin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bin, "curl"), []byte(fakeCurl), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(bin, "curl"), []byte(fakeCurl), 0o700); err != nil { //nolint:gosec // G306: an executable stand-in, in the test's own directory
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bin, "sleep"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(bin, "sleep"), []byte("#!/bin/sh\nexit 0\n"), 0o700); err != nil { //nolint:gosec // G306: as above
 		t.Fatal(err)
 	}
 	cmd := exec.Command("/bin/sh", "-ec", c.Args[0])
 	cmd.Env = append([]string{"PATH=" + bin + ":" + os.Getenv("PATH")}, env...)
 	out, err := cmd.CombinedOutput()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
 		t.Fatal(err)
 	}
 	return string(out), err == nil
