@@ -81,3 +81,74 @@ func TestRendererIsServedWhole(t *testing.T) {
 		t.Fatalf("HEAD renderer: %d, Content-Length %q, %d body bytes", resp.StatusCode, resp.Header.Get("Content-Length"), len(body))
 	}
 }
+
+// /v2/openapi.yaml is the document byte for byte; /v2/openapi.json holds the
+// same with every key in the authored order (a map-based conversion sorted
+// them, and generated types and the reference page followed).
+func TestOpenAPIServedInAuthoredOrder(t *testing.T) {
+	g := startGateway(t, gatewayOpts{})
+	get := func(path string) []byte {
+		resp, err := client.Get(g.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+		}
+		return b
+	}
+	if y := get("/v2/openapi.yaml"); !bytes.Equal(y, api.OpenAPIYAML) {
+		t.Fatalf("/v2/openapi.yaml is not the authored document (%d of %d bytes)", len(y), len(api.OpenAPIYAML))
+	}
+	j := get("/v2/openapi.json")
+	want, err := api.JSONFromYAML(api.OpenAPIYAML)
+	if err != nil || !bytes.Equal(j, want) {
+		t.Fatalf("/v2/openapi.json is not the ordered conversion (%v)", err)
+	}
+	// Orders a sorted conversion would invert: paths as authored, and the
+	// create-job body's properties in the spec's table order.
+	s := string(j)
+	for _, seq := range [][]string{
+		{`"openapi":`, `"info":`, `"paths":`, `"components":`},
+		{`"/v2":`, `"/v2/health":`, `"/v2/openapi.json":`, `"/v2/docs":`, `"/v2/jobs":`},
+		{`"JobCreateRequest":{"type":"object"`, `"title":{`, `"company":{`, `"description":{`, `"job_type":{`, `"tags":{`, `"id_city":{`},
+	} {
+		at := 0
+		for _, k := range seq {
+			i := strings.Index(s[at:], k)
+			if i < 0 {
+				t.Fatalf("%s is not after %s in the served JSON", k, seq[0])
+			}
+			at += i + len(k)
+		}
+	}
+}
+
+// /v2/docs/ (a trailing slash typed or linked by hand) is sent to the
+// reference page instead of a 404.
+func TestDocsTrailingSlashRedirects(t *testing.T) {
+	g := startGateway(t, gatewayOpts{})
+	noFollow := &http.Client{Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(method, g.base+"/v2/docs/", nil)
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/v2/docs" {
+			t.Fatalf("%s /v2/docs/: %d Location %q", method, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	resp, err := client.Get(g.base + "/v2/docs/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Request.URL.Path != "/v2/docs" || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable) {
+		t.Fatalf("following /v2/docs/: %d at %s", resp.StatusCode, resp.Request.URL.Path)
+	}
+}

@@ -77,7 +77,7 @@ func Mount(app *fiber.App, cfg Config) (*App, error) {
 		AllowOrigins:  cfg.CORSAllowOrigins,
 		AllowMethods:  "GET,POST,HEAD,OPTIONS",
 		AllowHeaders:  "X-API-Key, Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-ID",
-		ExposeHeaders: "X-Request-ID, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed, ETag",
+		ExposeHeaders: "X-Request-ID, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, Retry-After, Idempotent-Replayed, ETag",
 		MaxAge:        600,
 	}), keepCORSHeaders)
 	app.Use(securityHeaders)
@@ -99,6 +99,7 @@ func Mount(app *fiber.App, cfg Config) (*App, error) {
 	}
 	// The renderer script of the reference page: a static asset, not an API route.
 	app.Get("/v2/docs/redoc.standalone.js", docs.serveRenderer)
+	app.Get("/v2/docs/", redirectDocs)
 	return a, nil
 }
 
@@ -167,7 +168,7 @@ func (a *App) handler(r Route) fiber.Handler {
 			}
 		}
 		if decision != nil && !decision.Allowed {
-			setLimitHeaders(c, *decision)
+			a.setLimitHeaders(c, r.Limit, *decision)
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(decision.RetryAfterSeconds()))
 			return &web.Error{Status: http.StatusTooManyRequests, Code: web.CodeRateLimitExceeded,
 				Message: "Rate limit exceeded; retry after the given number of seconds",
@@ -181,7 +182,7 @@ func (a *App) handler(r Route) fiber.Handler {
 		}
 		if decision != nil {
 			// After forwarding: the backend's response replaced ours.
-			setLimitHeaders(c, *decision)
+			a.setLimitHeaders(c, r.Limit, *decision)
 		}
 		return err
 	}
@@ -194,10 +195,34 @@ func outcome(d ratelimit.Decision) string {
 	return "denied"
 }
 
-func setLimitHeaders(c *fiber.Ctx, d ratelimit.Decision) {
-	c.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
-	c.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	c.Set("X-RateLimit-Reset", strconv.Itoa(d.RetryAfterSeconds()))
+// setLimitHeaders writes the budget two ways: the X-RateLimit-* headers
+// clients already read, and the IETF fields of
+// draft-ietf-httpapi-ratelimit-headers (-10): RateLimit-Policy, a List of
+// quota-policy Items ("name";q=quota;w=window seconds), and RateLimit, the
+// same policy's live state ("name";r=remaining;t=seconds until it resets).
+// The policy name is the route's limit class, so a client can tell the write
+// budget from the read one.
+func (a *App) setLimitHeaders(c *fiber.Ctx, class string, d ratelimit.Decision) {
+	reset := d.RetryAfterSeconds()
+	h := &c.Response().Header
+	var b [64]byte
+	h.SetBytesV("X-RateLimit-Limit", strconv.AppendInt(b[:0], int64(d.Limit), 10))
+	h.SetBytesV("X-RateLimit-Remaining", strconv.AppendInt(b[:0], int64(d.Remaining), 10))
+	h.SetBytesV("X-RateLimit-Reset", strconv.AppendInt(b[:0], int64(reset), 10))
+	h.SetBytesV("RateLimit-Policy", appendPolicyItem(b[:0], class, 'q', d.Limit, 'w', int(a.cfg.Limiter.Window()/time.Second)))
+	h.SetBytesV("RateLimit", appendPolicyItem(b[:0], class, 'r', d.Remaining, 't', reset))
+}
+
+// appendPolicyItem appends the Structured Field Item "name";k1=v1;k2=v2. The
+// names are the limit classes: lowercase letters and underscores, which a
+// String holds without escapes.
+func appendPolicyItem(b []byte, name string, k1 byte, v1 int, k2 byte, v2 int) []byte {
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, '"', ';', k1, '=')
+	b = strconv.AppendInt(b, int64(v1), 10)
+	b = append(b, ';', k2, '=')
+	return strconv.AppendInt(b, int64(v2), 10)
 }
 
 const localsKeyID = "gateway.key_id"

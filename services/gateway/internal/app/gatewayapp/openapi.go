@@ -7,13 +7,15 @@ import (
 	"net/http"
 
 	"github.com/gofiber/fiber/v2"
-	"sigs.k8s.io/yaml"
 
+	"github.com/coworkjobs/coworkjobs/api"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 )
 
 // openapiDocs is the contract in both forms, converted once at start, and the
-// reference page that renders it.
+// reference page that renders it. The YAML is served byte for byte as
+// authored; the JSON keeps its key order (generated types and the reference
+// page follow the order the document was written in).
 type openapiDocs struct {
 	yaml []byte
 	json []byte
@@ -28,7 +30,7 @@ type openapiDocs struct {
 const rendererPath = "docs/redoc.standalone.js"
 
 func loadOpenAPI(doc []byte, docs fs.FS) (openapiDocs, error) {
-	j, err := yaml.YAMLToJSON(doc)
+	j, err := api.JSONFromYAML(doc)
 	if err != nil {
 		return openapiDocs{}, fmt.Errorf("convert openapi document: %w", err)
 	}
@@ -85,4 +87,11 @@ func (d openapiDocs) serveRenderer(c *fiber.Ctx) error {
 	// fasthttp closes the file once the answer is written (or dropped).
 	c.Response().SetBodyStream(f, int(d.rendererSize))
 	return nil
+}
+
+// redirectDocs sends /v2/docs/ to the reference page: strict routing makes
+// the trailing slash another path, and a 404 there looked like no docs at all.
+func redirectDocs(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "public, max-age=86400")
+	return c.Redirect("/v2/docs", http.StatusMovedPermanently)
 }
