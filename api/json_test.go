@@ -121,11 +121,11 @@ func TestJSONFromYAMLKeepsTheAuthoredOrder(t *testing.T) {
 
 func TestJSONFromYAMLScalars(t *testing.T) {
 	for in, want := range map[string]string{
-		"b: 1\na: [1.0, 0x1F, -2, 1e3]":               `{"b":1,"a":[1.0,31,-2,1e3]}`,
-		"z: ~\ny: true\nx: 'yes'\nw: 2026-11-20":      `{"z":null,"y":true,"x":"yes","w":"2026-11-20"}`,
+		"b: 1\na: [1.0, 0x1F, -2, 1e3]":                `{"b":1,"a":[1.0,31,-2,1e3]}`,
+		"z: ~\ny: true\nx: 'yes'\nw: 2026-11-20":       `{"z":null,"y":true,"x":"yes","w":"2026-11-20"}`,
 		"html: '<p>a & b</p>'\n\"200\": ok\n404: gone": `{"html":"<p>a & b</p>","200":"ok","404":"gone"}`,
-		"base: &b {q: 1}\nuse: *b":                    `{"base":{"q":1},"use":{"q":1}}`,
-		"s: \"line\\nnext \\\"q\\\"\"":                `{"s":"line\nnext \"q\""}`,
+		"base: &b {q: 1}\nuse: *b":                     `{"base":{"q":1},"use":{"q":1}}`,
+		"s: \"line\\nnext \\\"q\\\"\"":                 `{"s":"line\nnext \"q\""}`,
 	} {
 		got, err := api.JSONFromYAML([]byte(in))
 		if err != nil || string(got) != want {
