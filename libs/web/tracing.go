@@ -40,12 +40,14 @@ const AttrRequestID = attribute.Key("coworkjobs.request_id")
 // tracing starts the server span of every request, named by method and route
 // template ("GET /v2/jobs"; just "GET" when no route matched). Attributes are
 // the route template, never the raw path or query: a query may carry an
-// api_key. Probes are not traced.
+// api_key. Probes (GETs of /livez and /readyz) are not traced.
 func tracing(o options) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		switch c.Path() {
 		case "/livez", "/readyz":
-			return c.Next()
+			if c.Method() == fiber.MethodGet {
+				return c.Next()
+			}
 		}
 		method := MethodLabel(c)
 		carrier := telemetry.FastHTTPCarrier{H: &c.Request().Header}

@@ -137,7 +137,8 @@ func TestMain(m *testing.M) {
 			// The jobs worker starts without Temporal (lazy client) and serves /metrics.
 			Workers: []string{"jobs-worker"},
 			Seeds:   [][]string{{"directory-seed", "demo"}},
-			Env: []string{"LOG_LEVEL=info", "ACCESS_LOG=true",
+			// No Temporal: port 1 refuses at once (TestWorkerWithoutTemporalIsNotReady).
+			Env: []string{"LOG_LEVEL=info", "ACCESS_LOG=true", "TEMPORAL_ADDRESS=127.0.0.1:1",
 				"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 				"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=", "OTEL_TRACES_SAMPLER=", "OTEL_SDK_DISABLED="},
 		})
