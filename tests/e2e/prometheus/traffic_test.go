@@ -7,6 +7,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,14 +19,80 @@ import (
 	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
 
-// tally counts the answers of the traffic by status code.
+// tally counts the answers of the traffic by status code and keeps, for the
+// requests through the gateway, what the clients saw of each service behind
+// it: how long each answer took and how many requests were in flight at
+// once. It is the independent view a load alert must agree with.
 type tally struct {
-	mu     sync.Mutex
-	status map[int]int
-	errs   int
+	mu       sync.Mutex
+	status   map[int]int
+	errs     int
+	gateway  string // base URL: only requests to it are timed
+	answers  []answer
+	inFlight map[string]int
+	maxIn    map[string]int
 }
 
-func (t *tally) add(code int, err error) {
+// answer is one timed answer, attributed to the services that served it.
+type answer struct {
+	done     time.Time
+	took     time.Duration
+	services []string
+}
+
+func newTally(gateway string) *tally {
+	return &tally{status: map[int]int{}, gateway: gateway, inFlight: map[string]int{}, maxIn: map[string]int{}}
+}
+
+// servedBy names the processes that handle a gateway request: the gateway,
+// and the backend its path routes to unless the gateway answers it alone
+// (refused keys, rate limits, oversized bodies and headers, methods Fiber
+// does not know: none of these reach a backend, and the last not even the
+// gateway's histogram).
+func servedBy(method, path string, code int) []string {
+	if !slices.Contains(standardMethods, method) {
+		return nil
+	}
+	out := []string{"gateway"}
+	switch code {
+	case 401, 403, 413, 429, 431:
+		return out
+	}
+	switch {
+	case strings.HasPrefix(path, "/v2/jobs"), path == "/v2/vine/jobs":
+		out = append(out, "jobs")
+	case path == "/v2/cities", path == "/v2/spaces", path == "/v2/city_spaces":
+		out = append(out, "directory")
+	case strings.HasPrefix(path, "/v2/blog"), path == "/v2/vine/blog":
+		out = append(out, "content")
+	case path == "/v2/events", path == "/v2/vine/events", path == "/v2/feedback", strings.HasPrefix(path, "/v2/newsletters/"):
+		out = append(out, "community")
+	}
+	return out
+}
+
+var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
+
+// begin counts a gateway request in flight towards the backend its path
+// routes to (before the answer says whether it got there: an upper bound).
+func (t *tally) begin(method, path string) (end func()) {
+	svcs := servedBy(method, path, 200)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range svcs {
+		t.inFlight[s]++
+		t.maxIn[s] = max(t.maxIn[s], t.inFlight[s])
+	}
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for _, s := range svcs {
+			t.inFlight[s]--
+		}
+	}
+}
+
+func (t *tally) add(method string, u *url.URL, code int, err error, took time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil {
@@ -32,6 +100,46 @@ func (t *tally) add(code int, err error) {
 		return
 	}
 	t.status[code]++
+	if t.gateway != "" && strings.HasPrefix(u.String(), t.gateway) {
+		t.answers = append(t.answers, answer{done: time.Now(), took: took, services: servedBy(method, u.Path, code)})
+	}
+}
+
+// worstP99 is the highest p99 of service's answers, as the clients timed
+// them, over every prefix of the traffic (in one-second steps): an alert
+// rule whose window is longer than the traffic sees exactly such prefixes.
+func (t *tally) worstP99(service string) time.Duration {
+	t.mu.Lock()
+	var took []time.Duration
+	var done []time.Time
+	for _, a := range t.answers {
+		if slices.Contains(a.services, service) {
+			took, done = append(took, a.took), append(done, a.done)
+		}
+	}
+	t.mu.Unlock()
+	if len(took) == 0 {
+		return 0
+	}
+	var worst time.Duration
+	next := done[0].Add(time.Second)
+	for i := range took {
+		if i == len(took)-1 || done[i+1].After(next) {
+			prefix := slices.Clone(took[:i+1])
+			slices.Sort(prefix)
+			worst = max(worst, prefix[len(prefix)*99/100])
+			next = done[i].Add(time.Second)
+		}
+	}
+	return worst
+}
+
+// maxInFlight is the most requests the clients had in flight at once
+// towards service.
+func (t *tally) maxInFlight(service string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.maxIn[service]
 }
 
 func (t *tally) String() string {
@@ -47,6 +155,15 @@ func (t *tally) String() string {
 		fmt.Fprintf(&b, "%d×%d ", c, t.status[c])
 	}
 	fmt.Fprintf(&b, "transport errors×%d", t.errs)
+	if len(t.answers) > 0 {
+		d := make([]time.Duration, len(t.answers))
+		for i, a := range t.answers {
+			d[i] = a.took
+		}
+		slices.Sort(d)
+		fmt.Fprintf(&b, "; the gateway's answers as the clients timed them: p50 %s p99 %s max %s",
+			d[len(d)/2].Round(time.Millisecond), d[len(d)*99/100].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
+	}
 	return b.String()
 }
 
@@ -64,7 +181,7 @@ func do(ctx context.Context, tl *tally, method, url string, body []byte, hdr ...
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		tl.add(0, err)
+		tl.add(method, nil, 0, err, 0)
 		return 0, nil
 	}
 	if body != nil {
@@ -73,16 +190,20 @@ func do(ctx context.Context, tl *tally, method, url string, body []byte, hdr ...
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
+	if strings.HasPrefix(url, tl.gateway) && tl.gateway != "" {
+		defer tl.begin(method, req.URL.Path)()
+	}
+	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
-			tl.add(0, err)
+			tl.add(method, req.URL, 0, err, 0)
 		}
 		return 0, nil
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	tl.add(resp.StatusCode, nil)
+	tl.add(method, req.URL, resp.StatusCode, nil, time.Since(start))
 	return resp.StatusCode, raw
 }
 
@@ -96,7 +217,7 @@ type route struct {
 func routeTable(t *testing.T, gw string) []route {
 	t.Helper()
 	var env suite.Envelope
-	_, raw := do(context.Background(), &tally{status: map[int]int{}}, "GET", gw+"/v2", nil)
+	_, raw := do(context.Background(), newTally(""), "GET", gw+"/v2", nil)
 	var info struct {
 		Routes []route `json:"routes"`
 	}
@@ -142,7 +263,7 @@ func traffic(t *testing.T, sys *suite.Suite, d time.Duration, workers int) *tall
 	queries := []string{"", "?city=berlin", "?q=manager&limit=5", "?page=2", "?search=zur", "?limit=abc", "?space_id=1", "?space_id=2",
 		"?job_type=fulltime&remote=1", "?lang=de"}
 
-	tl := &tally{status: map[int]int{}}
+	tl := newTally(gw)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var seq atomic.Int64
@@ -186,7 +307,8 @@ func traffic(t *testing.T, sys *suite.Suite, d time.Duration, workers int) *tall
 					do(ctx, tl, "GET", gw+r.Path, nil, "X-API-Key", pick(badKeys))
 				case n < 55: // writes: new jobs of many sizes, some beyond the body limit
 					i := seq.Add(1)
-					size := []int{0, 100, 4 << 10, 64 << 10, 300 << 10, 2 << 20}[rng.IntN(6)]
+					// One in ten beyond the 1 MiB body limit (413).
+					size := []int{0, 100, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 64 << 10, 128 << 10, 300 << 10, 2 << 20}[rng.IntN(10)]
 					body := jobBody(fmt.Sprintf("%s%06d", prefix, i), size)
 					idem := fmt.Sprintf("prom-%d-%s", i, suite.RandomHex(4))
 					code, raw := do(ctx, tl, "POST", gw+"/v2/jobs", body, "X-API-Key", pick([]string{live, importer, space1}), "Idempotency-Key", idem)
