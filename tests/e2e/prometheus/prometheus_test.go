@@ -71,6 +71,7 @@ func TestPrometheusUnderTraffic(t *testing.T) {
 			sys.DumpLogs(os.Stderr)
 		}
 		sys.Stop()
+		_ = os.RemoveAll(sys.LogDir)
 	})
 	p := startPrometheus(t, sys.Admin)
 	t.Logf("suite, Temporal and Prometheus up in %s", time.Since(began).Round(time.Second))
