@@ -73,6 +73,13 @@ test: docs ## Every module's tests, against the local PostgreSQL and Redis; ever
 	go test $(GOTEST_FLAGS) $(MODULE)/...
 	go test -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 
+# The TypeScript client check (api/ts-check) is a gateway test, so make test runs it; this
+# runs only it. It fails in CI (CI set) when node or tools/npm are missing, and skips locally.
+.PHONY: ts-check
+ts-check: $(NPM_TOOLS)/node_modules/.package-lock.json ## Type-check api/ts-check (openapi-fetch) against openapi-typescript types of the served /v2/openapi.json
+	@bash scripts/deps.sh test
+	go test -count=1 -run '^TestTypeScriptClientTypeChecks$$' ./services/gateway/tests
+
 .PHONY: test-race
 test-race: docs ## The tests with the race detector
 	@bash scripts/deps.sh test
