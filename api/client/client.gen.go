@@ -2158,7 +2158,7 @@ type ClientInterface interface {
 
 	// GetApiReference Human-readable API reference
 	//
-	// An HTML page that renders this document with Redoc (bundled into the gateway, so it works offline).
+	// An HTML page that renders this document with Redoc (bundled into the gateway, so it works offline). `/v2/docs/` redirects here (301).
 	//
 	// Corresponds with GET /v2/docs (the `GetApiReference` operationId).
 	GetApiReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2514,10 +2514,14 @@ type ClientInterface interface {
 
 	// GetOpenApiJson This document, as JSON
 	//
+	// The YAML document converted once at start, every key in the order it was written (so generated types and the reference page follow it).
+	//
 	// Corresponds with GET /v2/openapi.json (the `GetOpenApiJson` operationId).
 	GetOpenApiJson(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenApiYaml This document, as YAML
+	//
+	// The document byte for byte as written.
 	//
 	// Corresponds with GET /v2/openapi.yaml (the `GetOpenApiYaml` operationId).
 	GetOpenApiYaml(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2696,7 +2700,7 @@ func (c *Client) ListCitySpaces(ctx context.Context, reqEditors ...RequestEditor
 
 // GetApiReference Human-readable API reference
 //
-// An HTML page that renders this document with Redoc (bundled into the gateway, so it works offline).
+// An HTML page that renders this document with Redoc (bundled into the gateway, so it works offline). `/v2/docs/` redirects here (301).
 //
 // Corresponds with GET /v2/docs (the `GetApiReference` operationId).
 func (c *Client) GetApiReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3272,6 +3276,8 @@ func (c *Client) UnsubscribeNewsletterPostWithFormdataBody(ctx context.Context, 
 
 // GetOpenApiJson This document, as JSON
 //
+// The YAML document converted once at start, every key in the order it was written (so generated types and the reference page follow it).
+//
 // Corresponds with GET /v2/openapi.json (the `GetOpenApiJson` operationId).
 func (c *Client) GetOpenApiJson(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenApiJsonRequest(c.Server)
@@ -3286,6 +3292,8 @@ func (c *Client) GetOpenApiJson(ctx context.Context, reqEditors ...RequestEditor
 }
 
 // GetOpenApiYaml This document, as YAML
+//
+// The document byte for byte as written.
 //
 // Corresponds with GET /v2/openapi.yaml (the `GetOpenApiYaml` operationId).
 func (c *Client) GetOpenApiYaml(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4797,7 +4805,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetApiReferenceWithResponse Human-readable API reference
 	//
-	// An HTML page that renders this document with Redoc (bundled into the gateway, so it works offline).
+	// An HTML page that renders this document with Redoc (bundled into the gateway, so it works offline). `/v2/docs/` redirects here (301).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5165,12 +5173,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetOpenApiJsonWithResponse This document, as JSON
 	//
+	// The YAML document converted once at start, every key in the order it was written (so generated types and the reference page follow it).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v2/openapi.json (the `GetOpenApiJson` operationId).
 	GetOpenApiJsonWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenApiJsonResponse, error)
 
 	// GetOpenApiYamlWithResponse This document, as YAML
+	//
+	// The document byte for byte as written.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9357,7 +9369,7 @@ func (c *ClientWithResponses) ListCitySpacesWithResponse(ctx context.Context, re
 
 // GetApiReferenceWithResponse Human-readable API reference
 //
-// An HTML page that renders this document with Redoc (bundled into the gateway, so it works offline).
+// An HTML page that renders this document with Redoc (bundled into the gateway, so it works offline). `/v2/docs/` redirects here (301).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9857,6 +9869,8 @@ func (c *ClientWithResponses) UnsubscribeNewsletterPostWithFormdataBodyWithRespo
 
 // GetOpenApiJsonWithResponse This document, as JSON
 //
+// The YAML document converted once at start, every key in the order it was written (so generated types and the reference page follow it).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v2/openapi.json (the `GetOpenApiJson` operationId).
@@ -9869,6 +9883,8 @@ func (c *ClientWithResponses) GetOpenApiJsonWithResponse(ctx context.Context, re
 }
 
 // GetOpenApiYamlWithResponse This document, as YAML
+//
+// The document byte for byte as written.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -54,11 +54,11 @@ func TestTypeScriptClientTypeChecks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "openapi.json"), served, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "openapi.json"), served, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
