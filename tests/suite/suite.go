@@ -60,6 +60,11 @@ type Options struct {
 	Env []string
 	// Out receives a note per step; nil is silent.
 	Out io.Writer
+	// Replicas runs each API as this many processes ("jobs#1", "jobs#2", ...)
+	// behind a balancer that, like a Kubernetes Service, sends new
+	// connections to the replicas whose /readyz passes; URL[name] is the
+	// balancer. 0 or 1: one process, no balancer.
+	Replicas int
 }
 
 // Suite is the running system.
@@ -71,9 +76,28 @@ type Suite struct {
 	Admin  map[string]string // admin base URL by process (only with Options.Admin)
 	Keys   map[string]string // demo keys by kind ("live platform key", ...), with Options.Keys
 
-	mu    sync.Mutex
-	procs map[string]*proc
-	opts  Options
+	mu        sync.Mutex
+	procs     map[string]*proc
+	opts      Options
+	replicas  map[string][]string // API name -> its replica process names
+	balancers []*balancer
+}
+
+// Replicas returns the process names of API name: its replicas with
+// Options.Replicas, otherwise name itself.
+func (s *Suite) Replicas(name string) []string {
+	if r := s.replicas[name]; len(r) > 0 {
+		return r
+	}
+	return []string{name}
+}
+
+// command is the built command a process runs: a replica "jobs#2" runs jobs.
+func command(name string) string {
+	if i := strings.IndexByte(name, '#'); i >= 0 {
+		return name[:i]
+	}
+	return name
 }
 
 type proc struct {
@@ -136,11 +160,24 @@ func Start(ctx context.Context, o Options) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Suite{Bin: bin, URL: map[string]string{}, Admin: map[string]string{}, Keys: map[string]string{}, procs: map[string]*proc{}, opts: o}
+	s := &Suite{Bin: bin, URL: map[string]string{}, Admin: map[string]string{}, Keys: map[string]string{},
+		procs: map[string]*proc{}, opts: o, replicas: map[string][]string{}}
 	if s.LogDir, err = os.MkdirTemp("", o.Name+"-logs"); err != nil {
 		return nil, err
 	}
-	for _, name := range append(append([]string{}, o.Services...), o.Workers...) {
+	var procs []string // every process, in start order
+	for _, name := range o.Services {
+		if o.Replicas < 2 || !isAPI(name) {
+			procs = append(procs, name)
+			continue
+		}
+		for i := 1; i <= o.Replicas; i++ {
+			s.replicas[name] = append(s.replicas[name], fmt.Sprintf("%s#%d", name, i))
+		}
+		procs = append(procs, s.replicas[name]...)
+	}
+	procs = append(procs, o.Workers...)
+	for _, name := range procs {
 		a, err := FreeAddr()
 		if err != nil {
 			return nil, err
@@ -152,6 +189,25 @@ func Start(ctx context.Context, o Options) (*Suite, error) {
 			}
 			s.Admin[name] = "http://" + a
 		}
+	}
+	for _, name := range o.Services {
+		if len(s.replicas[name]) == 0 {
+			continue
+		}
+		a, err := FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		var rs []balancerReplica
+		for _, r := range s.replicas[name] {
+			rs = append(rs, balancerReplica{addr: strings.TrimPrefix(s.URL[r], "http://"), probe: s.URL[r] + "/readyz"})
+		}
+		b, err := newBalancer(a, rs)
+		if err != nil {
+			return nil, err
+		}
+		s.balancers = append(s.balancers, b)
+		s.URL[name] = "http://" + a
 	}
 	backend := func(name, def string) string {
 		if u, ok := s.URL[name]; ok {
@@ -179,7 +235,7 @@ func Start(ctx context.Context, o Options) (*Suite, error) {
 			s.Stop()
 		}
 	}()
-	for _, name := range append(append([]string{}, o.Services...), o.Workers...) {
+	for _, name := range procs {
 		s.note("starting %s at %s", name, s.URL[name])
 		if err := s.Start(ctx, name); err != nil {
 			return nil, err
@@ -224,7 +280,7 @@ func (s *Suite) Start(ctx context.Context, name string) error {
 			return fmt.Errorf("suite: %s is already running", name)
 		}
 	}
-	cmd := exec.Command(filepath.Join(s.Bin, name))
+	cmd := exec.Command(filepath.Join(s.Bin, command(name)))
 	cmd.Env = append(append([]string{}, s.Env...), "HTTP_ADDR="+strings.TrimPrefix(s.URL[name], "http://"))
 	if a, ok := s.Admin[name]; ok {
 		cmd.Env = append(cmd.Env, "ADMIN_ADDR="+strings.TrimPrefix(a, "http://"))
@@ -244,7 +300,7 @@ func (s *Suite) Start(ctx context.Context, name string) error {
 
 	probe := ""
 	switch {
-	case isAPI(name):
+	case isAPI(command(name)):
 		probe = s.URL[name] + "/readyz"
 	case s.Admin[name] != "":
 		probe = s.Admin[name] + "/metrics"
@@ -346,6 +402,9 @@ func (s *Suite) Stop() {
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
+	}
+	for _, b := range s.balancers {
+		b.Close()
 	}
 }
 
