@@ -138,3 +138,12 @@ func TestJSONFromYAMLScalars(t *testing.T) {
 		}
 	}
 }
+
+// The gateway converts once at start; this keeps that start cheap.
+func BenchmarkJSONFromYAML(b *testing.B) {
+	for b.Loop() {
+		if _, err := api.JSONFromYAML(api.OpenAPIYAML); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
