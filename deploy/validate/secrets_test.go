@@ -124,7 +124,7 @@ func TestChartSecretsStable(t *testing.T) {
 			"newsletterTokenSecret":  "NEWSLETTER_TOKEN_SECRET",
 		}
 		values := map[string]string{
-			"databaseURL": "postgres://app:changed@db:5432/coworkjobs", "redisURL": "redis://redis-2:6379/0",
+			"databaseURL": "postgres://app@db-2:5432/coworkjobs", "redisURL": "redis://redis-2:6379/0",
 			"smtpURL": "smtp://smtp-2:25", "internalIdentitySecret": strings.Repeat("i", 40), "newsletterTokenSecret": strings.Repeat("n", 40),
 		}
 		for value, key := range cases {
