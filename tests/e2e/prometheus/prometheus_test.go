@@ -26,11 +26,13 @@ const (
 )
 
 // The load alerts a burst on a small machine may justify (see checkQuiet),
-// and the latency alert's threshold (p99 above 1 s).
+// the latency alert's threshold (p99 above 1 s), and how long the gateway's
+// health poll waits for a backend's /readyz (gatewayapp/health.go).
 const (
-	latencyAlert     = "CoworkjobsHighLatencyP99"
-	latencyThreshold = time.Second
-	poolAlert        = "CoworkjobsPostgresPoolSaturated"
+	latencyAlert       = "CoworkjobsHighLatencyP99"
+	latencyThreshold   = time.Second
+	poolAlert          = "CoworkjobsPostgresPoolSaturated"
+	gatewayPollTimeout = 800 * time.Millisecond
 )
 
 // release is the service label prefix scripts/prometheus.sh gives each target
@@ -323,10 +325,19 @@ func checkQuiet(t *testing.T, p *prom, window string, tl *tally) {
 //     a p99 above the threshold over some prefix of the traffic (the rule's
 //     5 minute window is longer than the test: it sees prefixes);
 //   - the pool alert, when the clients had at least 90% of that service's
-//     pool size in requests in flight towards it (each holds a connection).
+//     pool size in requests in flight towards it (each holds a connection);
+//   - the backend-not-ready alert, when the clients waited longer than the
+//     gateway's health poll does for some answer of that backend: one poll
+//     timed out under the same load, and the alert's for: (minutes) is
+//     there to ride such a moment out.
 func loadJustified(p *prom, tl *tally, l map[string]string, state string) (bool, string) {
 	service := strings.TrimPrefix(l["service"], release)
 	switch l["alertname"] {
+	case backendAlert:
+		dep := l["dependency"]
+		w := tl.slowest(dep)
+		why := fmt.Sprintf("the clients' slowest answer of %s took %s, the gateway's poll waits %s", dep, w.Round(time.Millisecond), gatewayPollTimeout)
+		return state == "pending" && w > gatewayPollTimeout, why
 	case latencyAlert:
 		w := tl.worstP99(service)
 		why := fmt.Sprintf("the clients' worst p99 of %s was %s", service, w.Round(time.Millisecond))

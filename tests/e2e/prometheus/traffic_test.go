@@ -134,6 +134,19 @@ func (t *tally) worstP99(service string) time.Duration {
 	return worst
 }
 
+// slowest is the longest the clients waited for an answer of service.
+func (t *tally) slowest(service string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var worst time.Duration
+	for _, a := range t.answers {
+		if slices.Contains(a.services, service) {
+			worst = max(worst, a.took)
+		}
+	}
+	return worst
+}
+
 // maxInFlight is the most requests the clients had in flight at once
 // towards service.
 func (t *tally) maxInFlight(service string) int {
