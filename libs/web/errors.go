@@ -80,14 +80,15 @@ func Classify(err error) *Error {
 // all) could not be reached or went away — which a retry may cure, so the
 // client gets 503 service_unavailable rather than a 500: a refused, reset or
 // cut connection, a driver error marked safe to retry, or a PostgreSQL
-// connection exception (SQLSTATE class 08) or shutdown/startup state
-// (57P01-57P05). It looks for the methods of pgconn's errors (SQLState,
+// connection exception (SQLSTATE class 08), shutdown/startup state
+// (57P01-57P05) or too many connections (53300: seen when a rollout briefly
+// doubles the pools). It looks for the methods of pgconn's errors (SQLState,
 // SafeToRetry), so this package needs no driver.
 func Unavailable(err error) bool {
 	var st interface{ SQLState() string }
 	if errors.As(err, &st) {
 		c := st.SQLState()
-		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57P")
+		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57P") || c == "53300"
 	}
 	// pgconn marks errors raised before anything reached the server (a
 	// connection closed under the pool, say) as safe to retry.

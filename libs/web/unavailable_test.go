@@ -39,6 +39,8 @@ func TestDependencyOutageIs503(t *testing.T) {
 		{"startingUp503", fmt.Errorf("connect: %w", &sqlStateError{"57P03"}), 503},
 		{"adminShutdown503", fmt.Errorf("query: %w", &sqlStateError{"57P01"}), 503},
 		{"connectionException503", fmt.Errorf("query: %w", &sqlStateError{"08006"}), 503},
+		{"tooManyConnections503", fmt.Errorf("connect: %w", &sqlStateError{"53300"}), 503},
+		{"outOfMemory500", fmt.Errorf("query: %w", &sqlStateError{"53200"}), 500},
 		{"connClosedUnderThePool503", fmt.Errorf("list posts: begin: %w", connClosed{}), 503},
 		{"uniqueViolation500", fmt.Errorf("insert: %w", &sqlStateError{"23505"}), 500},
 		{"badUTF8500", fmt.Errorf("insert: %w", &sqlStateError{"22021"}), 500},
