@@ -19,10 +19,11 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'run: %s\n' "$*" >&2; exit 1; }
 
 pids=()
-temporal_pid="" # the background build of the Temporal CLI, while it runs
+# Background builds while they run: the Temporal CLI, the demo tools, the workers.
+temporal_pid="" tools_pid="" workers_pid=""
 cleanup() {
   trap - EXIT INT TERM
-  if [ -n "$temporal_pid" ]; then kill -TERM "$temporal_pid" 2>/dev/null || true; fi
+  for b in $temporal_pid $tools_pid $workers_pid; do kill -TERM "$b" 2>/dev/null || true; done
   if [ "${#pids[@]}" -gt 0 ]; then
     say "stopping ${#pids[@]} processes"
     kill -TERM "${pids[@]}" 2>/dev/null || true
@@ -66,15 +67,29 @@ temporal_step() { # advances the state without blocking; say()s each change
     starting)
       if (exec 3<>/dev/tcp/127.0.0.1/7233) 2>/dev/null; then
         temporal_state=ready
-        say "Temporal ready at 127.0.0.1:7233 (UI http://localhost:8233); the workers connect to it on their own"
+        say "Temporal ready at 127.0.0.1:7233 (UI http://localhost:8233); the workers connect within 30 s"
       fi ;;
   esac
 }
+workers_step() { # starts the workers once they are built, without blocking
+  [ -n "$workers_pid" ] && ! kill -0 "$workers_pid" 2>/dev/null || return 0
+  wait "$workers_pid" || die "building the workers failed (see .run/logs/build-workers.log)"
+  workers_pid=""
+  say "starting the workers (they connect to Temporal once it answers)"
+  ADMIN_ADDR=127.0.0.1:9085 start jobs-worker "$BIN/jobs-worker"
+  ADMIN_ADDR=127.0.0.1:9086 start community-worker "$BIN/community-worker"
+}
 preparing() { # what is still coming up, for the user
+  local p=()
+  [ -z "$tools_pid" ] || p+=("demo data")
+  [ -z "$workers_pid" ] || p+=("workers (building)")
   case $temporal_state in
-    building) echo "Temporal CLI (building in the background, first run only; .run/logs/temporal-install.log)" ;;
-    starting) echo "Temporal dev server (starting)" ;;
+    building) p+=("Temporal CLI (building in the background, first run only; .run/logs/temporal-install.log)") ;;
+    starting) p+=("Temporal dev server (starting)") ;;
   esac
+  local out="" x
+  for x in "${p[@]}"; do out+="${out:+; }$x"; done
+  echo "$out"
 }
 
 for p in 8080 8081 8082 8083 8084 9080 9081 9082 9083 9084 9085 9086; do
@@ -115,7 +130,19 @@ fi
 
 say "building the services and the API reference page"
 make --no-print-directory docs >/dev/null
-GOBIN="$BIN" go install -tags grpcnotrace github.com/coworkjobs/coworkjobs/services/...  # why: Makefile, GO_TAGS
+# The APIs first, so that the gateway answers while the rest builds: the
+# workers add the Temporal SDK and its generated API, a quarter of a cold
+# build's compiled output, which nothing else needs; the demo tools (seeds,
+# keys) only link what the APIs compiled. (-tags: GO_TAGS in the Makefile.)
+S=github.com/coworkjobs/coworkjobs/services
+GOBIN="$BIN" go install -tags grpcnotrace $S/gateway/cmd/gateway $S/directory/cmd/directory $S/jobs/cmd/jobs \
+  $S/content/cmd/content $S/community/cmd/community $S/community/cmd/mailcatcher
+GOBIN="$BIN" go install -tags grpcnotrace $S/gateway/cmd/gateway-keys $S/directory/cmd/directory-seed \
+  $S/jobs/cmd/jobs-seed $S/content/cmd/content-seed $S/community/cmd/community-seed >"$RUN/logs/build-tools.log" 2>&1 &
+tools_pid=$!
+GOBIN="$BIN" go install -tags grpcnotrace $S/jobs/cmd/jobs-worker $S/community/cmd/community-worker \
+  >"$RUN/logs/build-workers.log" 2>&1 &
+workers_pid=$!
 temporal_step
 
 if [ -z "${SMTP_URL:-}" ]; then
@@ -130,15 +157,14 @@ say "starting the services (logs in .run/logs)"
 HTTP_ADDR=127.0.0.1:8082 ADMIN_ADDR=127.0.0.1:9082 start directory "$BIN/directory"
 wait_ready 8082 directory
 HTTP_ADDR=127.0.0.1:8081 ADMIN_ADDR=127.0.0.1:9081 start jobs "$BIN/jobs"
-ADMIN_ADDR=127.0.0.1:9085 start jobs-worker "$BIN/jobs-worker"
 HTTP_ADDR=127.0.0.1:8083 ADMIN_ADDR=127.0.0.1:9083 start content "$BIN/content"
 HTTP_ADDR=127.0.0.1:8084 ADMIN_ADDR=127.0.0.1:9084 start community "$BIN/community"
-ADMIN_ADDR=127.0.0.1:9086 start community-worker "$BIN/community-worker"
 HTTP_ADDR=127.0.0.1:8080 ADMIN_ADDR=127.0.0.1:9080 start gateway "$BIN/gateway"
 for s in jobs:8081 content:8083 community:8084 gateway:8080; do wait_ready "${s#*:}" "${s%%:*}"; done
 temporal_step
 still=$(preparing)
 say "gateway answering at http://localhost:8080/v2${still:+; still preparing: $still}"
+workers_step
 
 if [ "${PROMETHEUS:-on}" != off ]; then
   say "starting Prometheus on http://localhost:9099 (scrapes every admin port, the chart's alert rules)"
@@ -146,6 +172,8 @@ if [ "${PROMETHEUS:-on}" != off ]; then
     directory=127.0.0.1:9082 content=127.0.0.1:9083 community=127.0.0.1:9084 jobs-worker=127.0.0.1:9085 community-worker=127.0.0.1:9086
 fi
 
+wait "$tools_pid" || die "building the demo tools failed (see .run/logs/build-tools.log)"
+tools_pid=""
 say "loading demo data"
 "$BIN/directory-seed" demo >>"$RUN/logs/seed.log" 2>&1 || die "directory seed failed (see .run/logs/seed.log)"
 "$BIN/jobs-seed" demo >>"$RUN/logs/seed.log" 2>&1 || die "jobs seed failed (see .run/logs/seed.log)"
@@ -158,7 +186,7 @@ cat <<EOF
 
   coworkjobs is running at  http://localhost:8080/v2
   OpenAPI document          http://localhost:8080/v2/openapi.json
-  Temporal UI               http://localhost:8233 (when started here$(s=$(preparing); [ -z "$s" ] || echo "; still preparing: $s"))
+  Temporal UI               http://localhost:8233 (when started here)
   Mails (confirmations)     $RUN/mail
   Logs                      $RUN/logs
   Prometheus                $([ "${PROMETHEUS:-on}" = off ] && echo "off (PROMETHEUS=off)" || echo "http://localhost:9099 (Debian's classic UI: /classic/alerts, /classic/targets)")
@@ -173,11 +201,15 @@ $(sed 's/^/    /' <<<"$KEYS")
 
   Press Ctrl-C to stop everything.
 EOF
+still=$(preparing)
+[ -z "$still" ] || say "still preparing: $still; this says when it is ready"
 
-# Stay up until Ctrl-C or until a service exits on its own, bringing Temporal
-# up meanwhile (polled: `wait -n` cannot also watch a port).
+# Stay up until Ctrl-C or until a service exits on its own, bringing the
+# workers and Temporal up meanwhile (polled: `wait -n` cannot also watch a
+# port).
 while :; do
   for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || die "a process exited; see $RUN/logs"; done
+  workers_step
   temporal_step
   sleep 1
 done
