@@ -54,7 +54,7 @@ func TestTypeScriptClientTypeChecks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil { //nolint:gosec // G703: two fixed names in the test's own temp dir
 			t.Fatal(err)
 		}
 	}
