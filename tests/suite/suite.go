@@ -281,6 +281,7 @@ func (s *Suite) Start(ctx context.Context, name string) error {
 		}
 	}
 	cmd := exec.Command(filepath.Join(s.Bin, command(name)))
+	dieWithParent(cmd)
 	cmd.Env = append(append([]string{}, s.Env...), "HTTP_ADDR="+strings.TrimPrefix(s.URL[name], "http://"))
 	if a, ok := s.Admin[name]; ok {
 		cmd.Env = append(cmd.Env, "ADMIN_ADDR="+strings.TrimPrefix(a, "http://"))
