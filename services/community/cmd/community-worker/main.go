@@ -149,7 +149,9 @@ func run(ctx context.Context, log *slog.Logger) error {
 	g.Go(func() error { return relay.Run(ctx, cfg.OutboxInterval) })
 	g.Go(func() error {
 		return metrics.ServeAdmin(ctx, cfg.AdminAddr, m.Registry, log, metrics.WithReadiness(map[string]metrics.Check{
-			"postgres": pg.Check(pool), "temporal": temporalx.Check(tc)}))
+			"postgres": pg.Check(pool), "temporal": temporalx.Check(tc),
+			// Temporal may answer while the worker still waits out a back-off.
+			"worker": func(context.Context) error { return w.Ready() }}))
 	})
 	g.Go(func() error { return web.ServePprof(ctx, cfg.PprofAddr, log) })
 	return g.Wait()
