@@ -77,7 +77,7 @@ test: docs ## Every module's tests, against the local PostgreSQL and Redis; ever
 # runs only it. It fails in CI (CI set) when node or tools/npm are missing, and skips locally.
 .PHONY: ts-check
 ts-check: $(NPM_TOOLS)/node_modules/.package-lock.json ## Type-check api/ts-check (openapi-fetch) against openapi-typescript types of the served /v2/openapi.json
-	@bash scripts/deps.sh test
+	@PROMETHEUS=off bash scripts/deps.sh
 	go test -count=1 -run '^TestTypeScriptClientTypeChecks$$' ./services/gateway/tests
 
 .PHONY: test-race
