@@ -96,7 +96,7 @@ func TestBuildsUseGRPCNoTrace(t *testing.T) {
 	for file, want := range map[string]string{
 		"Makefile":             "GO_TAGS := grpcnotrace",
 		"Tiltfile":             "go build -trimpath -tags=grpcnotrace",
-		"scripts/run.sh":       "go install -tags grpcnotrace github.com/coworkjobs/coworkjobs/services/...",
+		"scripts/run.sh":       "go install -tags grpcnotrace $S/",
 		"tests/suite/suite.go": `"go", "build", "-tags", "grpcnotrace"`,
 	} {
 		b, err := os.ReadFile(filepath.Join(root, file))
@@ -105,6 +105,17 @@ func TestBuildsUseGRPCNoTrace(t *testing.T) {
 		}
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s: the services' build lacks the grpcnotrace tag (want %q)", file, want)
+		}
+	}
+	// make run builds the services in several steps (the APIs first): each
+	// one that builds a command of ours carries the tag.
+	b, err := os.ReadFile(filepath.Join(root, "scripts", "run.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "go install") && strings.Contains(line, "$S/") && !strings.Contains(line, "-tags grpcnotrace") {
+			t.Errorf("scripts/run.sh:%d: a build of the services without the grpcnotrace tag: %s", i+1, line)
 		}
 	}
 }
