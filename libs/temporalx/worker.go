@@ -85,7 +85,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return nil
+			return nil //nolint:nilerr // stopping (ctx done) is not a failure to start
 		}
 		// Jitter in [wait/2, wait].
 		d := wait/2 + rand.N(wait/2+1) //nolint:gosec // G404: jitter, not a secret

@@ -237,8 +237,11 @@ func TemporalCLI() (string, error) {
 	}
 	out, err := exec.Command("go", "env", "GOWORK").Output()
 	root := filepath.Dir(strings.TrimSpace(string(out)))
-	if err != nil || root == "." || strings.TrimSpace(string(out)) == "off" {
-		return "", fmt.Errorf("no go.work found (go env GOWORK: %q %v)", out, err)
+	if err != nil {
+		return "", fmt.Errorf("go env GOWORK: %w", err)
+	}
+	if root == "." || strings.TrimSpace(string(out)) == "off" {
+		return "", fmt.Errorf("no go.work found (go env GOWORK: %q)", out)
 	}
 	local := filepath.Join(root, "bin", "temporal")
 	if _, err := os.Stat(local); err == nil {
