@@ -70,6 +70,18 @@ func rawRequest(conn net.Conn, rd *bufio.Reader, method, host, path, key, body s
 	return err
 }
 
+// scrape reads a process's /metrics as Prometheus would.
+func scrape(t *testing.T, admin string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, text
+}
+
 // A concurrent burst of mixed methods, paths and bodies through every
 // service must leave every /metrics answering 200 with only known label
 // values. Fiber's strings point into fasthttp's reused buffers unless the app
@@ -142,14 +154,9 @@ func TestMetricsSurviveAConcurrentMixedBurst(t *testing.T) {
 	}
 
 	for name, admin := range admins {
-		resp, err := http.Get(admin + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		text, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Errorf("%s: /metrics answered %d after the burst:\n%.600s", name, resp.StatusCode, text)
+		status, text := scrape(t, admin)
+		if status != 200 {
+			t.Errorf("%s: /metrics answered %d after the burst:\n%.600s", name, status, text)
 			continue
 		}
 		parser := expfmt.NewTextParser(model.LegacyValidation)

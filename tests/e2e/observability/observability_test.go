@@ -394,12 +394,10 @@ func TestMetricsPromlintCleanAndBounded(t *testing.T) {
 		"jobs-worker": {"jobs_expired_total", "pgxpool_max_connections", "go_goroutines"},
 	}
 	for name, admin := range admins {
-		resp, err := http.Get(admin + "/metrics")
-		if err != nil {
-			t.Fatal(err)
+		status, text := scrape(t, admin)
+		if status != 200 {
+			t.Errorf("%s: /metrics answered %d", name, status)
 		}
-		text, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
 		problems, err := promlint.New(bytes.NewReader(text)).Lint()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
