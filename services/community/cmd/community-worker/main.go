@@ -19,6 +19,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
+	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/telemetry"
@@ -26,7 +27,6 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus/stores/newsletterdb"
-	"github.com/coworkjobs/coworkjobs/services/community/internal/mailer"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/workflows/optin"
 	"github.com/coworkjobs/coworkjobs/services/community/migrations"
 )

@@ -16,7 +16,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
-	"github.com/coworkjobs/coworkjobs/services/community/internal/mailcatcher"
+	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
 )
 
 type catcherConfig struct {

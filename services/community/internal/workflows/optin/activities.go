@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
-	"github.com/coworkjobs/coworkjobs/services/community/internal/mailer"
 )
 
 // Activities are the workflow's side effects; the struct holds their dependencies.

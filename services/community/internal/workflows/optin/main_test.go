@@ -11,12 +11,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
+	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus/stores/newsletterdb"
-	"github.com/coworkjobs/coworkjobs/services/community/internal/mailcatcher"
-	"github.com/coworkjobs/coworkjobs/services/community/internal/mailer"
 	"github.com/coworkjobs/coworkjobs/services/community/migrations"
 )
 

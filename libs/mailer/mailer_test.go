@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coworkjobs/coworkjobs/services/community/internal/mailcatcher"
-	"github.com/coworkjobs/coworkjobs/services/community/internal/mailer"
+	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
+	"github.com/coworkjobs/coworkjobs/libs/mailer"
 )
 
 // startCatcher runs the real SMTP catcher on a loopback port.
