@@ -228,11 +228,22 @@ type resp struct {
 		Status  int             `json:"status"`
 		Data    json.RawMessage `json:"data"`
 		Error   *struct {
-			Code    string   `json:"code"`
-			Message string   `json:"message"`
-			Details []string `json:"details"`
+			Code    string     `json:"code"`
+			Message string     `json:"message"`
+			Details detailList `json:"details"`
 		} `json:"error"`
 	}
+}
+
+// detailList is the 422's list of problems; the object details of other
+// answers (a refused transition's) are read from Body instead.
+type detailList []string
+
+func (d *detailList) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '[' {
+		return json.Unmarshal(b, (*[]string)(d))
+	}
+	return nil
 }
 
 func (r resp) data(t *testing.T, dst any) {

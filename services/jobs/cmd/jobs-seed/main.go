@@ -196,7 +196,7 @@ func demo(ctx context.Context, log *slog.Logger, bus *jobbus.Business, cat dircl
 		salMin, salMax := int64(28000+r.IntN(10)*1000), int64(40000+r.IntN(20)*1000)
 		in.Title, in.Company, in.Description, in.JobType, in.Tags = &title, &company, &desc, &jt, &tags
 		in.IDCity, in.ExternalURL, in.IsRemote, in.SalMin, in.SalMax = &cityID, &ext, &remote, &salMin, &salMax
-		res, _, err := bus.Create(ctx, caller, in, nil, nil)
+		res, err := bus.Create(ctx, caller, in)
 		if err != nil {
 			return fmt.Errorf("demo job %d: %w", i+1, err)
 		}

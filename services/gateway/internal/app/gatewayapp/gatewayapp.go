@@ -347,7 +347,7 @@ func (a *App) info(c *fiber.Ctx) error {
 	}
 	routes := make([]routeInfo, 0, len(Table))
 	for _, r := range Table {
-		ri := routeInfo{Method: r.Method, Path: r.Path, Auth: "public", Scopes: []string{}, Write: r.Write, RateLimited: a.limited(r)}
+		ri := routeInfo{Method: r.Method, Path: DocPath(r.Path), Auth: "public", Scopes: []string{}, Write: r.Write, RateLimited: a.limited(r)}
 		if !r.Public() {
 			ri.Auth, ri.Scopes = "key", r.Scopes
 		}
@@ -363,4 +363,17 @@ func (a *App) info(c *fiber.Ctx) error {
 // RunBackground starts the gateway's background work (health polling).
 func (a *App) RunBackground(ctx context.Context) {
 	go a.health.run(ctx)
+}
+
+// DocPath writes a Fiber route path as the OpenAPI document does:
+// /v2/jobs/:id_job<int> is /v2/jobs/{id_job}.
+func DocPath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if strings.HasPrefix(s, ":") {
+			name, _, _ := strings.Cut(s[1:], "<")
+			segs[i] = "{" + name + "}"
+		}
+	}
+	return strings.Join(segs, "/")
 }

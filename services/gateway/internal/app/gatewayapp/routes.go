@@ -62,7 +62,13 @@ var Table = []Route{
 
 	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List active jobs"},
 	{Method: "POST", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Create or update a job"},
+	{Method: "GET", Path: "/v2/jobs/:id_job<int>", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "One job with its description"},
 	{Method: "POST", Path: "/v2/jobs/unpublish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Unpublish a job"},
+	{Method: "POST", Path: "/v2/jobs/publish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Publish a draft"},
+	{Method: "POST", Path: "/v2/jobs/pause", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Pause an active job"},
+	{Method: "POST", Path: "/v2/jobs/resume", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Resume a paused job"},
+	{Method: "POST", Path: "/v2/jobs/relist", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Relist an expired job"},
+	{Method: "POST", Path: "/v2/jobs/close", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Close a filled position"},
 	{Method: "GET", Path: "/v2/vine/jobs", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Jobs feed"},
 
 	{Method: "GET", Path: "/v2/cities", Backend: BackendDirectory, Scopes: citiesRead, Limit: LimitKeyRead, Summary: "Confirmed cities"},

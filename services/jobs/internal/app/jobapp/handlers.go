@@ -269,50 +269,88 @@ func (h *handlers) create(c *fiber.Ctx) error {
 		idem.RequestHash = hex.EncodeToString(sum[:])
 	}
 
-	var body []byte
-	render := func(r jobbus.CreateResult) (int, []byte, error) {
-		b, err := json.Marshal(web.Envelope{Success: true, Status: http.StatusCreated, Data: toCreateResultDTO(r)})
-		body = b
-		return http.StatusCreated, b, err
+	ctx := c.UserContext()
+	if idem != nil {
+		stored, err := h.bus.Replay(ctx, *idem)
+		if err != nil {
+			return toWebError(err)
+		}
+		if stored != nil {
+			return h.replay(c, stored)
+		}
 	}
-	res, stored, err := h.bus.Create(c.UserContext(), caller(c), req.toInput(), idem, render)
+	// The rules and the directory are asked before any transaction begins.
+	nj, err := h.bus.Prepare(ctx, caller(c), req.toInput())
 	if err != nil {
 		return toWebError(err)
 	}
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	if stored == nil {
+	if idem == nil {
+		res, err := h.bus.Save(ctx, nj)
+		if err != nil {
+			return toWebError(err)
+		}
+		body, err := renderCreated(res)
+		if err != nil {
+			return err
+		}
 		h.writes.inc(res.Action)
-	} else {
-		h.writes.inc("replayed")
-		c.Set(HeaderReplayed, "true")
-		return c.Status(stored.Status).Send(stored.Body)
+		return sendJSON(c, http.StatusCreated, body)
 	}
-	return c.Status(http.StatusCreated).Send(body)
-}
 
-// unpublish answers POST /v2/jobs/unpublish.
-func (h *handlers) unpublish(c *fiber.Ctx) error {
-	var req unpublishRequest
-	if err := web.DecodeJSON(c, &req); err != nil {
+	// With an Idempotency-Key the job and the reply given for it commit
+	// together: a retry gets this reply or finds nothing written.
+	tx, err := h.bus.Begin(ctx)
+	if err != nil {
 		return err
 	}
-	if isNull(req.JobID) {
-		return web.Validation("Validation failed", []string{"job_id is required"})
+	defer func() { _ = tx.Rollback(ctx) }()
+	bus, err := h.bus.NewWithTx(tx)
+	if err != nil {
+		return err
 	}
-	var p []string
-	id := rawInt(req.JobID, "job_id", &p)
-	if len(p) > 0 {
-		return web.Validation("Validation failed", p)
-	}
-	if *id < 1 {
-		return web.Validation("Validation failed", []string{"job_id must be a positive integer"})
-	}
-	res, err := h.bus.Unpublish(c.UserContext(), caller(c), *id)
+	stored, err := bus.ClaimIdempotency(ctx, *idem)
 	if err != nil {
 		return toWebError(err)
 	}
+	if stored != nil {
+		return h.replay(c, stored)
+	}
+	res, err := bus.Save(ctx, nj)
+	if err != nil {
+		return toWebError(err)
+	}
+	body, err := renderCreated(res)
+	if err != nil {
+		return err
+	}
+	if err := bus.RememberReply(ctx, *idem, http.StatusCreated, body, res.JobID); err != nil {
+		return toWebError(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit job: %w", err)
+	}
 	h.writes.inc(res.Action)
-	return web.OK(c, http.StatusOK, unpublishDTO{JobID: res.JobID, Status: res.Status, Action: res.Action})
+	return sendJSON(c, http.StatusCreated, body)
+}
+
+func renderCreated(r jobbus.CreateResult) ([]byte, error) {
+	b, err := json.Marshal(web.Envelope{Success: true, Status: http.StatusCreated, Data: toCreateResultDTO(r)})
+	if err != nil {
+		return nil, fmt.Errorf("render result: %w", err)
+	}
+	return b, nil
+}
+
+// replay answers with the reply recorded for an Idempotency-Key.
+func (h *handlers) replay(c *fiber.Ctx, stored *jobbus.StoredResponse) error {
+	h.writes.inc("replayed")
+	c.Set(HeaderReplayed, "true")
+	return sendJSON(c, stored.Status, stored.Body)
+}
+
+func sendJSON(c *fiber.Ctx, status int, body []byte) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(status).Send(body)
 }
 
 // feed answers GET /v2/vine/jobs: the latest active jobs in the shared feed

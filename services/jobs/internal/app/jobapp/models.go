@@ -151,18 +151,6 @@ func toCreateResultDTO(r jobbus.CreateResult) createResultDTO {
 	}
 }
 
-// unpublishRequest is the body of POST /v2/jobs/unpublish.
-type unpublishRequest struct {
-	JobID json.RawMessage `json:"job_id"`
-}
-
-// unpublishDTO answers an unpublish.
-type unpublishDTO struct {
-	JobID  int64  `json:"job_id"`
-	Status string `json:"status"`
-	Action string `json:"action"`
-}
-
 // paginationDTO is the spec's Pagination object.
 type paginationDTO struct {
 	Total        int  `json:"total"`

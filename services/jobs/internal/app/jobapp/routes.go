@@ -1,5 +1,5 @@
 // Package jobapp is the HTTP layer of the jobs service: GET and POST
-// /v2/jobs, POST /v2/jobs/unpublish and the public feed GET /v2/vine/jobs.
+// /v2/jobs, GET /v2/jobs/{id_job}, the transitions POST /v2/jobs/{event} and the public feed GET /v2/vine/jobs.
 package jobapp
 
 import (
@@ -37,6 +37,9 @@ func Routes(app *fiber.App, cfg Config) {
 	writers := identity.RequireKind(identity.KindLive)
 	v2.Get("/jobs", readers, h.list)
 	v2.Post("/jobs", writers, h.create)
-	v2.Post("/jobs/unpublish", writers, h.unpublish)
+	for _, ev := range jobbus.RouteEvents {
+		v2.Post("/jobs/"+string(ev), writers, h.transition(ev))
+	}
+	v2.Get("/jobs/:id_job<int>", readers, h.get)
 	v2.Get("/vine/jobs", h.feed)
 }

@@ -12,31 +12,51 @@ import (
 	"unicode/utf8"
 )
 
-// Storer is the storage the rules need.
+// Storer is the storage the rules need. It persists what the rules decided;
+// it does not decide.
 type Storer interface {
+	// Begin starts a transaction; NewWithTx binds a store to it.
+	Begin(ctx context.Context) (Tx, error)
+	NewWithTx(tx Tx) (Storer, error)
+
 	// Plan returns a plan by id, ErrNotFound when there is none.
 	Plan(ctx context.Context, id int) (Plan, error)
+
 	// StoredResponse returns the recorded answer of an idempotency key
 	// created after since, ErrNotFound when there is none.
 	StoredResponse(ctx context.Context, keyID int64, key string, since time.Time) (StoredResponse, error)
-	// Upsert inserts nj or updates the job with its fingerprint in one
-	// transaction with its expiry intent and, when idem is set, the
-	// idempotency record rendered by finish. With idem, a concurrent holder
-	// of the key gives ErrInFlight and an already recorded answer is
-	// returned instead of writing anything.
-	Upsert(ctx context.Context, nj NewJob, idem *Idempotency, since time.Time,
-		finish func(Written) (status int, body []byte, err error)) (Written, *StoredResponse, error)
+	// LockIdempotency takes the key's lock for the transaction; false when
+	// another transaction holds it.
+	LockIdempotency(ctx context.Context, keyID int64, key string) (bool, error)
+	// DeleteIdempotency removes a key's (expired) record.
+	DeleteIdempotency(ctx context.Context, keyID int64, key string) error
+	// SaveResponse records the answer of an idempotency key; ErrInFlight
+	// when a concurrent request recorded one first.
+	SaveResponse(ctx context.Context, idem Idempotency, status int, body []byte, jobID int64) error
+
+	// Upsert inserts nj or applies its fingerprint update, with its expiry
+	// intent (and, for an insert, its creation mail) in the same statement.
+	Upsert(ctx context.Context, nj NewJob) (Written, error)
 	// List streams the matching active jobs.
 	List(ctx context.Context, f ListFilter) (JobRows, error)
 	// Page returns one page of matching active jobs and the total.
 	Page(ctx context.Context, f ListFilter) ([]Job, int, error)
 	// Feed returns the latest active jobs with their descriptions.
 	Feed(ctx context.Context, limit int) ([]Job, error)
-	// JobOwner returns a job's owner space, creating key and status.
-	JobOwner(ctx context.Context, jobID int64) (spaceID, keyID int64, status string, err error)
-	// Expire moves a job to expired when its status is one of from; it
-	// reports whether it did and the status the job has afterwards.
-	Expire(ctx context.Context, jobID int64, from []string) (bool, string, error)
+
+	// QueryByID returns a job in any status; forUpdate locks its row for
+	// the transaction. ErrNotFound when there is none.
+	QueryByID(ctx context.Context, id int64, forUpdate bool) (Detail, error)
+	// QueryByHash returns the job whose edit hash is hash, ErrNotFound for none.
+	QueryByHash(ctx context.Context, hash string) (Detail, error)
+	// Apply persists a decided change while the job is still in c.From
+	// (ErrStale otherwise), with its expiry intent when c.Schedule().
+	Apply(ctx context.Context, c Change) (Detail, error)
+	// RecordPayment keeps a payment; false when its (provider, reference)
+	// was recorded before.
+	RecordPayment(ctx context.Context, p Payment, action string) (bool, error)
+	// Edit writes the poster's edit of a job.
+	Edit(ctx context.Context, id int64, e Edited) (Detail, error)
 }
 
 // JobRows iterates a streamed listing. Scan reuses dst.
@@ -68,11 +88,27 @@ type Business struct {
 	now   func() time.Time
 }
 
-// New returns the job rules over a store and the directory.
+// New returns the job rules over a store and the directory (nil for the
+// callers that never create a job: the worker, the admin command).
 func New(store Storer, dir Directory, cfg Config) *Business {
 	cfg.PublicBaseURL = strings.TrimRight(cfg.PublicBaseURL, "/")
 	return &Business{store: store, dir: dir, cfg: cfg, now: time.Now}
 }
+
+// NewWithTx returns the same rules over a store bound to tx, so that a
+// caller can write more in the same transaction (the idempotent reply).
+func (b *Business) NewWithTx(tx Tx) (*Business, error) {
+	s, err := b.store.NewWithTx(tx)
+	if err != nil {
+		return nil, err
+	}
+	nb := *b
+	nb.store = s
+	return &nb, nil
+}
+
+// Begin starts a transaction for NewWithTx.
+func (b *Business) Begin(ctx context.Context) (Tx, error) { return b.store.Begin(ctx) }
 
 // JobURL is the full public URL of a job's details page.
 func (b *Business) JobURL(pageURL string) string { return b.cfg.PublicBaseURL + "/jobs/" + pageURL }
@@ -80,52 +116,64 @@ func (b *Business) JobURL(pageURL string) string { return b.cfg.PublicBaseURL + 
 // BaseURL is the configured public base URL.
 func (b *Business) BaseURL() string { return b.cfg.PublicBaseURL }
 
-// Create validates in, then creates the job or updates the one with the same
-// fingerprint. With idem, an earlier answer to the same key is replayed
-// (returned as the *StoredResponse), and the new answer is recorded in the
-// job's transaction through render.
-func (b *Business) Create(ctx context.Context, caller Caller, in CreateInput, idem *Idempotency, render Renderer) (CreateResult, *StoredResponse, error) {
-	since := b.now().Add(-IdempotencyTTL)
-	if idem != nil {
-		stored, err := b.store.StoredResponse(ctx, idem.KeyID, idem.Key, since)
-		switch {
-		case err == nil:
-			if stored.RequestHash != idem.RequestHash {
-				return CreateResult{}, nil, ErrIdempotencyMismatch
-			}
-			return CreateResult{}, &stored, nil
-		case !errors.Is(err, ErrNotFound):
-			return CreateResult{}, nil, fmt.Errorf("read idempotency key: %w", err)
-		}
+// Replay returns the recorded answer of an idempotency key, nil when there
+// is none; ErrIdempotencyMismatch when the key came with another request.
+func (b *Business) Replay(ctx context.Context, idem Idempotency) (*StoredResponse, error) {
+	stored, err := b.store.StoredResponse(ctx, idem.KeyID, idem.Key, b.now().Add(-IdempotencyTTL))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read idempotency key: %w", err)
+	case stored.RequestHash != idem.RequestHash:
+		return nil, ErrIdempotencyMismatch
 	}
+	return &stored, nil
+}
 
-	nj, err := b.prepare(ctx, caller, in)
+// ClaimIdempotency takes an idempotency key for the bound transaction: the
+// recorded answer when a concurrent request finished first, ErrInFlight
+// while one is still running, nil when the caller may go on.
+func (b *Business) ClaimIdempotency(ctx context.Context, idem Idempotency) (*StoredResponse, error) {
+	locked, err := b.store.LockIdempotency(ctx, idem.KeyID, idem.Key)
 	if err != nil {
-		return CreateResult{}, nil, err
+		return nil, err
 	}
+	if !locked {
+		return nil, ErrInFlight
+	}
+	stored, err := b.Replay(ctx, idem)
+	if stored != nil || err != nil {
+		return stored, err
+	}
+	// An expired record of the same key gives way to the new request.
+	return nil, b.store.DeleteIdempotency(ctx, idem.KeyID, idem.Key)
+}
 
-	var res CreateResult
-	finish := func(w Written) (int, []byte, error) {
-		res = b.result(nj, w)
-		if render == nil {
-			return 0, nil, nil
-		}
-		return render(res)
-	}
-	w, stored, err := b.store.Upsert(ctx, nj, idem, since, finish)
+// RememberReply records the answer given to an idempotency key, in the
+// transaction the job was written in.
+func (b *Business) RememberReply(ctx context.Context, idem Idempotency, status int, body []byte, jobID int64) error {
+	return b.store.SaveResponse(ctx, idem, status, body, jobID)
+}
+
+// Create validates in, then creates the job or updates the one with the
+// same fingerprint.
+func (b *Business) Create(ctx context.Context, caller Caller, in CreateInput) (CreateResult, error) {
+	nj, err := b.Prepare(ctx, caller, in)
 	if err != nil {
-		return CreateResult{}, nil, err
+		return CreateResult{}, err
 	}
-	if stored != nil {
-		if stored.RequestHash != idem.RequestHash {
-			return CreateResult{}, nil, ErrIdempotencyMismatch
-		}
-		return CreateResult{}, stored, nil
+	return b.Save(ctx, nj)
+}
+
+// Save writes a prepared job: an insert, or the fingerprint update the
+// lifecycle table decides.
+func (b *Business) Save(ctx context.Context, nj NewJob) (CreateResult, error) {
+	w, err := b.store.Upsert(ctx, nj)
+	if err != nil {
+		return CreateResult{}, err
 	}
-	if render == nil {
-		res = b.result(nj, w)
-	}
-	return res, nil, nil
+	return b.result(nj, w), nil
 }
 
 func (b *Business) result(nj NewJob, w Written) CreateResult {
@@ -174,45 +222,28 @@ func (b *Business) result(nj NewJob, w Written) CreateResult {
 	return r
 }
 
-// prepare applies every field rule and reports all problems at once.
-func (b *Business) prepare(ctx context.Context, caller Caller, in CreateInput) (NewJob, error) {
+// Prepare applies every field rule and reports all problems at once; the
+// directory is asked here, before any transaction begins.
+func (b *Business) Prepare(ctx context.Context, caller Caller, in CreateInput) (NewJob, error) {
 	p := append([]string(nil), in.TypeProblems...)
 	nj := NewJob{KeyID: caller.KeyID}
 
 	nj.Title = requiredText(in.Title, "title", MaxTitleLen, &p)
 	nj.Company = requiredText(in.Company, "company", MaxCompanyLen, &p)
-	if in.Description == nil || strings.TrimSpace(*in.Description) == "" {
+	if in.Description == nil {
 		p = append(p, "description is required")
-	} else if utf8.RuneCountInString(*in.Description) > MaxDescriptionLen {
-		p = append(p, fmt.Sprintf("description must be at most %d characters", MaxDescriptionLen))
-	} else if nj.Description = SanitizeDescription(*in.Description); Summary(nj.Description, 10) == "" {
-		p = append(p, "description has no text left after removing disallowed HTML")
-	}
-	if in.JobType == nil || strings.TrimSpace(*in.JobType) == "" {
-		p = append(p, "job_type is required")
-	} else if t := strings.ToLower(strings.TrimSpace(*in.JobType)); !ValidJobType(t) {
-		p = append(p, "job_type must be one of "+strings.Join(JobTypes, ", "))
 	} else {
-		nj.JobType = t
+		nj.Description = description(*in.Description, &p)
 	}
-	if in.Tags == nil || strings.TrimSpace(*in.Tags) == "" {
+	if in.JobType == nil {
+		p = append(p, "job_type is required")
+	} else {
+		nj.JobType = jobType(*in.JobType, &p)
+	}
+	if in.Tags == nil {
 		p = append(p, "tags is required")
 	} else {
-		tags := NormalizeTags(*in.Tags)
-		switch {
-		case len(tags) == 0:
-			p = append(p, "tags must contain at least one non-empty tag")
-		case len(tags) > MaxTags:
-			p = append(p, fmt.Sprintf("tags must contain at most %d tags", MaxTags))
-		default:
-			for _, t := range tags {
-				if utf8.RuneCountInString(t) > MaxTagLen {
-					p = append(p, fmt.Sprintf("each tag must be at most %d characters", MaxTagLen))
-					break
-				}
-			}
-		}
-		nj.Tags = strings.Join(tags, ",")
+		nj.Tags = tags(*in.Tags, &p)
 	}
 	if in.ExternalURL != nil && strings.TrimSpace(*in.ExternalURL) != "" {
 		u, ok := ExternalURL(*in.ExternalURL)
@@ -242,30 +273,10 @@ func (b *Business) prepare(ctx context.Context, caller Caller, in CreateInput) (
 		nj.InvEmail = strings.TrimSpace(*in.InvEmail)
 	}
 	nj.Currency = DefaultCurrency
-	if in.Currency != nil && strings.TrimSpace(*in.Currency) != "" {
-		c := strings.ToUpper(strings.TrimSpace(*in.Currency))
-		ok := false
-		for _, v := range Currencies {
-			ok = ok || v == c
-		}
-		if !ok {
-			p = append(p, "currency must be one of "+strings.Join(Currencies, ", "))
-		}
-		nj.Currency = c
+	if in.Currency != nil {
+		nj.Currency = currency(*in.Currency, &p)
 	}
-	salOK := true
-	for _, s := range []struct {
-		name string
-		v    *int64
-	}{{"sal_min", in.SalMin}, {"sal_max", in.SalMax}} {
-		if s.v != nil && (*s.v < 0 || *s.v > MaxSalary) {
-			p = append(p, fmt.Sprintf("%s must be between 0 and %d", s.name, MaxSalary))
-			salOK = false
-		}
-	}
-	if salOK && in.SalMin != nil && in.SalMax != nil && *in.SalMin > *in.SalMax {
-		p = append(p, "sal_min must not exceed sal_max")
-	}
+	salary(in.SalMin, in.SalMax, &p)
 	nj.SalMin, nj.SalMax = in.SalMin, in.SalMax
 
 	planID := int64(DefaultPlanID)
@@ -326,10 +337,9 @@ func (b *Business) prepare(ctx context.Context, caller Caller, in CreateInput) (
 	if len(p) > 0 {
 		return NewJob{}, &ValidationError{Problems: p}
 	}
-	nj.Status = StatusDraft
-	if pro || caller.TrustedImporter {
-		nj.Status = StatusActive
-	}
+	qualified := pro || caller.TrustedImporter
+	nj.Status = InitialStatus(qualified)
+	nj.UpdateFrom, nj.UpdateTo, nj.Refresh = UpdateMoves(qualified)
 	nj.Slug = Slug(nj.Title, nj.City.Slug)
 	nj.Fingerprint = Fingerprint(nj.Title, nj.Company, nj.City.ID, nj.ExternalURL)
 	nj.HashIdentifier = newHash()
@@ -418,29 +428,4 @@ func (b *Business) Page(ctx context.Context, f ListFilter) ([]Job, int, error) {
 // Feed returns the latest active jobs.
 func (b *Business) Feed(ctx context.Context, limit int) ([]Job, error) {
 	return b.store.Feed(ctx, limit)
-}
-
-// Unpublish moves a job of the caller to expired. A space key may touch only
-// its space's jobs; a key without a space only jobs of no space or jobs it
-// created itself. Active, draft and paused jobs are unpublished; expired and
-// closed ones are answered already_unpublished. The record is kept.
-func (b *Business) Unpublish(ctx context.Context, caller Caller, jobID int64) (UnpublishResult, error) {
-	spaceID, keyID, _, err := b.store.JobOwner(ctx, jobID)
-	if err != nil {
-		return UnpublishResult{}, err
-	}
-	allowed := caller.SpaceID != 0 && spaceID == caller.SpaceID ||
-		caller.SpaceID == 0 && (spaceID == 0 || keyID == caller.KeyID)
-	if !allowed {
-		return UnpublishResult{}, ErrForbidden
-	}
-	done, status, err := b.store.Expire(ctx, jobID, []string{StatusActive, StatusDraft, StatusPaused})
-	if err != nil {
-		return UnpublishResult{}, err
-	}
-	res := UnpublishResult{JobID: jobID, Status: status, Action: ActionAlreadyUnpublished}
-	if done {
-		res.Action = ActionUnpublished
-	}
-	return res, nil
 }

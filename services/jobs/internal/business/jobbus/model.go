@@ -5,6 +5,7 @@
 package jobbus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,12 +21,23 @@ const (
 	StatusClosed  = "closed"
 )
 
-// Actions of a create and of an unpublish.
+// Actions: what a create or a transition did (docs/job-lifecycle.md).
+// A transition that changes nothing answers "already_<state>".
 const (
 	ActionCreated            = "created"
 	ActionUpdated            = "updated"
+	ActionPublished          = "published"
+	ActionPaused             = "paused"
+	ActionResumed            = "resumed"
+	ActionRelisted           = "relisted"
+	ActionClosed             = "closed"
 	ActionUnpublished        = "unpublished"
 	ActionAlreadyUnpublished = "already_unpublished"
+	ActionExpired            = "expired"
+	ActionNotDue             = "not_due"
+	ActionPaid               = "paid"     // a payment settled a live job's bill
+	ActionRecorded           = "recorded" // a payment changed nothing but was kept
+	ActionReplayed           = "already_recorded"
 )
 
 // Limits of a create request.
@@ -68,6 +80,8 @@ var (
 	ErrInFlight             = errors.New("a request with this idempotency key is in progress")
 	ErrIdempotencyMismatch  = errors.New("idempotency key reused with a different request")
 	ErrDirectoryUnavailable = errors.New("directory unavailable")
+	// ErrStale is a change whose job left the state it was decided from.
+	ErrStale = errors.New("the job changed while the change was decided")
 )
 
 // ValidationError lists every problem of a request.
@@ -88,7 +102,8 @@ type Caller struct {
 type Plan struct {
 	ID             int
 	Name           string
-	Price          int
+	Price          int    // whole units of Currency
+	Currency       string // ISO 4217
 	ExpirationDays int
 	Active         bool
 }
@@ -159,8 +174,12 @@ type NewJob struct {
 	InvEmail                             string
 	Plan                                 Plan
 	Status                               string // initial status for an insert
-	Fingerprint                          string
-	HashIdentifier                       string
+	// UpdateFrom[i] → UpdateTo[i] are the status moves of a fingerprint
+	// update for this caller, Refresh the states whose plan and expiration
+	// it refreshes (UpdateMoves).
+	UpdateFrom, UpdateTo, Refresh []string
+	Fingerprint                   string
+	HashIdentifier                string
 }
 
 // Idempotency is the Idempotency-Key part of a create.
@@ -212,17 +231,6 @@ type CreateResult struct {
 	UnpublishURL   string
 }
 
-// Renderer turns a create result into the stored response (status and
-// body), so that the idempotency record commits with the job.
-type Renderer func(CreateResult) (status int, body []byte, err error)
-
-// UnpublishResult is the answer of an unpublish.
-type UnpublishResult struct {
-	JobID  int64
-	Status string
-	Action string
-}
-
 // ListFilter selects the jobs of a listing.
 type ListFilter struct {
 	Query    string // already lowercased, LIKE wildcards not yet escaped
@@ -254,7 +262,43 @@ type Job struct {
 	SalMin         *int64
 	SalMax         *int64
 	Currency       string
-	Description    string // only filled for the feed
+	Description    string // the feed and one job only
+}
+
+// Detail is one job with everything about it: GET /v2/jobs/{id_job}, the
+// pages, the mails and the payments read it.
+type Detail struct {
+	Job
+	CityID         int64
+	SpaceID        int64 // 0: the job belongs to no space
+	KeyID          int64 // the key that created it
+	Status         string
+	UpdatedAt      time.Time
+	Plan           Plan
+	IsPaid         bool
+	PausedAt       *time.Time
+	InvEmail       string
+	HashIdentifier string
+}
+
+// Links are a job's public URLs. ViewURL is set while the job is publicly
+// visible, PaymentURL while a payment is due.
+type Links struct {
+	URL, EditURL, UnpublishURL string
+	ViewURL, PaymentURL        *string
+}
+
+// EditInput is an edit from the poster's page; nil fields are unchanged.
+type EditInput struct {
+	Title, Company, Description, JobType, Tags, ApplyURL, Currency *string
+	IsRemote                                                       *int64
+	SalMin, SalMax                                                 *int64
+}
+
+// Tx is a database transaction a Business can be bound to (NewWithTx).
+type Tx interface {
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
 }
 
 // PageURL is the job's slug with its id, unique and stable.

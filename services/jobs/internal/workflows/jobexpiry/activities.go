@@ -3,6 +3,8 @@ package jobexpiry
 import (
 	"context"
 	"time"
+
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
 // Store is what the activities need from the jobs database.
@@ -29,7 +31,7 @@ func (a *Activities) ExpireJob(ctx context.Context, jobID int64) (ExpireResult, 
 		a.Metrics.add("timer", 1)
 	}
 	res := ExpireResult{Expired: expired, Status: status}
-	if found && !expired && status == "active" {
+	if found && !expired && status == jobbus.StatusActive {
 		res.NotDueUntil = &expiresAt
 	}
 	return res, nil

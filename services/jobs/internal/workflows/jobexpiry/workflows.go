@@ -11,6 +11,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
 // Names shared by the API, the relay and the worker.
@@ -94,7 +96,7 @@ func JobExpiryWorkflow(ctx workflow.Context, in Input) error {
 			continue
 		}
 		drain(ctx, sig, &expiresAt)
-		if expiresAt.After(workflow.Now(ctx)) && !res.Expired && res.Status == "active" {
+		if expiresAt.After(workflow.Now(ctx)) && !res.Expired && res.Status == jobbus.StatusActive {
 			continue // a signal moved the date while the activity ran
 		}
 		return nil

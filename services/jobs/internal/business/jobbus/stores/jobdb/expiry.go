@@ -8,15 +8,19 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
-// ExpireIfDue expires an active job whose expiration date has passed. When
+// ExpireIfDue expires a job whose expiration date has passed when the
+// lifecycle lets the expiry move its state (jobbus.ExpiryMoves). When
 // the job is not due yet it reports its current expiration date (it may have
 // moved) so that the caller re-arms its timer; found is false for no job.
 func (s *Store) ExpireIfDue(ctx context.Context, jobID int64) (expired bool, status string, expiresAt time.Time, found bool, err error) {
-	err = s.pool.QueryRow(ctx, `UPDATE jobs SET status = 'expired', updated_at = now()
-		WHERE id = $1 AND status = 'active' AND expiration_date <= now()
-		RETURNING status, expiration_date`, jobID).Scan(&status, &expiresAt)
+	from, to := jobbus.ExpiryMoves()
+	err = s.pool.QueryRow(ctx, `UPDATE jobs SET status = $3, updated_at = now()
+		WHERE id = $1 AND status = ANY($2) AND expiration_date <= now()
+		RETURNING status, expiration_date`, jobID, from, to).Scan(&status, &expiresAt)
 	if err == nil {
 		return true, status, expiresAt, true, nil
 	}
@@ -36,9 +40,10 @@ func (s *Store) ExpireIfDue(ctx context.Context, jobID int64) (expired bool, sta
 // ExpireOverdue expires up to limit active jobs past their expiration date
 // (the sweep) and reports how many it expired.
 func (s *Store) ExpireOverdue(ctx context.Context, limit int) (int, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET status = 'expired', updated_at = now()
-		WHERE id IN (SELECT id FROM jobs WHERE status = 'active' AND expiration_date <= now()
-		             ORDER BY expiration_date LIMIT $1 FOR UPDATE SKIP LOCKED)`, limit)
+	from, to := jobbus.ExpiryMoves()
+	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET status = $3, updated_at = now()
+		WHERE id IN (SELECT id FROM jobs WHERE status = ANY($2) AND expiration_date <= now()
+		             ORDER BY expiration_date LIMIT $1 FOR UPDATE SKIP LOCKED)`, limit, from, to)
 	if err != nil {
 		return 0, fmt.Errorf("expire overdue jobs: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/libs/pg"
@@ -20,16 +21,46 @@ import (
 // Store implements jobbus.Storer.
 type Store struct {
 	pool *pgxpool.Pool
+	// db is the pool, or the transaction of a store made by NewWithTx.
+	db db
+}
+
+// db is what a pool and a transaction have in common.
+type db interface {
+	querier
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // New returns a store over pool (whose search_path is the jobs schema).
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, db: pool} }
+
+// Begin implements jobbus.Storer.
+func (s *Store) Begin(ctx context.Context) (jobbus.Tx, error) {
+	tx, err := s.db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	}).Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return tx, nil
+}
+
+// NewWithTx implements jobbus.Storer.
+func (s *Store) NewWithTx(tx jobbus.Tx) (jobbus.Storer, error) {
+	ptx, ok := tx.(pgx.Tx)
+	if !ok {
+		return nil, fmt.Errorf("jobdb: a %T is not a pgx transaction", tx)
+	}
+	return &Store{pool: s.pool, db: ptx}, nil
+}
 
 // Plan implements jobbus.Storer.
 func (s *Store) Plan(ctx context.Context, id int) (jobbus.Plan, error) {
 	var p jobbus.Plan
-	err := s.pool.QueryRow(ctx, `SELECT id, name, price, expiration_days, active FROM plans WHERE id = $1`, id).
-		Scan(&p.ID, &p.Name, &p.Price, &p.ExpirationDays, &p.Active)
+	err := s.db.QueryRow(ctx, `SELECT id, name, price, currency, expiration_days, active FROM plans WHERE id = $1`, id).
+		Scan(&p.ID, &p.Name, &p.Price, &p.Currency, &p.ExpirationDays, &p.Active)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return jobbus.Plan{}, jobbus.ErrNotFound
 	}
@@ -41,7 +72,36 @@ func (s *Store) Plan(ctx context.Context, id int) (jobbus.Plan, error) {
 
 // StoredResponse implements jobbus.Storer.
 func (s *Store) StoredResponse(ctx context.Context, keyID int64, key string, since time.Time) (jobbus.StoredResponse, error) {
-	return storedResponse(ctx, s.pool, keyID, key, since)
+	return storedResponse(ctx, s.db, keyID, key, since)
+}
+
+// LockIdempotency implements jobbus.Storer: a transaction-scoped advisory lock.
+func (s *Store) LockIdempotency(ctx context.Context, keyID int64, key string) (bool, error) {
+	var locked bool
+	if err := s.db.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, lockKey(keyID, key)).Scan(&locked); err != nil {
+		return false, fmt.Errorf("lock idempotency key: %w", err)
+	}
+	return locked, nil
+}
+
+// DeleteIdempotency implements jobbus.Storer.
+func (s *Store) DeleteIdempotency(ctx context.Context, keyID int64, key string) error {
+	if _, err := s.db.Exec(ctx, `DELETE FROM idempotency_keys WHERE key_id = $1 AND idem_key = $2`, keyID, key); err != nil {
+		return fmt.Errorf("delete expired idempotency key: %w", err)
+	}
+	return nil
+}
+
+// SaveResponse implements jobbus.Storer.
+func (s *Store) SaveResponse(ctx context.Context, idem jobbus.Idempotency, status int, body []byte, jobID int64) error {
+	if _, err := s.db.Exec(ctx, `INSERT INTO idempotency_keys (key_id, idem_key, request_hash, response_status, response_body, job_id)
+		VALUES ($1, $2, $3, $4, $5, $6)`, idem.KeyID, idem.Key, idem.RequestHash, status, body, jobID); err != nil {
+		if pg.IsUniqueViolation(err) {
+			return jobbus.ErrInFlight
+		}
+		return fmt.Errorf("insert idempotency key: %w", err)
+	}
+	return nil
 }
 
 type querier interface {
@@ -72,9 +132,9 @@ func lockKey(keyID int64, key string) int64 {
 }
 
 // updatedColumns are what a fingerprint match writes, each as the value it
-// takes: the request's for the content, and for plan, expiry and status the
-// rules of States and transitions (an update never revives an expired, paused
-// or closed job; a draft may become active when the caller now qualifies).
+// takes: the request's for the content, and for plan, expiry and status what
+// the lifecycle table decided for this caller (jobbus.UpdateMoves): $25 the
+// states whose plan and expiry are refreshed, $26[i] → $27[i] the status moves.
 var updatedColumns = []struct{ name, value string }{
 	{"title", "EXCLUDED.title"}, {"company", "EXCLUDED.company"}, {"description", "EXCLUDED.description"},
 	{"job_type", "EXCLUDED.job_type"}, {"tags", "EXCLUDED.tags"}, {"is_remote", "EXCLUDED.is_remote"},
@@ -82,9 +142,9 @@ var updatedColumns = []struct{ name, value string }{
 	{"city_name", "EXCLUDED.city_name"}, {"city_slug", "EXCLUDED.city_slug"}, {"space_name", "EXCLUDED.space_name"},
 	{"sal_min", "EXCLUDED.sal_min"}, {"sal_max", "EXCLUDED.sal_max"}, {"currency", "EXCLUDED.currency"},
 	{"inv_email", "EXCLUDED.inv_email"},
-	{"plan_id", "CASE WHEN jobs.status IN ('draft', 'active') THEN EXCLUDED.plan_id ELSE jobs.plan_id END"},
-	{"expiration_date", "CASE WHEN jobs.status IN ('draft', 'active') THEN jobs.date_added + make_interval(days => $24::int) ELSE jobs.expiration_date END"},
-	{"status", "CASE WHEN jobs.status = 'draft' THEN EXCLUDED.status ELSE jobs.status END"},
+	{"plan_id", "CASE WHEN jobs.status = ANY($25::text[]) THEN EXCLUDED.plan_id ELSE jobs.plan_id END"},
+	{"expiration_date", "CASE WHEN jobs.status = ANY($25::text[]) THEN jobs.date_added + make_interval(days => $24::int) ELSE jobs.expiration_date END"},
+	{"status", "coalesce(($27::text[])[array_position($26::text[], jobs.status)], jobs.status)"},
 }
 
 // writtenColumns is the RETURNING list of upsertSQL, read by scanWritten.
@@ -119,16 +179,17 @@ WHERE (` + old.String() + `) IS DISTINCT FROM (` + new.String() + `)
 RETURNING ` + writtenColumns
 }()
 
-// upsertWithOutboxSQL is upsertSQL and its expiry intent in one statement, so
-// one round trip (and one implicit transaction) writes both: a create without
-// an Idempotency-Key needs no BEGIN, second INSERT and COMMIT of its own. An
+// upsertWithOutboxSQL is upsertSQL and its outbox rows in one statement, so
+// one round trip (and one implicit transaction) writes them all: a create
+// without an Idempotency-Key needs no BEGIN, second INSERT and COMMIT of its
+// own. An active job gets an expiry intent ($28 is jobbus.StatusActive). An
 // unchanged match is read back as it is (the second SELECT); that read uses
 // the statement's snapshot, so a match committed by a concurrent create after
 // it began returns no row at all, and Upsert runs the statement again.
 var upsertWithOutboxSQL = `WITH job AS (` + upsertSQL + `),
 outbox AS (
-    INSERT INTO expiry_outbox (job_id, expires_at)
-    SELECT id, expiration_date FROM job WHERE status IN ('active', 'draft')
+    INSERT INTO expiry_outbox (job_id, expires_at, kind)
+    SELECT id, expiration_date, 'expiry' FROM job WHERE status = $28
 )
 SELECT id, hash_identifier, slug, status, inserted, is_paid, expiration_date, apply_url,
        city_id, city_name, city_slug, plan_id FROM job
@@ -140,7 +201,8 @@ WHERE space_id = $2 AND fingerprint = $5 AND NOT EXISTS (SELECT FROM job)`
 func upsertArgs(nj jobbus.NewJob) []any {
 	return []any{nj.HashIdentifier, nj.SpaceID, nj.SpaceName, nj.KeyID, nj.Fingerprint, nj.Title, nj.Company, nj.Description,
 		nj.JobType, nj.Tags, nj.IsRemote, nj.Slug, nj.ExternalURL, nj.ApplyURL, nj.City.ID, nj.City.Name, nj.City.Slug,
-		nj.SalMin, nj.SalMax, nj.Currency, nj.InvEmail, nj.Plan.ID, nj.Status, nj.Plan.ExpirationDays}
+		nj.SalMin, nj.SalMax, nj.Currency, nj.InvEmail, nj.Plan.ID, nj.Status, nj.Plan.ExpirationDays,
+		nj.Refresh, nj.UpdateFrom, nj.UpdateTo, jobbus.StatusActive}
 }
 
 // scanWritten reads the RETURNING list of upsertSQL and completes w's plan.
@@ -155,8 +217,8 @@ func scanWritten(ctx context.Context, q querier, row pgx.Row, nj jobbus.NewJob) 
 	w.Plan = nj.Plan
 	// An update of an expired or paused job keeps its plan.
 	if planID != nj.Plan.ID {
-		if err := q.QueryRow(ctx, `SELECT id, name, price, expiration_days, active FROM plans WHERE id = $1`, planID).
-			Scan(&w.Plan.ID, &w.Plan.Name, &w.Plan.Price, &w.Plan.ExpirationDays, &w.Plan.Active); err != nil {
+		if err := q.QueryRow(ctx, `SELECT id, name, price, currency, expiration_days, active FROM plans WHERE id = $1`, planID).
+			Scan(&w.Plan.ID, &w.Plan.Name, &w.Plan.Price, &w.Plan.Currency, &w.Plan.ExpirationDays, &w.Plan.Active); err != nil {
 			return jobbus.Written{}, fmt.Errorf("select job plan: %w", err)
 		}
 	}
@@ -176,64 +238,8 @@ func upsert(ctx context.Context, q querier, nj jobbus.NewJob) (jobbus.Written, e
 }
 
 // Upsert implements jobbus.Storer.
-func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob, idem *jobbus.Idempotency, since time.Time,
-	finish func(jobbus.Written) (int, []byte, error)) (jobbus.Written, *jobbus.StoredResponse, error) {
-	if idem == nil {
-		w, err := upsert(ctx, s.pool, nj)
-		if err != nil {
-			return jobbus.Written{}, nil, err
-		}
-		if _, _, err := finish(w); err != nil {
-			return jobbus.Written{}, nil, fmt.Errorf("render result: %w", err)
-		}
-		return w, nil, nil
-	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return jobbus.Written{}, nil, fmt.Errorf("begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-
-	var locked bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, lockKey(idem.KeyID, idem.Key)).Scan(&locked); err != nil {
-		return jobbus.Written{}, nil, fmt.Errorf("lock idempotency key: %w", err)
-	}
-	if !locked {
-		return jobbus.Written{}, nil, jobbus.ErrInFlight
-	}
-	stored, err := storedResponse(ctx, tx, idem.KeyID, idem.Key, since)
-	switch {
-	case err == nil:
-		return jobbus.Written{}, &stored, nil
-	case !errors.Is(err, jobbus.ErrNotFound):
-		return jobbus.Written{}, nil, err
-	}
-	// An expired record of the same key gives way to the new request.
-	if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE key_id = $1 AND idem_key = $2`, idem.KeyID, idem.Key); err != nil {
-		return jobbus.Written{}, nil, fmt.Errorf("delete expired idempotency key: %w", err)
-	}
-
-	// The expiry intent commits with the job; the relay hands it to Temporal.
-	w, err := upsert(ctx, tx, nj)
-	if err != nil {
-		return jobbus.Written{}, nil, err
-	}
-
-	status, body, err := finish(w)
-	if err != nil {
-		return jobbus.Written{}, nil, fmt.Errorf("render result: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (key_id, idem_key, request_hash, response_status, response_body, job_id)
-		VALUES ($1, $2, $3, $4, $5, $6)`, idem.KeyID, idem.Key, idem.RequestHash, status, body, w.JobID); err != nil {
-		if pg.IsUniqueViolation(err) {
-			return jobbus.Written{}, nil, jobbus.ErrInFlight
-		}
-		return jobbus.Written{}, nil, fmt.Errorf("insert idempotency key: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return jobbus.Written{}, nil, fmt.Errorf("commit job: %w", err)
-	}
-	return w, nil, nil
+func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob) (jobbus.Written, error) {
+	return upsert(ctx, s.db, nj)
 }
 
 const listColumns = `id, title, company, job_type, tags, is_remote, slug, external_url, apply_url, company_logo,
@@ -293,7 +299,7 @@ func (r rows) Scan(j *jobbus.Job) error {
 // List implements jobbus.Storer.
 func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, error) {
 	q, args := ListSQL(f)
-	r, err := s.pool.Query(ctx, q, args...)
+	r, err := s.db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
@@ -314,7 +320,7 @@ func (s *Store) Page(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, in
 	batch := &pgx.Batch{}
 	batch.Queue(cq, cargs...)
 	batch.Queue(q, args...)
-	br := s.pool.SendBatch(ctx, batch)
+	br := s.db.SendBatch(ctx, batch)
 	defer br.Close()
 	var total int
 	if err := br.QueryRow().Scan(&total); err != nil {
@@ -341,7 +347,7 @@ func (s *Store) Page(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, in
 
 // Feed implements jobbus.Storer.
 func (s *Store) Feed(ctx context.Context, limit int) ([]jobbus.Job, error) {
-	r, err := s.pool.Query(ctx, `SELECT `+listColumns+`, description FROM jobs
+	r, err := s.db.Query(ctx, `SELECT `+listColumns+`, description FROM jobs
 		WHERE status = 'active' AND expiration_date > now() ORDER BY date_added DESC, id DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("feed jobs: %w", err)
@@ -361,40 +367,4 @@ func (s *Store) Feed(ctx context.Context, limit int) ([]jobbus.Job, error) {
 		return nil, fmt.Errorf("feed jobs: %w", err)
 	}
 	return jobs, nil
-}
-
-// JobOwner implements jobbus.Storer.
-func (s *Store) JobOwner(ctx context.Context, jobID int64) (int64, int64, string, error) {
-	var spaceID, keyID int64
-	var status string
-	err := s.pool.QueryRow(ctx, `SELECT space_id, key_id, status FROM jobs WHERE id = $1`, jobID).Scan(&spaceID, &keyID, &status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, 0, "", jobbus.ErrNotFound
-	}
-	if err != nil {
-		return 0, 0, "", fmt.Errorf("select job owner: %w", err)
-	}
-	return spaceID, keyID, status, nil
-}
-
-// Expire implements jobbus.Storer. The conditional UPDATE takes the row
-// lock, so of concurrent callers exactly one sees its row change.
-func (s *Store) Expire(ctx context.Context, jobID int64, from []string) (bool, string, error) {
-	var status string
-	err := s.pool.QueryRow(ctx, `UPDATE jobs SET status = 'expired', updated_at = now()
-		WHERE id = $1 AND status = ANY($2) RETURNING status`, jobID, from).Scan(&status)
-	if err == nil {
-		return true, status, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return false, "", fmt.Errorf("expire job: %w", err)
-	}
-	err = s.pool.QueryRow(ctx, `SELECT status FROM jobs WHERE id = $1`, jobID).Scan(&status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, "", jobbus.ErrNotFound
-	}
-	if err != nil {
-		return false, "", fmt.Errorf("select job status: %w", err)
-	}
-	return false, status, nil
 }

@@ -1,0 +1,151 @@
+package jobapp
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+)
+
+// planDTO names a job's plan.
+type planDTO struct {
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+}
+
+// jobDetailDTO is GET /v2/jobs/{id_job}: every field of a listed job, its
+// description, status and plan, and for the job's owner its links (the edit,
+// unpublish and payment links carry the edit capability, so nobody else
+// sees them).
+type jobDetailDTO struct {
+	IDJob          int64     `json:"id_job"`
+	Title          string    `json:"title"`
+	Company        string    `json:"company"`
+	JobType        string    `json:"job_type"`
+	Tags           string    `json:"tags"`
+	IsRemote       bool      `json:"is_remote"`
+	PageURL        string    `json:"page_url"`
+	ExternalURL    string    `json:"external_url"`
+	ApplyURL       string    `json:"apply_url"`
+	CompanyLogo    string    `json:"company_logo"`
+	DateAdded      time.Time `json:"date_added"`
+	ExpirationDate time.Time `json:"expiration_date"`
+	CityName       string    `json:"city_name"`
+	CitySlug       string    `json:"city_slug"`
+	SpaceName      *string   `json:"space_name"`
+	SalMin         string    `json:"sal_min"`
+	SalMax         string    `json:"sal_max"`
+	Currency       string    `json:"currency"`
+	URL            string    `json:"url"`
+	Description    string    `json:"description"`
+	Status         string    `json:"status"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	Plan           planDTO   `json:"plan"`
+	PlanPrice      int       `json:"plan_price"`
+	IsPaid         bool      `json:"is_paid"`
+	ViewURL        *string   `json:"view_url"`
+	EditURL        *string   `json:"edit_url,omitempty"`
+	UnpublishURL   *string   `json:"unpublish_url,omitempty"`
+	PaymentURL     *string   `json:"payment_url,omitempty"`
+}
+
+func salaryText(v *int64) string {
+	if v == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
+func (h *handlers) toJobDetailDTO(d jobbus.Detail, owner bool) jobDetailDTO {
+	l := h.bus.Links(d)
+	out := jobDetailDTO{
+		IDJob: d.ID, Title: d.Title, Company: d.Company, JobType: d.JobType, Tags: d.Tags, IsRemote: d.IsRemote,
+		PageURL: jobbus.PageURL(d.Slug, d.ID), ExternalURL: d.ExternalURL, CompanyLogo: d.CompanyLogo,
+		DateAdded: d.DateAdded.UTC().Truncate(time.Second), ExpirationDate: d.ExpirationDate.UTC().Truncate(time.Second),
+		CityName: d.CityName, CitySlug: d.CitySlug, SpaceName: d.SpaceName,
+		SalMin: salaryText(d.SalMin), SalMax: salaryText(d.SalMax), Currency: d.Currency, URL: l.URL,
+		Description: d.Description, Status: d.Status, UpdatedAt: d.UpdatedAt.UTC().Truncate(time.Second),
+		Plan: planDTO{ID: d.Plan.ID, Name: d.Plan.Name}, PlanPrice: d.Plan.Price, IsPaid: d.IsPaid, ViewURL: l.ViewURL,
+	}
+	if d.ApplyURL != nil {
+		out.ApplyURL = *d.ApplyURL
+	}
+	if owner {
+		out.EditURL, out.UnpublishURL, out.PaymentURL = &l.EditURL, &l.UnpublishURL, l.PaymentURL
+	}
+	return out
+}
+
+// get answers GET /v2/jobs/{id_job}.
+func (h *handlers) get(c *fiber.Ctx) error {
+	id, err := strconv.ParseInt(c.Params("id_job"), 10, 64)
+	if err != nil || id < 1 {
+		return web.Validation("Validation failed", []string{"id_job must be a positive integer"})
+	}
+	who := caller(c)
+	d, err := h.bus.Get(c.UserContext(), who, id)
+	if err != nil {
+		return toWebError(err)
+	}
+	// The links are for a key that may change the job, so not a read-only one.
+	owner := identity.From(c).Kind == identity.KindLive && jobbus.Owns(who, d)
+	return web.OK(c, http.StatusOK, h.toJobDetailDTO(d, owner))
+}
+
+// transitionRequest is the body of POST /v2/jobs/{event}.
+type transitionRequest struct {
+	JobID json.RawMessage `json:"job_id"`
+}
+
+// transitionDTO answers a transition.
+type transitionDTO struct {
+	JobID  int64  `json:"job_id"`
+	Status string `json:"status"`
+	Action string `json:"action"`
+}
+
+// conflictDetails are the details of a refused transition (409).
+type conflictDetails struct {
+	Status     string  `json:"status"`
+	Event      string  `json:"event"`
+	PaymentURL *string `json:"payment_url,omitempty"`
+}
+
+// transition answers POST /v2/jobs/{publish,pause,resume,relist,close,unpublish}.
+func (h *handlers) transition(ev jobbus.Event) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var req transitionRequest
+		if err := web.DecodeJSON(c, &req); err != nil {
+			return err
+		}
+		if isNull(req.JobID) {
+			return web.Validation("Validation failed", []string{"job_id is required"})
+		}
+		var p []string
+		id := rawInt(req.JobID, "job_id", &p)
+		if len(p) > 0 {
+			return web.Validation("Validation failed", p)
+		}
+		if *id < 1 {
+			return web.Validation("Validation failed", []string{"job_id must be a positive integer"})
+		}
+		res, err := h.bus.Transition(c.UserContext(), caller(c), *id, ev)
+		var ce *jobbus.ConflictError
+		if errors.As(err, &ce) {
+			return &web.Error{Status: http.StatusConflict, Code: web.CodeForStatus(http.StatusConflict), Message: ce.Message,
+				Details: conflictDetails{Status: ce.Status, Event: string(ev), PaymentURL: ce.PaymentURL}}
+		}
+		if err != nil {
+			return toWebError(err)
+		}
+		h.writes.inc(res.Action)
+		return web.OK(c, http.StatusOK, transitionDTO{JobID: res.JobID, Status: res.Status, Action: res.Action})
+	}
+}

@@ -1,0 +1,116 @@
+package jobdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+)
+
+// detailColumns is one job with its plan, read by scanDetail.
+const detailColumns = `j.id, j.title, j.company, j.job_type, j.tags, j.is_remote, j.slug, j.external_url, j.apply_url,
+	j.company_logo, j.date_added, j.expiration_date, j.city_name, j.city_slug, j.space_name, j.sal_min, j.sal_max,
+	j.currency, j.description, j.city_id, j.space_id, j.key_id, j.status, j.updated_at, j.is_paid, j.paused_at,
+	j.inv_email, j.hash_identifier, p.id, p.name, p.price, p.currency, p.expiration_days, p.active
+	FROM jobs j JOIN plans p ON p.id = j.plan_id`
+
+func scanDetail(row pgx.Row) (jobbus.Detail, error) {
+	var d jobbus.Detail
+	err := row.Scan(&d.ID, &d.Title, &d.Company, &d.JobType, &d.Tags, &d.IsRemote, &d.Slug, &d.ExternalURL, &d.ApplyURL,
+		&d.CompanyLogo, &d.DateAdded, &d.ExpirationDate, &d.CityName, &d.CitySlug, &d.SpaceName, &d.SalMin, &d.SalMax,
+		&d.Currency, &d.Description, &d.CityID, &d.SpaceID, &d.KeyID, &d.Status, &d.UpdatedAt, &d.IsPaid, &d.PausedAt,
+		&d.InvEmail, &d.HashIdentifier, &d.Plan.ID, &d.Plan.Name, &d.Plan.Price, &d.Plan.Currency,
+		&d.Plan.ExpirationDays, &d.Plan.Active)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return jobbus.Detail{}, jobbus.ErrNotFound
+	}
+	if err != nil {
+		return jobbus.Detail{}, fmt.Errorf("select job: %w", err)
+	}
+	return d, nil
+}
+
+// QueryByID implements jobbus.Storer.
+func (s *Store) QueryByID(ctx context.Context, id int64, forUpdate bool) (jobbus.Detail, error) {
+	q := `SELECT ` + detailColumns + ` WHERE j.id = $1`
+	if forUpdate {
+		q += ` FOR UPDATE OF j`
+	}
+	return scanDetail(s.db.QueryRow(ctx, q, id))
+}
+
+// QueryByHash implements jobbus.Storer. The row is found by the hash's
+// digest (jobs_hash_digest_key); the caller compares the hash itself.
+func (s *Store) QueryByHash(ctx context.Context, hash string) (jobbus.Detail, error) {
+	return scanDetail(s.db.QueryRow(ctx, `SELECT `+detailColumns+`
+		WHERE j.hash_digest = sha256(replace($1::text, '\', '\\')::bytea)`, hash))
+}
+
+// applySQL writes a decided change while the job is still in the state it
+// was decided from, and its expiry intent when the timer must move. $3 the
+// new status; $4 mark paid; $5 a payment was made; $6 a new listing period;
+// $7 restart the clock (move the expiration by the time spent paused); $8
+// schedule the timer; $9 the is_paid the change was decided from.
+const applySQL = `WITH j AS (
+    UPDATE jobs j SET
+        status = $3,
+        is_paid = j.is_paid OR $4,
+        paid_at = CASE WHEN $5 THEN now() ELSE j.paid_at END,
+        date_added = CASE WHEN $6 THEN now() ELSE j.date_added END,
+        expiration_date = CASE
+            WHEN $6 THEN now() + make_interval(days => p.expiration_days)
+            WHEN $7 AND j.paused_at IS NOT NULL THEN j.expiration_date + (now() - j.paused_at)
+            ELSE j.expiration_date END,
+        paused_at = CASE WHEN $3 = 'paused' THEN coalesce(j.paused_at, now()) END,
+        updated_at = now()
+    FROM plans p
+    WHERE p.id = j.plan_id AND j.id = $1 AND j.status = $2 AND j.is_paid = $9
+    RETURNING j.id, j.expiration_date
+), outbox AS (
+    INSERT INTO expiry_outbox (job_id, expires_at, kind)
+    SELECT id, expiration_date, 'expiry' FROM j WHERE $8
+)
+SELECT id FROM j`
+
+// Apply implements jobbus.Storer.
+func (s *Store) Apply(ctx context.Context, c jobbus.Change) (jobbus.Detail, error) {
+	var id int64
+	err := s.db.QueryRow(ctx, applySQL, c.JobID, c.From, c.To, c.MarkPaid(), c.Payment != nil, c.NewPeriod(),
+		c.RestartClock(), c.Schedule(), c.FromPaid).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return jobbus.Detail{}, jobbus.ErrStale
+	}
+	if err != nil {
+		return jobbus.Detail{}, fmt.Errorf("apply %s to job %d: %w", c.Action, c.JobID, err)
+	}
+	return s.QueryByID(ctx, c.JobID, false)
+}
+
+// RecordPayment implements jobbus.Storer.
+func (s *Store) RecordPayment(ctx context.Context, p jobbus.Payment, action string) (bool, error) {
+	tag, err := s.db.Exec(ctx, `INSERT INTO payments (job_id, provider, reference, amount, currency, action)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (provider, reference) DO NOTHING`,
+		p.JobID, p.Provider, p.Reference, p.Amount, p.Currency, action)
+	if err != nil {
+		return false, fmt.Errorf("record payment: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Edit implements jobbus.Storer.
+func (s *Store) Edit(ctx context.Context, id int64, e jobbus.Edited) (jobbus.Detail, error) {
+	tag, err := s.db.Exec(ctx, `UPDATE jobs SET title = $2, company = $3, description = $4, job_type = $5, tags = $6,
+		slug = $7, apply_url = $8, is_remote = $9, sal_min = $10, sal_max = $11, currency = $12, updated_at = now()
+		WHERE id = $1`, id, e.Title, e.Company, e.Description, e.JobType, e.Tags, e.Slug, e.ApplyURL, e.IsRemote,
+		e.SalMin, e.SalMax, e.Currency)
+	if err != nil {
+		return jobbus.Detail{}, fmt.Errorf("edit job %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return jobbus.Detail{}, jobbus.ErrNotFound
+	}
+	return s.QueryByID(ctx, id, false)
+}
