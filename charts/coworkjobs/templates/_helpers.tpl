@@ -198,7 +198,7 @@ list: its env and its checksum/secret both come from it.
 {{- if .api }}{{ $keys = append $keys "INTERNAL_IDENTITY_SECRET" }}{{ end -}}
 {{- if eq .component "gateway" }}{{ $keys = append $keys "REDIS_URL" }}{{ end -}}
 {{- if eq .service "community" }}{{ $keys = append $keys "NEWSLETTER_TOKEN_SECRET" }}{{ end -}}
-{{- if eq .component "community-worker" }}{{ $keys = append $keys "SMTP_URL" }}{{ end -}}
+{{- if has .component (list "community-worker" "jobs-worker") }}{{ $keys = append $keys "SMTP_URL" }}{{ end -}}
 {{- toYaml $keys -}}
 {{- end }}
 

@@ -413,17 +413,38 @@ func TestCreateDedupeUnchangedWritesNothing(t *testing.T) {
 	})
 }
 
-func TestCreateWritesExpiryIntent(t *testing.T) {
+// A new active job commits with its expiry intent and its creation mail; a
+// draft with its mail only; an update writes no second mail.
+func TestCreateWritesOutboxIntents(t *testing.T) {
 	t.Parallel()
-	cr := create(t, liveKey(160, 10), jobBody("Outbox Writer", 1))
-	var n int
-	var match bool
-	if err := pool.QueryRow(bgContext, `SELECT count(*), bool_and(o.expires_at = j.expiration_date)
-		FROM expiry_outbox o JOIN jobs j ON j.id = o.job_id WHERE o.job_id = $1`, cr.JobID).Scan(&n, &match); err != nil {
-		t.Fatal(err)
+	intents := func(jobID int64) (expiry, mail int) {
+		t.Helper()
+		var match bool
+		if err := pool.QueryRow(bgContext, `SELECT count(*) FILTER (WHERE kind = 'expiry'),
+			count(*) FILTER (WHERE kind = 'created_mail'), coalesce(bool_and(o.expires_at = j.expiration_date), true)
+			FROM expiry_outbox o JOIN jobs j ON j.id = o.job_id WHERE o.job_id = $1`, jobID).Scan(&expiry, &mail, &match); err != nil {
+			t.Fatal(err)
+		}
+		if !match {
+			t.Fatal("an intent's date differs from the job's")
+		}
+		return expiry, mail
 	}
-	if n != 1 || !match {
-		t.Fatalf("%d intents, dates match %v", n, match)
+	cr := create(t, liveKey(160, 10), jobBody("Outbox Writer", 1))
+	if e, m := intents(cr.JobID); e != 1 || m != 1 {
+		t.Fatalf("active job: %d expiry intents, %d mails", e, m)
+	}
+	draft := create(t, liveKey(161, 11), jobBody("Outbox Draft", 1))
+	if e, m := intents(draft.JobID); e != 0 || m != 1 {
+		t.Fatalf("draft: %d expiry intents, %d mails", e, m)
+	}
+	body := jobBody("Outbox Draft", 1)
+	body["description"] = "<p>Changed.</p>"
+	if up := create(t, liveKey(161, 11), body); up.Action != "updated" {
+		t.Fatalf("%+v", up)
+	}
+	if _, m := intents(draft.JobID); m != 1 {
+		t.Fatalf("an update wrote a second creation mail: %d", m)
 	}
 }
 

@@ -1,5 +1,5 @@
-// Command jobs-worker runs the job-expiry Temporal worker, keeps the sweep
-// schedule in place, and relays the expiry outbox to Temporal. It scales
+// Command jobs-worker runs the job-expiry Temporal worker (with the poster's
+// mails), keeps the sweep schedule in place, and relays the outbox to Temporal. It scales
 // separately from the jobs API.
 package main
 
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,13 +20,16 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
+	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobexpiry"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
 
@@ -40,6 +44,12 @@ type workerConfig struct {
 	TemporalNamespace string        `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
 	SweepInterval     time.Duration `env:"JOBS_SWEEP_INTERVAL" envDefault:"5m"`
 	RelayInterval     time.Duration `env:"JOBS_RELAY_INTERVAL" envDefault:"1s"`
+	// The poster's mails: the links in them, the server, and when before
+	// the expiry the reminder goes (0 turns reminders off).
+	PublicBaseURL string        `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080"`
+	SMTPURL       string        `env:"SMTP_URL" envDefault:"smtp://127.0.0.1:1025"`
+	MailFrom      string        `env:"JOBS_MAIL_FROM" envDefault:"coworkjobs <jobs@coworkjobs.example>"`
+	RemindBefore  time.Duration `env:"JOBS_REMIND_BEFORE" envDefault:"72h"`
 	// AdminAddr serves /metrics and the probes (/livez, /readyz); "off" disables.
 	AdminAddr string `env:"ADMIN_ADDR" envDefault:":9090"`
 	// PprofAddr serves pprof (web.ServePprof); empty is off.
@@ -59,6 +69,12 @@ func (c workerConfig) Validate() error {
 	}
 	if c.DBMaxConns < 1 {
 		errs = append(errs, errors.New("DB_MAX_CONNS must be positive"))
+	}
+	if c.RemindBefore < 0 {
+		errs = append(errs, errors.New("JOBS_REMIND_BEFORE must not be negative"))
+	}
+	if u, err := url.Parse(c.PublicBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, errors.New("PUBLIC_BASE_URL must be an absolute http(s) URL"))
 	}
 	return errors.Join(errs...)
 }
@@ -116,7 +132,12 @@ func run(ctx context.Context, log *slog.Logger) error {
 	}
 	defer tc.Close()
 
-	w := jobexpiry.NewWorker(tc, &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry)}, log)
+	sender, err := mailer.New(cfg.SMTPURL, cfg.MailFrom)
+	if err != nil {
+		return err
+	}
+	mails := &jobmail.Activities{Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender}
+	w := jobexpiry.NewWorker(tc, &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry), Mail: mails}, log)
 	m.Registry.MustRegister(w.Collector())
 
 	g, ctx := errgroup.WithContext(ctx)
@@ -129,7 +150,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	})
 	g.Go(func() error { return web.ServePprof(ctx, cfg.PprofAddr, log) })
 	g.Go(func() error {
-		relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc}, Log: log, Interval: cfg.RelayInterval}
+		relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc, RemindBefore: cfg.RemindBefore}, Log: log, Interval: cfg.RelayInterval}
 		return relay.Run(ctx)
 	})
 	g.Go(func() error {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 )
 
 // Store is what the activities need from the jobs database.
@@ -18,6 +19,8 @@ type Activities struct {
 	Store Store
 	// Metrics counts expired jobs (nil: not counted).
 	Metrics *Metrics
+	// Mail sends the poster's mails (nil: a worker that sends none).
+	Mail *jobmail.Activities
 }
 
 // ExpireJob expires the job when it is active and due; otherwise it reports

@@ -17,6 +17,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
 
@@ -139,9 +140,20 @@ func TestSweepOverdueActivity(t *testing.T) {
 
 // flakyStarter stands in for Temporal: down until up is set.
 type flakyStarter struct {
-	mu   sync.Mutex
-	up   bool
-	sent map[int64]time.Time
+	mu    sync.Mutex
+	up    bool
+	sent  map[int64]time.Time
+	mails []jobmail.Input
+}
+
+func (f *flakyStarter) Mail(_ context.Context, in jobmail.Input) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.up {
+		return errors.New("temporal unavailable")
+	}
+	f.mails = append(f.mails, in)
+	return nil
 }
 
 func (f *flakyStarter) Schedule(_ context.Context, jobID int64, at time.Time) error {
@@ -166,6 +178,10 @@ func TestRelayKeepsIntentsWhileTemporalIsDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// and a creation mail, which the relay starts as the poster's mail
+	if _, err := pool.Exec(ctx, `INSERT INTO expiry_outbox (job_id, expires_at, kind) VALUES (4, $1, 'created_mail')`, at); err != nil {
+		t.Fatal(err)
+	}
 	st := &flakyStarter{sent: map[int64]time.Time{}}
 	relay := &Relay{Outbox: store, Starter: st, Log: quiet, Batch: 10}
 
@@ -175,8 +191,8 @@ func TestRelayKeepsIntentsWhileTemporalIsDown(t *testing.T) {
 	}
 	var left int
 	_ = pool.QueryRow(ctx, `SELECT count(*) FROM expiry_outbox`).Scan(&left)
-	if left != 3 {
-		t.Fatalf("%d intents left, want 3", left)
+	if left != 4 {
+		t.Fatalf("%d intents left, want 4", left)
 	}
 
 	st.mu.Lock()
@@ -185,12 +201,15 @@ func TestRelayKeepsIntentsWhileTemporalIsDown(t *testing.T) {
 	// the failed one backs off; make everything due again for the test
 	_, _ = pool.Exec(ctx, `UPDATE expiry_outbox SET next_try_at = now()`)
 	sent, failed, err = relay.RelayOnce(ctx)
-	if err != nil || sent != 3 || failed != 0 {
+	if err != nil || sent != 4 || failed != 0 {
 		t.Fatalf("up: sent %d failed %d err %v", sent, failed, err)
 	}
 	_ = pool.QueryRow(ctx, `SELECT count(*) FROM expiry_outbox`).Scan(&left)
 	if left != 0 || len(st.sent) != 3 || !st.sent[2].Equal(at) {
 		t.Fatalf("left %d sent %v", left, st.sent)
+	}
+	if len(st.mails) != 1 || st.mails[0] != (jobmail.Input{JobID: 4, Kind: jobmail.KindCreated}) {
+		t.Fatalf("mails %v", st.mails)
 	}
 }
 
@@ -202,6 +221,10 @@ type meetingStarter struct {
 	inFlight int
 	most     int
 	sent     int
+}
+
+func (m *meetingStarter) Mail(context.Context, jobmail.Input) error {
+	return m.Schedule(context.Background(), 0, time.Time{})
 }
 
 func (m *meetingStarter) Schedule(context.Context, int64, time.Time) error {

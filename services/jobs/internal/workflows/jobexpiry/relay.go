@@ -7,6 +7,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 )
 
 // Outbox is the relay's view of the jobs database.
@@ -15,7 +16,8 @@ type Outbox interface {
 	PurgeIdempotencyKeys(ctx context.Context, cutoff time.Time, limit int) (int64, error)
 }
 
-// Relay hands the expiry intents written with each job to Temporal, and
+// Relay hands the intents written with each job (expiry timers, creation
+// mails) to Temporal, and
 // purges idempotency records past their replay window.
 type Relay struct {
 	Outbox   Outbox
@@ -72,6 +74,9 @@ func (r *Relay) RelayOnce(ctx context.Context) (sent, failed int, err error) {
 	return r.Outbox.RelayOutbox(ctx, r.Batch, func(ctx context.Context, it jobdb.OutboxItem) error {
 		sctx, cancel := context.WithTimeout(ctx, r.SendTimeout)
 		defer cancel()
+		if it.Kind == jobdb.KindCreatedMail {
+			return r.Starter.Mail(sctx, jobmail.Input{JobID: it.JobID, Kind: jobmail.KindCreated})
+		}
 		return r.Starter.Schedule(sctx, it.JobID, it.ExpiresAt)
 	})
 }

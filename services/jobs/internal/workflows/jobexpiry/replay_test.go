@@ -2,6 +2,8 @@ package jobexpiry
 
 import (
 	"context"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,13 +11,18 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
+	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/temporalx/replaytest"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 )
 
 // TestReplayHistories replays the histories of real runs recorded in
 // testdata/histories: a change that running expiry workflows could not
-// replay fails here. After changing a workflow on purpose (behind
+// replay fails here. The v0- files were recorded before the poster mails
+// (versionPosterMails) and stay, for the runs started before them. After changing a workflow on purpose (behind
 // workflow.GetVersion), record the new path too:
 //
 //	go test -tags=grpcnotrace ./services/jobs/internal/workflows/jobexpiry/ -run TestRecordHistories -record
@@ -29,8 +36,27 @@ func TestReplayHistories(t *testing.T) {
 func TestRecordHistories(t *testing.T) {
 	rec := replaytest.NewRecorder(t)
 	ctx := context.Background()
+	// The poster's mails go to a catcher.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mailDir := t.TempDir()
+	catcher, err := mailcatcher.New(mailDir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, stopCatcher := context.WithCancel(ctx)
+	defer stopCatcher()
+	go func() { _ = catcher.Serve(cctx, ln) }()
+	sender, err := mailer.New("smtp://"+ln.Addr().String(), "jobs@coworkjobs.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mails := &jobmail.Activities{Jobs: jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: "https://coworkjobs.example"}), Mail: sender}
+
 	w := worker.New(rec.Client, TaskQueue, worker.Options{})
-	Register(w, &Activities{Store: jobdb.New(pool)})
+	Register(w, &Activities{Store: jobdb.New(pool), Mail: mails})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -117,4 +143,40 @@ func TestRecordHistories(t *testing.T) {
 	}
 	rec.Save("sweep", sr, done)
 	wantStatus("sweep", id, "expired")
+
+	// With reminders: the reminder mail before the date, the expiry mail
+	// after it, each a child workflow that outlives the expiry.
+	reminding := TemporalStarter{Client: rec.Client, RemindBefore: 2 * time.Second}
+	id = insertJob(t, "active", 4*time.Second)
+	if err := reminding.Schedule(ctx, id, expiresAt(id)); err != nil {
+		t.Fatal(err)
+	}
+	h = rec.Save("expiry-with-mails", run(id), done)
+	wantStatus("with-mails", id, "expired")
+	if n := replaytest.Count(h, enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED); n != 2 {
+		t.Fatalf("with-mails: %d mails started, want 2", n)
+	}
+	for _, kind := range []jobmail.Kind{jobmail.KindReminder, jobmail.KindExpired} {
+		in := jobmail.Input{JobID: id, Kind: kind, ExpiresAt: expiresAt(id)}
+		rec.Save("mail-"+string(kind), rec.Client.GetWorkflow(ctx, jobmail.WorkflowID(in), ""), done)
+	}
+	var hash string
+	_ = pool.QueryRow(ctx, `SELECT hash_identifier FROM jobs WHERE id = $1`, id).Scan(&hash)
+	caught, _ := mailcatcher.For(mailDir, "x@example.com")
+	var subjects []string
+	for _, m := range caught {
+		if strings.Contains(m.Text, hash) {
+			subjects = append(subjects, m.Subject)
+		}
+	}
+	if len(subjects) != 2 {
+		t.Fatalf("with-mails: mails %q, want a reminder and an expiry", subjects)
+	}
+
+	// The creation mail, as the relay starts it.
+	id = insertJob(t, "draft", time.Hour)
+	if err := reminding.Mail(ctx, jobmail.Input{JobID: id, Kind: jobmail.KindCreated}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Save("mail-created", rec.Client.GetWorkflow(ctx, jobmail.WorkflowID(jobmail.Input{JobID: id, Kind: jobmail.KindCreated}), ""), done)
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 )
 
 // NewWorker is the expiry worker on TaskQueue. Its Run retries with back-off
@@ -22,10 +23,14 @@ func NewWorker(c client.Client, acts *Activities, log *slog.Logger) *temporalx.W
 		Register: func(r worker.Registry) { Register(r, acts) }}
 }
 
-// Register registers the workflows and activities (the worker and the tests).
+// Register registers the workflows and activities (the worker and the
+// tests); the poster's mails run on the same task queue.
 func Register(r worker.Registry, acts *Activities) {
 	RegisterWorkflows(r)
 	r.RegisterActivity(acts)
+	if acts.Mail != nil {
+		r.RegisterActivity(acts.Mail)
+	}
 }
 
 // RegisterWorkflows registers the workflows: the worker's list, which the
@@ -33,6 +38,7 @@ func Register(r worker.Registry, acts *Activities) {
 func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflow(JobExpiryWorkflow)
 	r.RegisterWorkflow(SweepWorkflow)
+	jobmail.RegisterWorkflows(r)
 }
 
 // EnsureSweepSchedule creates the schedule that runs SweepWorkflow every
@@ -54,14 +60,25 @@ func EnsureSweepSchedule(ctx context.Context, c client.Client, every time.Durati
 	return nil
 }
 
-// Starter starts or signals a job's expiry workflow.
+// Starter starts or signals a job's expiry workflow, and starts the
+// poster's mails.
 type Starter interface {
 	Schedule(ctx context.Context, jobID int64, expiresAt time.Time) error
+	Mail(ctx context.Context, in jobmail.Input) error
 }
 
 // TemporalStarter is the Starter over a Temporal client: signal-with-start,
 // so a running workflow moves its timer and a missing one is started.
-type TemporalStarter struct{ Client client.Client }
+type TemporalStarter struct {
+	Client client.Client
+	// RemindBefore is when, before the expiry, the poster is reminded.
+	RemindBefore time.Duration
+}
+
+// Mail implements Starter.
+func (s TemporalStarter) Mail(ctx context.Context, in jobmail.Input) error {
+	return jobmail.Start(ctx, s.Client, TaskQueue, in)
+}
 
 // Schedule implements Starter.
 func (s TemporalStarter) Schedule(ctx context.Context, jobID int64, expiresAt time.Time) error {
@@ -70,7 +87,7 @@ func (s TemporalStarter) Schedule(ctx context.Context, jobID int64, expiresAt ti
 			ID:                    JobExpiryWorkflowID(jobID),
 			TaskQueue:             TaskQueue,
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		}, JobExpiryWorkflow, Input{JobID: jobID, ExpiresAt: expiresAt})
+		}, JobExpiryWorkflow, Input{JobID: jobID, ExpiresAt: expiresAt, RemindBefore: s.RemindBefore})
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s: %w", JobExpiryWorkflowID(jobID), err)
 	}

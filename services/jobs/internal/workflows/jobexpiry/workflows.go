@@ -9,10 +9,12 @@ import (
 	"strconv"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 )
 
 // Names shared by the API, the relay and the worker.
@@ -35,7 +37,14 @@ func JobExpiryWorkflowID(jobID int64) string { return "job-expiry-" + strconv.Fo
 type Input struct {
 	JobID     int64
 	ExpiresAt time.Time
+	// RemindBefore is how long before ExpiresAt the poster gets a reminder
+	// (zero: none). Runs started before the poster mails have none.
+	RemindBefore time.Duration
 }
+
+// versionPosterMails marks the change that added the poster's reminder and
+// expiry mails, so that runs started before it replay as they ran.
+const versionPosterMails = "poster-mails"
 
 // ExpireResult is the answer of the ExpireJob activity.
 type ExpireResult struct {
@@ -60,13 +69,26 @@ func activityOptions(ctx workflow.Context) workflow.Context {
 // JobExpiryWorkflow waits until the job's expiration date and expires it.
 // A SignalReschedule carrying a new time.Time moves the timer (the
 // updatable-timer pattern); the activity re-checks the date in Postgres, so a
-// date moved without a signal only delays, never skips, the expiry.
+// date moved without a signal only delays, never skips, the expiry. Since
+// versionPosterMails it also starts the poster's reminder mail RemindBefore
+// the date and the expiry mail after it.
 func JobExpiryWorkflow(ctx workflow.Context, in Input) error {
 	var a *Activities
+	mails := workflow.GetVersion(ctx, versionPosterMails, workflow.DefaultVersion, 1) >= 1
 	sig := workflow.GetSignalChannel(ctx, SignalReschedule)
 	expiresAt := in.ExpiresAt
+	var reminded time.Time // the expiration date the reminder was sent for
 	for {
-		if d := expiresAt.Sub(workflow.Now(ctx)); d > 0 {
+		wake := expiresAt
+		if mails && in.RemindBefore > 0 && !reminded.Equal(expiresAt) && expiresAt.After(workflow.Now(ctx)) {
+			if at := expiresAt.Add(-in.RemindBefore); at.After(workflow.Now(ctx)) {
+				wake = at
+			} else {
+				startMail(ctx, jobmail.Input{JobID: in.JobID, Kind: jobmail.KindReminder, ExpiresAt: expiresAt})
+				reminded = expiresAt
+			}
+		}
+		if d := wake.Sub(workflow.Now(ctx)); d > 0 {
 			timerCtx, cancel := workflow.WithCancel(ctx)
 			timer := workflow.NewTimer(timerCtx, d)
 			fired := false
@@ -79,12 +101,13 @@ func JobExpiryWorkflow(ctx workflow.Context, in Input) error {
 			})
 			sel.Select(ctx)
 			cancel()
-			if !fired {
+			if !fired || wake.Before(expiresAt) {
 				if workflow.GetInfo(ctx).GetCurrentHistoryLength() > maxHistoryEvents {
 					drain(ctx, sig, &expiresAt)
-					return workflow.NewContinueAsNewError(ctx, JobExpiryWorkflow, Input{JobID: in.JobID, ExpiresAt: expiresAt})
+					return workflow.NewContinueAsNewError(ctx, JobExpiryWorkflow,
+						Input{JobID: in.JobID, ExpiresAt: expiresAt, RemindBefore: in.RemindBefore})
 				}
-				continue
+				continue // a signal moved the date, or the reminder is due
 			}
 		}
 		var res ExpireResult
@@ -95,11 +118,29 @@ func JobExpiryWorkflow(ctx workflow.Context, in Input) error {
 			expiresAt = *res.NotDueUntil
 			continue
 		}
+		if mails && res.Expired {
+			startMail(ctx, jobmail.Input{JobID: in.JobID, Kind: jobmail.KindExpired, ExpiresAt: expiresAt})
+		}
 		drain(ctx, sig, &expiresAt)
 		if expiresAt.After(workflow.Now(ctx)) && !res.Expired && res.Status == jobbus.StatusActive {
 			continue // a signal moved the date while the activity ran
 		}
 		return nil
+	}
+}
+
+// startMail starts a poster mail as a child workflow that outlives this one
+// (it retries while SMTP is away; the expiry never waits for it). A mail of
+// the same id started before is already on its way.
+func startMail(ctx workflow.Context, in jobmail.Input) {
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            jobmail.WorkflowID(in),
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	})
+	var exec workflow.Execution
+	if err := workflow.ExecuteChildWorkflow(cctx, jobmail.JobMailWorkflow, in).GetChildWorkflowExecution().Get(ctx, &exec); err != nil {
+		workflow.GetLogger(ctx).Info("poster mail not started", "mail", jobmail.WorkflowID(in), "error", err)
 	}
 }
 

@@ -53,10 +53,18 @@ func (s *Store) ExpireOverdue(ctx context.Context, limit int) (int, error) {
 // relayConcurrency bounds the sends in flight of one relay round.
 const relayConcurrency = 8
 
-// OutboxItem is one expiry intent.
+// Outbox kinds: an expiry intent moves the job's timer, a creation mail
+// starts the poster's mail.
+const (
+	KindExpiry      = "expiry"
+	KindCreatedMail = "created_mail"
+)
+
+// OutboxItem is one intent of the outbox.
 type OutboxItem struct {
 	ID        int64
 	JobID     int64
+	Kind      string
 	ExpiresAt time.Time
 	Attempts  int
 }
@@ -70,14 +78,14 @@ func (s *Store) RelayOutbox(ctx context.Context, n int, send func(context.Contex
 		return 0, 0, fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	rows, err := tx.Query(ctx, `SELECT id, job_id, expires_at, attempts FROM expiry_outbox
+	rows, err := tx.Query(ctx, `SELECT id, job_id, kind, expires_at, attempts FROM expiry_outbox
 		WHERE next_try_at <= now() ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, n)
 	if err != nil {
 		return 0, 0, fmt.Errorf("select outbox: %w", err)
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (OutboxItem, error) {
 		var it OutboxItem
-		return it, r.Scan(&it.ID, &it.JobID, &it.ExpiresAt, &it.Attempts)
+		return it, r.Scan(&it.ID, &it.JobID, &it.Kind, &it.ExpiresAt, &it.Attempts)
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("scan outbox: %w", err)

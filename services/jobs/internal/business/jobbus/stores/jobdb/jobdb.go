@@ -182,14 +182,16 @@ RETURNING ` + writtenColumns
 // upsertWithOutboxSQL is upsertSQL and its outbox rows in one statement, so
 // one round trip (and one implicit transaction) writes them all: a create
 // without an Idempotency-Key needs no BEGIN, second INSERT and COMMIT of its
-// own. An active job gets an expiry intent ($28 is jobbus.StatusActive). An
-// unchanged match is read back as it is (the second SELECT); that read uses
+// own. An active job gets an expiry intent ($28 is jobbus.StatusActive), a new
+// one the poster's creation mail. An unchanged match is read back as it is (the second SELECT); that read uses
 // the statement's snapshot, so a match committed by a concurrent create after
 // it began returns no row at all, and Upsert runs the statement again.
 var upsertWithOutboxSQL = `WITH job AS (` + upsertSQL + `),
 outbox AS (
     INSERT INTO expiry_outbox (job_id, expires_at, kind)
     SELECT id, expiration_date, 'expiry' FROM job WHERE status = $28
+    UNION ALL
+    SELECT id, expiration_date, 'created_mail' FROM job WHERE inserted
 )
 SELECT id, hash_identifier, slug, status, inserted, is_paid, expiration_date, apply_url,
        city_id, city_name, city_slug, plan_id FROM job
