@@ -126,7 +126,6 @@ func TestListFieldsAndFilters(t *testing.T) {
 		{"list200QTitle", "q=zebra", 1},
 		{"list200QCaseInsensitiveCompany", "q=QUOKKA", 1},
 		{"list200QTags", "q=barist", 1},
-		{"list200QLikeWildcardsAreLiteral", "q=%25%25%25", 0},
 		{"list200JobType", "job_type=parttime", 1},
 		{"list200RemoteTrue", "remote=true", 2},
 		{"list200Remote1", "remote=1", 2},
@@ -135,6 +134,18 @@ func TestListFieldsAndFilters(t *testing.T) {
 		{"list200Combined", "remote=1&job_type=freelance", 1},
 		{"list200UnknownCityIsEmpty", "job_type=fulltime&q=nothing-like-this", 0},
 		{"list200PageIgnoredWhenUnpaginated", "page=2&per_page=1", 6},
+		{"list200SalaryReached", "salary_min=45000&currency=EUR", 1},
+		{"list200SalaryNotReached", "salary_min=45001&currency=eur", 0},
+		{"list200SalaryOtherCurrency", "salary_min=1&currency=USD", 0},
+		{"list200CurrencyAlone", "currency=EUR", 6},
+		{"list200Tag", "tag=hospitality", 1},
+		{"list200TagNormalised", "tag=%20Hospitality%20", 1},
+		{"list200TagIsExact", "tag=hosp", 0},
+		{"list200PostedSinceFuture", "posted_since=2100-01-01T00:00:00Z", 0},
+		{"list200PostedSincePast", "posted_since=2000-01-01T00:00:00%2B02:00", 6},
+		{"list200QSortNewest", "q=zebra&sort=newest", 1},
+		{"list200QWordsAnyOrder", "q=wrangler+zebra", 1},
+		{"list200QExcluded", "q=acme+-zebra", 4}, // Quokka Spaces is not Acme
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,7 +164,14 @@ func TestList422(t *testing.T) {
 		{"list422BadJobType", "job_type=gig", "job_type must be one of"},
 		{"list422BadRemote", "remote=yes", "remote must be one of 1, true, 0, false"},
 		{"list422BadCity", "city=Berlin%20Mitte", "city must be a city slug"},
-		{"list422ShortQ", "q=ab", "q must be at least 3 characters"},
+		{"list422ShortQ", "q=a", "q must be at least 2 characters"},
+		{"list422QWithoutAWord", "q=%25%25%25", "q must contain a word (letters or digits)"},
+		{"list422Sort", "sort=best", "sort must be one of relevance, newest"},
+		{"list422SalaryWithoutCurrency", "salary_min=40000", "salary_min needs currency"},
+		{"list422Salary", "salary_min=-1&currency=EUR", "salary_min must be an integer"},
+		{"list422Currency", "currency=BTC", "currency must be one of EUR, USD, GBP"},
+		{"list422Tag", "tag=a,b", "tag must be one tag"},
+		{"list422PostedSince", "posted_since=yesterday", "posted_since must be an RFC 3339 date-time"},
 		{"list422LongQ", "q=" + strings.Repeat("a", 201), "q must be at most 200 characters"},
 		{"list422AllAtOnce", "job_type=x&remote=x", "remote must be one of"},
 	}

@@ -28,7 +28,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -317,7 +316,8 @@ func listSQL(w io.Writer, args []string) error {
 	var f jobbus.ListFilter
 	fs.StringVar(&f.CitySlug, "city", "", "city slug")
 	fs.StringVar(&f.JobType, "job-type", "", "job type")
-	fs.StringVar(&f.Query, "q", "", "search text (lowercased, as the handler does)")
+	text := fs.String("q", "", "search text, as GET /v2/jobs takes it")
+	fs.StringVar(&f.Sort, "sort", "", "relevance or newest (default: relevance with q, else newest)")
 	fs.BoolVar(&f.Remote, "remote", false, "remote jobs only")
 	fs.Int64Var(&f.SpaceID, "space", 0, "space id of a space-scoped key")
 	fs.IntVar(&f.Limit, "limit", 0, "page size (0: the unpaginated list)")
@@ -325,7 +325,13 @@ func listSQL(w io.Writer, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	f.Query = strings.ToLower(strings.TrimSpace(f.Query))
+	f.Search, _ = jobbus.ParseSearch(*text)
+	if f.Sort == "" {
+		f.Sort = jobbus.SortNewest
+		if !f.Search.Empty() {
+			f.Sort = jobbus.SortRelevance
+		}
+	}
 	type statement struct {
 		SQL  string `json:"sql"`
 		Args []any  `json:"args"`

@@ -165,11 +165,21 @@ func FuzzListQuery(f *testing.F) {
 		if lf.SpaceID != spaceID {
 			t.Fatalf("%q: filter space %d, key space %d", query, lf.SpaceID, spaceID)
 		}
-		if q := lf.Query; q != "" {
-			n := utf8.RuneCountInString(q)
-			if !utf8.ValidString(q) || n < MinQueryLen || n > MaxQueryLen || q != strings.ToLower(q) || q != strings.TrimSpace(q) {
-				t.Fatalf("%q: accepted search text %q", query, q)
+		if s := lf.Search; !s.Empty() {
+			if s.Terms() > jobbus.MaxSearchTerms || len(s.Words) != len(s.Prefix) || len(s.Words) != len(s.Fuzz) {
+				t.Fatalf("%q: accepted search %+v", query, s)
 			}
+			for _, w := range append(append(append([]string{}, s.Words...), s.Phrases...), s.Excluded...) {
+				if w == "" || !utf8.ValidString(w) || w != strings.ToLower(w) {
+					t.Fatalf("%q: accepted search term %q", query, w)
+				}
+			}
+		}
+		if lf.Sort != jobbus.SortNewest && lf.Sort != jobbus.SortRelevance {
+			t.Fatalf("%q: sort %q", query, lf.Sort)
+		}
+		if lf.SalaryMin != nil && (lf.Currency == "" || *lf.SalaryMin < 0) {
+			t.Fatalf("%q: salary_min %d without a currency", query, *lf.SalaryMin)
 		}
 		if lf.JobType != "" && !jobbus.ValidJobType(lf.JobType) {
 			t.Fatalf("%q: accepted job type %q", query, lf.JobType)

@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,7 +33,7 @@ const (
 
 // List query limits.
 const (
-	MinQueryLen    = 3
+	MinQueryLen    = 2
 	MaxQueryLen    = 200
 	DefaultPerPage = 20
 	MaxPerPage     = 50
@@ -83,8 +85,8 @@ func toWebError(err error) error {
 func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, error) {
 	var f jobbus.ListFilter
 	var p []string
-	if q := strings.TrimSpace(c.Query("q")); q != "" {
-		n := utf8.RuneCountInString(q)
+	if q := c.Query("q"); strings.TrimSpace(q) != "" {
+		n := utf8.RuneCountInString(strings.TrimSpace(q))
 		switch {
 		case !utf8.ValidString(q):
 			p = append(p, "q must be valid UTF-8 text")
@@ -93,8 +95,60 @@ func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, er
 		case n > MaxQueryLen:
 			p = append(p, fmt.Sprintf("q must be at most %d characters", MaxQueryLen))
 		default:
-			f.Query = strings.ToLower(q)
+			s, ok := jobbus.ParseSearch(q)
+			switch {
+			case !ok:
+				p = append(p, "q must contain a word (letters or digits)")
+			case s.Terms() > jobbus.MaxSearchTerms:
+				p = append(p, fmt.Sprintf("q must contain at most %d words", jobbus.MaxSearchTerms))
+			default:
+				f.Search = s
+			}
 		}
+	}
+	switch sort := c.Query("sort"); sort {
+	case "":
+		f.Sort = jobbus.SortNewest
+		if !f.Search.Empty() {
+			f.Sort = jobbus.SortRelevance
+		}
+	case jobbus.SortRelevance, jobbus.SortNewest:
+		f.Sort = sort
+	default:
+		p = append(p, "sort must be one of relevance, newest")
+	}
+	if v := c.Query("currency"); v != "" {
+		cur := strings.ToUpper(v)
+		if !slices.Contains(jobbus.Currencies, cur) {
+			p = append(p, "currency must be one of "+strings.Join(jobbus.Currencies, ", "))
+		}
+		f.Currency = cur
+	}
+	if v := c.Query("salary_min"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil || n < 0 || n > jobbus.MaxSalary:
+			p = append(p, fmt.Sprintf("salary_min must be an integer between 0 and %d", jobbus.MaxSalary))
+		case f.Currency == "":
+			p = append(p, "salary_min needs currency: salaries are compared without conversion")
+		default:
+			f.SalaryMin = &n
+		}
+	}
+	if v := c.Query("tag"); v != "" {
+		tags := jobbus.NormalizeTags(v)
+		if len(tags) != 1 || utf8.RuneCountInString(tags[0]) > jobbus.MaxTagLen {
+			p = append(p, fmt.Sprintf("tag must be one tag of at most %d characters", jobbus.MaxTagLen))
+		} else {
+			f.Tag = tags[0]
+		}
+	}
+	if v := c.Query("posted_since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			p = append(p, "posted_since must be an RFC 3339 date-time, e.g. 2026-11-01T00:00:00Z")
+		}
+		f.PostedSince = t
 	}
 	if t := c.Query("job_type"); t != "" {
 		if !jobbus.ValidJobType(t) {

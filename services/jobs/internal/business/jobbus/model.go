@@ -233,13 +233,19 @@ type CreateResult struct {
 
 // ListFilter selects the jobs of a listing.
 type ListFilter struct {
-	Query    string // already lowercased, LIKE wildcards not yet escaped
+	Search   Search // empty: no q
+	Sort     string // SortRelevance or SortNewest
 	JobType  string
 	Remote   bool
 	CitySlug string
 	SpaceID  int64 // 0: any space
-	Limit    int   // 0: no limit
-	Offset   int
+	// SalaryMin keeps the jobs whose salary range reaches it, in Currency.
+	SalaryMin   *int64
+	Currency    string
+	Tag         string    // one normalised tag
+	PostedSince time.Time // zero: any date
+	Limit       int       // 0: no limit
+	Offset      int
 }
 
 // Job is one listed job (the row of GET /v2/jobs).
