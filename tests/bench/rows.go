@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // dataset is what the rows ask for, picked from the generated data once.
@@ -92,10 +94,24 @@ func (b *bench) pickData(ctx context.Context) (dataset, error) {
 	return d, nil
 }
 
+// matches counts what GET /v2/jobs?q=term finds: its words as the jobs
+// service parses them (jobbus.ParseSearch: the last one a prefix, typos by
+// length) through the same search_plan.
 func (b *bench) matches(ctx context.Context, term string) (int, error) {
+	words := strings.FieldsFunc(strings.ToLower(term), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	prefix, fuzz := make([]bool, len(words)), make([]int, len(words))
+	for i, w := range words {
+		prefix[i] = i == len(words)-1
+		switch n := utf8.RuneCountInString(w); {
+		case n >= 9:
+			fuzz[i] = 2
+		case n >= 5:
+			fuzz[i] = 1
+		}
+	}
 	var n int
-	err := b.data.QueryRow(ctx, `SELECT count(*) FROM jobs.jobs WHERE status = 'active' AND expiration_date > now()
-		AND search_text LIKE '%' || $1 || '%'`, term).Scan(&n)
+	err := b.data.QueryRow(ctx, `SELECT count(*) FROM jobs.search_plan($1::text[], $2::boolean[], $3::integer[], '{}', '{}') t,
+		jobs.jobs WHERE status = 'active' AND expiration_date > now() AND search_vector @@ t.match`, words, prefix, fuzz).Scan(&n)
 	return n, err
 }
 
