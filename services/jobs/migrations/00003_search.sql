@@ -134,9 +134,10 @@ $$;
 -- as a prefix when it is the word being typed), and the known words at most
 -- fuzz edits away (typos).
 -- +goose StatementBegin
+-- (A stop word has no stem: its empty query would raise a NOTICE per call.)
 CREATE FUNCTION term_queries(w text, prefix boolean, fuzz integer,
                              OUT exact tsquery, OUT stem tsquery, OUT typo tsquery)
-    LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+    LANGUAGE plpgsql STABLE PARALLEL SAFE SET client_min_messages = warning AS $$
 DECLARE
     folded text := lower(f_unaccent(w));
 BEGIN
@@ -147,9 +148,9 @@ BEGIN
     IF prefix THEN
         stem := to_tsquery('simple_u', quote_literal(folded) || ':*') || stem;
     END IF;
-    typo := '';
+    typo := exact; -- no typo: the exact word again, which changes nothing
     IF fuzz > 0 THEN
-        SELECT coalesce(to_tsquery('simple_u', string_agg(quote_literal(c.word), ' | ')), '') INTO typo
+        SELECT coalesce(to_tsquery('simple_u', string_agg(quote_literal(c.word), ' | ')), exact) INTO typo
         FROM (SELECT word FROM (SELECT word, osa_distance(word, folded) AS edits FROM search_words
                                  WHERE word OPERATOR(public.%) folded
                                    -- a swap is two Levenshtein edits
@@ -168,7 +169,7 @@ $$;
 CREATE FUNCTION search_plan(words text[], prefix boolean[], fuzz integer[], phrases text[], excluded text[],
                             OUT match tsquery, OUT exact tsquery[], OUT stem tsquery[], OUT anyq tsquery[],
                             OUT phrase tsquery[])
-    LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+    LANGUAGE plpgsql STABLE PARALLEL SAFE SET client_min_messages = warning AS $$
 DECLARE
     q record;
     p text;
