@@ -92,7 +92,9 @@ INSERT INTO cities (id, name, slug, country_code, latitude, longitude, confirmed
  (8, 'Kraków', 'krakow', 'PL', 50.064650, 19.944980, true),
  (9, 'Córdoba', 'cordoba', 'ES', 37.888175, -4.779383, true),
  (10, 'Cordoba', 'cordoba-argentina', 'AR', -31.420083, -64.188776, true),
- (11, 'Parisville', 'parisville', 'US', 33.000000, -97.000000, false);
+ (11, 'Parisville', 'parisville', 'US', 33.000000, -97.000000, false),
+ (12, 'München', 'munchen', 'DE', 48.137154, 11.576124, true),
+ (13, 'Barcelona', 'barcelona', 'ES', 41.385064, 2.173404, true);
 INSERT INTO cities (id, name, slug, country_code, latitude, longitude, confirmed)
 SELECT 100 + i, 'Neustadt ' || chr(64 + i), 'neustadt-' || chr(96 + i), 'DE', 50, 10, true
 FROM generate_series(1, 12) AS i;

@@ -34,7 +34,7 @@ func neustadts() []string {
 
 func TestCities(t *testing.T) {
 	t.Parallel()
-	all := append(append([]string{"Berlin", "Cordoba", "Córdoba", "Kraków"}, neustadts()...),
+	all := append(append([]string{"Barcelona", "Berlin", "Cordoba", "Córdoba", "Kraków", "München"}, neustadts()...),
 		"Portimão", "Porto", "Porto Alegre", "Zug", "Zürich")
 	tests := []struct {
 		name  string
@@ -57,6 +57,14 @@ func TestCities(t *testing.T) {
 		{"list200SearchWildcardsAreLiteral", "?search=%25", []string{}},
 		{"list200SearchUnderscoreIsLiteral", "?search=_", []string{}},
 		{"list200SearchTrimmed", "?search=%20zug%20", []string{"Zug"}},
+		{"list200SearchAccentsFolded", "?search=munchen", []string{"München"}},
+		{"list200SearchOneTypo", "?search=barcelna", []string{"Barcelona"}},
+		{"list200SearchTypoInAWord", "?search=alegr%C3%A9", []string{"Porto Alegre"}},
+		{"list200SearchTypoInAWordOfTheName", "?search=alegra", []string{"Porto Alegre"}},
+		{"list200SearchNoTypoBelowFiveLetters", "?search=zog", []string{}},
+		{"list200SearchTwoTyposFromNineLetters", "?search=barzelonna", []string{"Barcelona"}},
+		{"list200SearchBestMatchFirst", "?search=porto", []string{"Porto", "Porto Alegre"}},
+		{"list200SearchTransliteration", "?search=zuerich", []string{"Zürich"}},
 		{"list200SlugAndSearchCombined", "?q=porto-alegre&search=alegre", []string{"Porto Alegre"}},
 		{"list200SlugAndSearchDisjoint", "?q=porto&search=alegre", []string{}},
 		{"list200EmptyParamsDoNotFilter", "?q=&search=", all},

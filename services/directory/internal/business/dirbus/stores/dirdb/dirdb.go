@@ -50,17 +50,33 @@ func (q *query) add(cond string, arg any) {
 
 func (q *query) clause() string { return strings.Join(q.where, " AND ") }
 
-// QueryCities lists confirmed cities matching f.
+// QueryCities lists confirmed cities matching f. A search finds the names
+// that hold it (accents and case folded) and, from 5 letters, the names or
+// name words within one typo (two from 9 letters); the best match comes first:
+// the whole name, then a name starting with it, then one holding it, then
+// typos by distance.
 func (s *Store) QueryCities(ctx context.Context, f dirbus.CityFilter) ([]dirbus.City, error) {
 	q := query{where: []string{"c.confirmed"}}
 	if f.Slug != "" {
 		q.add("c.slug = $?", f.Slug)
 	}
+	sql := `SELECT ` + cityColumns + ` FROM cities c WHERE `
+	order := cityOrder
 	if f.Search != "" {
-		// strpos rather than LIKE: the term needs no escaping of % and _.
-		q.add("strpos(c.search_name, fold_name($?)) > 0", f.Search)
+		q.args = append(q.args, f.Search)
+		sql = `WITH s AS (SELECT fold_name($` + strconv.Itoa(len(q.args)) + `) AS f),
+		k AS (SELECT f, CASE WHEN length(f) >= 9 THEN 2 WHEN length(f) >= 5 THEN 1 ELSE 0 END AS typos FROM s)
+		SELECT ` + cityColumns + ` FROM k, cities c
+		CROSS JOIN LATERAL (SELECT CASE WHEN c.search_name = k.f THEN 0 WHEN starts_with(c.search_name, k.f) THEN 1
+			WHEN strpos(c.search_name, k.f) > 0 THEN 2 ELSE 3 END AS tier) t
+		CROSS JOIN LATERAL (SELECT CASE WHEN t.tier < 3 THEN 0 WHEN k.typos = 0 THEN NULL
+			ELSE least(public.levenshtein_less_equal(c.search_name, k.f, k.typos),
+			           (SELECT min(public.levenshtein_less_equal(w, k.f, k.typos)) FROM regexp_split_to_table(c.search_name, ' ') w))
+			END AS edits) d
+		WHERE (t.tier < 3 OR d.edits <= k.typos) AND `
+		order = `t.tier, d.edits, ` + cityOrder
 	}
-	sql := `SELECT ` + cityColumns + ` FROM cities c WHERE ` + q.clause() + ` ORDER BY ` + cityOrder
+	sql += q.clause() + ` ORDER BY ` + order
 	rows, err := s.pool.Query(ctx, sql, q.args...)
 	if err != nil {
 		return nil, fmt.Errorf("select cities: %w", err)
