@@ -63,15 +63,27 @@ tidy: ## go mod tidy in every module
 
 ##@ Test
 
+# stripe-mock, pinned: the Stripe provider's tests start it (STRIPE_MOCK). Installed
+# into ./bin under its version's name, like golangci-lint, so a bump reinstalls it.
+STRIPE_MOCK_VERSION := v0.203.0
+STRIPE_MOCK := $(BIN)/stripe-mock-$(STRIPE_MOCK_VERSION)
+
+$(STRIPE_MOCK):
+	@mkdir -p $(BIN)/.stripe-mock
+	GOBIN=$(BIN)/.stripe-mock go install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
+	mv $(BIN)/.stripe-mock/stripe-mock $@
+
 # Packages with Go benchmarks: make test runs each benchmark once, so that none
 # rots between benchmark runs (cheap: they are built already, none starts the suite).
 BENCH_PKGS = $(shell grep -rl --include='*_test.go' '^func Benchmark' libs services api tests | xargs -r -n1 dirname | sort -u | sed 's|^|./|')
 
 .PHONY: test
-test: docs ## Every module's tests, against the local PostgreSQL and Redis; every Go benchmark once
+test: docs $(STRIPE_MOCK) ## Every module's tests, against the local PostgreSQL and Redis; every Go benchmark once
 	@bash scripts/deps.sh test
-	go test $(GOTEST_FLAGS) $(MODULE)/...
+	STRIPE_MOCK=$(STRIPE_MOCK) go test $(GOTEST_FLAGS) $(MODULE)/...
 	go test -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
+	@# The search relevance suite's figures, to compare changes (it fails above on any regression).
+	@go test -count=1 -run '^TestRelevance$$' -v $(MODULE)/services/jobs/tests | grep '^relevance:'
 
 # The TypeScript client check (api/ts-check) is a gateway test, so make test runs it; this
 # runs only it. It fails in CI (CI set) when node or tools/npm are missing, and skips locally.
@@ -81,9 +93,9 @@ ts-check: $(NPM_TOOLS)/node_modules/.package-lock.json ## Type-check api/ts-chec
 	go test -count=1 -run '^TestTypeScriptClientTypeChecks$$' ./services/gateway/tests
 
 .PHONY: test-race
-test-race: docs ## The tests with the race detector
+test-race: docs $(STRIPE_MOCK) ## The tests with the race detector
 	@bash scripts/deps.sh test
-	go test -race $(GOTEST_FLAGS) $(MODULE)/...
+	STRIPE_MOCK=$(STRIPE_MOCK) go test -race $(GOTEST_FLAGS) $(MODULE)/...
 
 FUZZTIME ?= 10s
 SOAK_DURATION ?= 5m

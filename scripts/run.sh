@@ -138,7 +138,7 @@ S=github.com/coworkjobs/coworkjobs/services
 GOBIN="$BIN" go install -tags grpcnotrace $S/gateway/cmd/gateway $S/directory/cmd/directory $S/jobs/cmd/jobs \
   $S/content/cmd/content $S/community/cmd/community $S/community/cmd/mailcatcher
 GOBIN="$BIN" go install -tags grpcnotrace $S/gateway/cmd/gateway-keys $S/directory/cmd/directory-seed \
-  $S/jobs/cmd/jobs-seed $S/content/cmd/content-seed $S/community/cmd/community-seed >"$RUN/logs/build-tools.log" 2>&1 &
+  $S/jobs/cmd/jobs-seed $S/jobs/cmd/jobs-admin $S/content/cmd/content-seed $S/community/cmd/community-seed >"$RUN/logs/build-tools.log" 2>&1 &
 tools_pid=$!
 GOBIN="$BIN" go install -tags grpcnotrace $S/jobs/cmd/jobs-worker $S/community/cmd/community-worker \
   >"$RUN/logs/build-workers.log" 2>&1 &

@@ -23,9 +23,14 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobpages"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/payapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/invoicepay"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/stripepay"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
 
@@ -42,6 +47,13 @@ type appConfig struct {
 	PaginationEnabled bool          `env:"JOBS_PAGINATION_ENABLED" envDefault:"false"`
 	DefaultInvEmail   string        `env:"DEFAULT_INV_EMAIL" envDefault:"jobs@coworkjobs.example"`
 	StreamTimeout     time.Duration `env:"JOBS_STREAM_TIMEOUT" envDefault:"60s"`
+
+	// Stripe Checkout for paid plans, with its webhook; without them paid
+	// plans are invoiced (jobs-admin mark-paid). STRIPE_API_BASE points at
+	// stripe-mock in tests; empty is Stripe.
+	StripeSecretKey     string `env:"STRIPE_SECRET_KEY"`
+	StripeWebhookSecret string `env:"STRIPE_WEBHOOK_SECRET"`
+	StripeAPIBase       string `env:"STRIPE_API_BASE"`
 }
 
 func (c appConfig) Validate() error {
@@ -54,6 +66,12 @@ func (c appConfig) Validate() error {
 	}
 	if a, err := mail.ParseAddress(c.DefaultInvEmail); err != nil || a.Address != c.DefaultInvEmail {
 		errs = append(errs, errors.New("DEFAULT_INV_EMAIL must be a bare e-mail address"))
+	}
+	if (c.StripeSecretKey == "") != (c.StripeWebhookSecret == "") {
+		errs = append(errs, errors.New("STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET go together: set both or neither"))
+	}
+	if c.StripeAPIBase != "" && c.StripeSecretKey == "" {
+		errs = append(errs, errors.New("STRIPE_API_BASE needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET"))
 	}
 	if c.DirectoryTimeout <= 0 || c.StreamTimeout <= 0 {
 		errs = append(errs, errors.New("DIRECTORY_TIMEOUT and JOBS_STREAM_TIMEOUT must be positive"))
@@ -101,6 +119,17 @@ func run(ctx context.Context, log *slog.Logger) error {
 	}
 	dir := dirclient.New(cfg.DirectoryURL, codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: cfg.DirectoryCacheTTL})
 	bus := jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
+	// payments is the provider of paid plans (the pages start payments with it).
+	var payments payment.Provider = invoicepay.Provider{}
+	var stripeProvider *stripepay.Provider
+	if cfg.StripeSecretKey != "" {
+		if stripeProvider, err = stripepay.New(stripepay.Config{SecretKey: cfg.StripeSecretKey,
+			WebhookSecret: cfg.StripeWebhookSecret, APIBase: cfg.StripeAPIBase}); err != nil {
+			return err
+		}
+		payments = stripeProvider
+	}
+	log.Info("payments", "provider", payments.Name())
 
 	m := metrics.New()
 	m.Registry.MustRegister(pg.NewPoolCollector(pool))
@@ -109,6 +138,10 @@ func run(ctx context.Context, log *slog.Logger) error {
 	srv.App.Use(m.Middleware())
 	jobapp.Routes(srv.App, jobapp.Config{Log: log, Bus: bus, Codec: codec,
 		PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: m.Registry})
+	if stripeProvider != nil {
+		payapp.Routes(srv.App, payapp.Config{Log: log, Bus: bus, Codec: codec, Stripe: stripeProvider})
+	}
+	jobpages.Routes(srv.App, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret)})
 	srv.Fallback()
 
 	go func() {
