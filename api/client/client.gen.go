@@ -551,6 +551,21 @@ func (e RouteInfoAuth) Valid() bool {
 	}
 }
 
+// Defines values for StripeEventObject.
+const (
+	StripeEventObjectEvent StripeEventObject = "event"
+)
+
+// Valid indicates whether the value is a known member of the StripeEventObject enum.
+func (e StripeEventObject) Valid() bool {
+	switch e {
+	case StripeEventObjectEvent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SubscribeRequestConsent.
 const (
 	SubscribeRequestConsentTrue SubscribeRequestConsent = true
@@ -704,6 +719,102 @@ const (
 func (e ValidationErrorEnvelopeSuccess) Valid() bool {
 	switch e {
 	case ValidationErrorEnvelopeSuccessFalse:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookReceivedAction.
+const (
+	WebhookReceivedActionAlreadyRecorded WebhookReceivedAction = "already_recorded"
+	WebhookReceivedActionAwaitingPayment WebhookReceivedAction = "awaiting_payment"
+	WebhookReceivedActionIgnored         WebhookReceivedAction = "ignored"
+	WebhookReceivedActionPaid            WebhookReceivedAction = "paid"
+	WebhookReceivedActionPublished       WebhookReceivedAction = "published"
+	WebhookReceivedActionRecorded        WebhookReceivedAction = "recorded"
+	WebhookReceivedActionRelisted        WebhookReceivedAction = "relisted"
+)
+
+// Valid indicates whether the value is a known member of the WebhookReceivedAction enum.
+func (e WebhookReceivedAction) Valid() bool {
+	switch e {
+	case WebhookReceivedActionAlreadyRecorded:
+		return true
+	case WebhookReceivedActionAwaitingPayment:
+		return true
+	case WebhookReceivedActionIgnored:
+		return true
+	case WebhookReceivedActionPaid:
+		return true
+	case WebhookReceivedActionPublished:
+		return true
+	case WebhookReceivedActionRecorded:
+		return true
+	case WebhookReceivedActionRelisted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookReceivedReceived.
+const (
+	WebhookReceivedReceivedTrue WebhookReceivedReceived = true
+)
+
+// Valid indicates whether the value is a known member of the WebhookReceivedReceived enum.
+func (e WebhookReceivedReceived) Valid() bool {
+	switch e {
+	case WebhookReceivedReceivedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListJobsParamsSort.
+const (
+	Newest    ListJobsParamsSort = "newest"
+	Relevance ListJobsParamsSort = "relevance"
+)
+
+// Valid indicates whether the value is a known member of the ListJobsParamsSort enum.
+func (e ListJobsParamsSort) Valid() bool {
+	switch e {
+	case Newest:
+		return true
+	case Relevance:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListJobsParamsCurrency.
+const (
+	ListJobsParamsCurrencyEUR ListJobsParamsCurrency = "EUR"
+	ListJobsParamsCurrencyEur ListJobsParamsCurrency = "eur"
+	ListJobsParamsCurrencyGBP ListJobsParamsCurrency = "GBP"
+	ListJobsParamsCurrencyGbp ListJobsParamsCurrency = "gbp"
+	ListJobsParamsCurrencyUSD ListJobsParamsCurrency = "USD"
+	ListJobsParamsCurrencyUsd ListJobsParamsCurrency = "usd"
+)
+
+// Valid indicates whether the value is a known member of the ListJobsParamsCurrency enum.
+func (e ListJobsParamsCurrency) Valid() bool {
+	switch e {
+	case ListJobsParamsCurrencyEUR:
+		return true
+	case ListJobsParamsCurrencyEur:
+		return true
+	case ListJobsParamsCurrencyGBP:
+		return true
+	case ListJobsParamsCurrencyGbp:
+		return true
+	case ListJobsParamsCurrencyUSD:
+		return true
+	case ListJobsParamsCurrencyUsd:
 		return true
 	default:
 		return false
@@ -1542,6 +1653,24 @@ type Space struct {
 	SpaceUrl string `json:"space_url"`
 }
 
+// StripeEvent A Stripe event (https://docs.stripe.com/api/events/object); only the fields read here are listed.
+type StripeEvent struct {
+	ApiVersion *string `json:"api_version,omitempty"`
+	Created    *int    `json:"created,omitempty"`
+	Data       struct {
+		// Object The event's object; a Checkout Session for `checkout.session.*` events.
+		Object map[string]interface{} `json:"object"`
+	} `json:"data"`
+	Id     string            `json:"id"`
+	Object StripeEventObject `json:"object"`
+
+	// Type Examples: checkout.session.completed
+	Type string `json:"type"`
+}
+
+// StripeEventObject defines model for StripeEvent.Object.
+type StripeEventObject string
+
 // SubscribeRequest defines model for SubscribeRequest.
 type SubscribeRequest struct {
 	// Consent Explicit consent to receive the newsletter.
@@ -1632,6 +1761,23 @@ type ValidationErrorEnvelopeStatus int
 
 // ValidationErrorEnvelopeSuccess defines model for ValidationErrorEnvelope.Success.
 type ValidationErrorEnvelopeSuccess bool
+
+// WebhookReceived defines model for WebhookReceived.
+type WebhookReceived struct {
+	// Action What the event did: the payment's effect on the job (`published`, `relisted`, `paid`,
+	// `recorded`), `already_recorded` for a payment recorded before, `awaiting_payment` for a
+	// completed session not paid yet, `ignored` for anything else.
+	Action   WebhookReceivedAction   `json:"action"`
+	Received WebhookReceivedReceived `json:"received"`
+}
+
+// WebhookReceivedAction What the event did: the payment's effect on the job (`published`, `relisted`, `paid`,
+// `recorded`), `already_recorded` for a payment recorded before, `awaiting_payment` for a
+// completed session not paid yet, `ignored` for anything else.
+type WebhookReceivedAction string
+
+// WebhookReceivedReceived defines model for WebhookReceived.Received.
+type WebhookReceivedReceived bool
 
 // DirectoryCitySlug defines model for DirectoryCitySlug.
 type DirectoryCitySlug = string
@@ -1732,8 +1878,20 @@ type ListEventsParams struct {
 
 // ListJobsParams defines parameters for ListJobs.
 type ListJobsParams struct {
-	Q       *string  `form:"q,omitempty" json:"q,omitempty"`
-	JobType *JobType `form:"job_type,omitempty" json:"job_type,omitempty"`
+	// Q Words to find (see Search above).
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Sort `relevance` (default with `q`) or `newest` (default without `q`).
+	Sort *ListJobsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+	Tag  *string             `form:"tag,omitempty" json:"tag,omitempty"`
+
+	// Currency Case-insensitive.
+	Currency *ListJobsParamsCurrency `form:"currency,omitempty" json:"currency,omitempty"`
+
+	// SalaryMin Needs `currency`.
+	SalaryMin   *int       `form:"salary_min,omitempty" json:"salary_min,omitempty"`
+	PostedSince *time.Time `form:"posted_since,omitempty" json:"posted_since,omitempty"`
+	JobType     *JobType   `form:"job_type,omitempty" json:"job_type,omitempty"`
 
 	// Remote `1` or `true`: remote only. `0` or `false`: no filter (all jobs).
 	Remote *ListJobsParamsRemote `form:"remote,omitempty" json:"remote,omitempty"`
@@ -1747,6 +1905,12 @@ type ListJobsParams struct {
 	// PerPage Page size (only with server-side pagination).
 	PerPage *int `form:"per_page,omitempty" json:"per_page,omitempty"`
 }
+
+// ListJobsParamsSort defines parameters for ListJobs.
+type ListJobsParamsSort string
+
+// ListJobsParamsCurrency defines parameters for ListJobs.
+type ListJobsParamsCurrency string
 
 // ListJobsParamsRemote defines parameters for ListJobs.
 type ListJobsParamsRemote string
@@ -1789,6 +1953,12 @@ type UnsubscribeNewsletterPostParams struct {
 
 // UnsubscribeNewsletterPostFormdataBodyListUnsubscribe defines parameters for UnsubscribeNewsletterPost.
 type UnsubscribeNewsletterPostFormdataBodyListUnsubscribe string
+
+// StripeWebhookParams defines parameters for StripeWebhook.
+type StripeWebhookParams struct {
+	// StripeSignature Stripe's signature of the raw body (`t=<unix time>,v1=<hex HMAC-SHA256>`).
+	StripeSignature string `json:"Stripe-Signature"`
+}
 
 // ListSpacesParams defines parameters for ListSpaces.
 type ListSpacesParams struct {
@@ -1868,6 +2038,9 @@ type UnsubscribeNewsletterPostJSONRequestBody = TokenRequest
 
 // UnsubscribeNewsletterPostFormdataRequestBody defines body for UnsubscribeNewsletterPost for application/x-www-form-urlencoded ContentType.
 type UnsubscribeNewsletterPostFormdataRequestBody UnsubscribeNewsletterPostFormdataBody
+
+// StripeWebhookJSONRequestBody defines body for StripeWebhook for application/json ContentType.
+type StripeWebhookJSONRequestBody = StripeEvent
 
 // AsJobCreateRequest0 returns the union data inside the JobCreateRequest as a JobCreateRequest0
 func (t JobCreateRequest) AsJobCreateRequest0() (JobCreateRequest0, error) {
@@ -2536,14 +2709,32 @@ type ClientInterface interface {
 
 	// ListJobs List active jobs
 	//
-	// Active jobs only (never draft, expired, paused or closed, nor past `expiration_date`),
-	// newest first (`date_added` descending, then `id_job` descending as a stable tie-break).
-	// A space-scoped key sees only its own space's jobs. Needs `jobs:read`, `read` or a
-	// scope granting read.
+	// Active jobs only (never draft, expired, paused or closed, nor past `expiration_date`).
+	// Without `q`, newest first (`date_added` descending, then `id_job` descending as a stable
+	// tie-break); with `q`, best match first (`sort=relevance`, see below). A space-scoped key sees
+	// only its own space's jobs. Needs `jobs:read`, `read` or a scope granting read.
+	//
+	// **Search** (`q`, 2 to 200 characters, at most 10 words). Every word must match the title,
+	// the tags or the company, in any order, case and accents ignored (`cafe buro` finds
+	// `Café Büro`, `zurich` finds `Zürich`): exactly, by its stem in English, German, French,
+	// Spanish, Italian, Portuguese or Dutch (`managers` finds `Manager`), or with typos: one in a
+	// word of 5 letters or more, two from 9 (a swap of two letters is one typo; `comunity` finds
+	// `Community`). The last word also matches as a prefix while it is being typed (`communi`
+	// finds `Community`; a trailing space ends it). `"a phrase"` matches words next to each other
+	// in one field; `-word` excludes jobs where the word matches. Anything that is not a letter
+	// or a digit separates words. `data.total` counts every match.
+	//
+	// **Order** (`sort`): `relevance` (the default with `q`) ranks, word by word, a title match
+	// above a tag match above a company match, and within each an exact word above a stem or a
+	// prefix above a typo; equal ranks are newest first. `newest` (the default without `q`) is
+	// `date_added` descending, then `id_job` descending. A search with phrases only is newest first.
 	//
 	// **Filters** (combined with AND; an invalid value answers 422 listing every problem):
-	// - `q`: case-insensitive substring of title, company or tags; 3 to 200 characters
-	//   (shorter queries cannot use the trigram index and are rejected). `%` and `_` are literal.
+	// - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
+	// - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
+	//   `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
+	//   between currencies, so `salary_min` needs `currency`.
+	// - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 	// - `job_type`: one of fulltime, parttime, freelance, internship.
 	// - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
 	//   filter — remote and on-site jobs are both returned.
@@ -2639,7 +2830,7 @@ type ClientInterface interface {
 	// closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 	// draft or an expired job 409 (unpublish a draft instead).
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -2655,7 +2846,7 @@ type ClientInterface interface {
 	// closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 	// draft or an expired job 409 (unpublish a draft instead).
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -2671,7 +2862,7 @@ type ClientInterface interface {
 	// stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 	// answers `already_paused`; any other status 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -2687,7 +2878,7 @@ type ClientInterface interface {
 	// stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 	// answers `already_paused`; any other status 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -2704,7 +2895,7 @@ type ClientInterface interface {
 	// then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 	// `already_active`; a paused or expired job 409 (resume or relist it).
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -2721,7 +2912,7 @@ type ClientInterface interface {
 	// then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 	// `already_active`; a paused or expired job 409 (resume or relist it).
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -2738,7 +2929,7 @@ type ClientInterface interface {
 	// with the `payment_url` in `details`, and the payment relists it. An active job answers
 	// `already_active`; a draft, paused or closed job 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -2755,7 +2946,7 @@ type ClientInterface interface {
 	// with the `payment_url` in `details`, and the payment relists it. An active job answers
 	// `already_active`; a draft, paused or closed job 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -2771,7 +2962,7 @@ type ClientInterface interface {
 	// spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 	// status 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -2787,7 +2978,7 @@ type ClientInterface interface {
 	// spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 	// status 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -2800,8 +2991,8 @@ type ClientInterface interface {
 	// UnpublishJobWithBody Unpublish a job (the record is kept)
 	//
 	// Needs job write access and a live key. A space key may unpublish only its space's jobs
-	// (another space's job → 403 `forbidden`); a key without a space only jobs of no space or jobs
-	// it created itself. An unknown `job_id` → 404 `not_found`.
+	// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
+	// (any other job → 403). An unknown `job_id` → 404 `not_found`.
 	// An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 	// listing at once; an already expired or closed job is unchanged and answers
 	// `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -2815,8 +3006,8 @@ type ClientInterface interface {
 	// UnpublishJob Unpublish a job (the record is kept)
 	//
 	// Needs job write access and a live key. A space key may unpublish only its space's jobs
-	// (another space's job → 403 `forbidden`); a key without a space only jobs of no space or jobs
-	// it created itself. An unknown `job_id` → 404 `not_found`.
+	// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
+	// (any other job → 403). An unknown `job_id` → 404 `not_found`.
 	// An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 	// listing at once; an already expired or closed job is unchanged and answers
 	// `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -2991,6 +3182,60 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v2/openapi.yaml (the `GetOpenApiYaml` operationId).
 	GetOpenApiYaml(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StripeWebhookWithBody Stripe's payment notifications
+	//
+	// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
+	// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
+	// signature older than five minutes is refused too). Served only when the deployment has
+	// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
+	// Stripe may send bursts, and an unsigned request costs one HMAC.
+	//
+	// `checkout.session.completed` with `payment_status: paid` and
+	// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
+	// `metadata.job_id` (amount `amount_total`, its currency) and apply the `payment` event:
+	// `action` is then `published`, `relisted`, `paid` or `recorded`. The session id is the
+	// payment's reference, so a redelivered event, or both events of one session, record it
+	// once (`already_recorded`). A completed session whose delayed payment method has not paid
+	// yet answers `awaiting_payment`. Every other event type, and a session without a job of
+	// this service (no `job_id`, or an unknown job, which is logged for the operator to refund),
+	// answer `ignored`: a 2xx, so that Stripe does not retry what a retry cannot change.
+	//
+	// The webhook endpoint must be created with the API version the service reads
+	// (`2026-03-25.dahlia`, stripe-go v85): an event of another release train answers 400
+	// naming both versions. A database failure answers 500 and Stripe retries.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v2/payments/stripe/webhook (the `StripeWebhook` operationId).
+	StripeWebhookWithBody(ctx context.Context, params *StripeWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StripeWebhook Stripe's payment notifications
+	//
+	// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
+	// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
+	// signature older than five minutes is refused too). Served only when the deployment has
+	// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
+	// Stripe may send bursts, and an unsigned request costs one HMAC.
+	//
+	// `checkout.session.completed` with `payment_status: paid` and
+	// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
+	// `metadata.job_id` (amount `amount_total`, its currency) and apply the `payment` event:
+	// `action` is then `published`, `relisted`, `paid` or `recorded`. The session id is the
+	// payment's reference, so a redelivered event, or both events of one session, record it
+	// once (`already_recorded`). A completed session whose delayed payment method has not paid
+	// yet answers `awaiting_payment`. Every other event type, and a session without a job of
+	// this service (no `job_id`, or an unknown job, which is logged for the operator to refund),
+	// answer `ignored`: a 2xx, so that Stripe does not retry what a retry cannot change.
+	//
+	// The webhook endpoint must be created with the API version the service reads
+	// (`2026-03-25.dahlia`, stripe-go v85): an event of another release train answers 400
+	// naming both versions. A database failure answers 500 and Stripe retries.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v2/payments/stripe/webhook (the `StripeWebhook` operationId).
+	StripeWebhook(ctx context.Context, params *StripeWebhookParams, body StripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSpaces List confirmed coworking spaces
 	//
@@ -3314,14 +3559,32 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 
 // ListJobs List active jobs
 //
-// Active jobs only (never draft, expired, paused or closed, nor past `expiration_date`),
-// newest first (`date_added` descending, then `id_job` descending as a stable tie-break).
-// A space-scoped key sees only its own space's jobs. Needs `jobs:read`, `read` or a
-// scope granting read.
+// Active jobs only (never draft, expired, paused or closed, nor past `expiration_date`).
+// Without `q`, newest first (`date_added` descending, then `id_job` descending as a stable
+// tie-break); with `q`, best match first (`sort=relevance`, see below). A space-scoped key sees
+// only its own space's jobs. Needs `jobs:read`, `read` or a scope granting read.
+//
+// **Search** (`q`, 2 to 200 characters, at most 10 words). Every word must match the title,
+// the tags or the company, in any order, case and accents ignored (`cafe buro` finds
+// `Café Büro`, `zurich` finds `Zürich`): exactly, by its stem in English, German, French,
+// Spanish, Italian, Portuguese or Dutch (`managers` finds `Manager`), or with typos: one in a
+// word of 5 letters or more, two from 9 (a swap of two letters is one typo; `comunity` finds
+// `Community`). The last word also matches as a prefix while it is being typed (`communi`
+// finds `Community`; a trailing space ends it). `"a phrase"` matches words next to each other
+// in one field; `-word` excludes jobs where the word matches. Anything that is not a letter
+// or a digit separates words. `data.total` counts every match.
+//
+// **Order** (`sort`): `relevance` (the default with `q`) ranks, word by word, a title match
+// above a tag match above a company match, and within each an exact word above a stem or a
+// prefix above a typo; equal ranks are newest first. `newest` (the default without `q`) is
+// `date_added` descending, then `id_job` descending. A search with phrases only is newest first.
 //
 // **Filters** (combined with AND; an invalid value answers 422 listing every problem):
-//   - `q`: case-insensitive substring of title, company or tags; 3 to 200 characters
-//     (shorter queries cannot use the trigram index and are rejected). `%` and `_` are literal.
+//   - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
+//   - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
+//     `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
+//     between currencies, so `salary_min` needs `currency`.
+//   - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 //   - `job_type`: one of fulltime, parttime, freelance, internship.
 //   - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
 //     filter — remote and on-site jobs are both returned.
@@ -3447,7 +3710,7 @@ func (c *Client) CreateJob(ctx context.Context, params *CreateJobParams, body Cr
 // closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 // draft or an expired job 409 (unpublish a draft instead).
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -3473,7 +3736,7 @@ func (c *Client) CloseJobWithBody(ctx context.Context, contentType string, body 
 // closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 // draft or an expired job 409 (unpublish a draft instead).
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -3499,7 +3762,7 @@ func (c *Client) CloseJob(ctx context.Context, body CloseJobJSONRequestBody, req
 // stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 // answers `already_paused`; any other status 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -3525,7 +3788,7 @@ func (c *Client) PauseJobWithBody(ctx context.Context, contentType string, body 
 // stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 // answers `already_paused`; any other status 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -3552,7 +3815,7 @@ func (c *Client) PauseJob(ctx context.Context, body PauseJobJSONRequestBody, req
 // then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 // `already_active`; a paused or expired job 409 (resume or relist it).
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -3579,7 +3842,7 @@ func (c *Client) PublishJobWithBody(ctx context.Context, contentType string, bod
 // then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 // `already_active`; a paused or expired job 409 (resume or relist it).
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -3606,7 +3869,7 @@ func (c *Client) PublishJob(ctx context.Context, body PublishJobJSONRequestBody,
 // with the `payment_url` in `details`, and the payment relists it. An active job answers
 // `already_active`; a draft, paused or closed job 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -3633,7 +3896,7 @@ func (c *Client) RelistJobWithBody(ctx context.Context, contentType string, body
 // with the `payment_url` in `details`, and the payment relists it. An active job answers
 // `already_active`; a draft, paused or closed job 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -3659,7 +3922,7 @@ func (c *Client) RelistJob(ctx context.Context, body RelistJobJSONRequestBody, r
 // spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 // status 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -3685,7 +3948,7 @@ func (c *Client) ResumeJobWithBody(ctx context.Context, contentType string, body
 // spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 // status 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -3708,8 +3971,8 @@ func (c *Client) ResumeJob(ctx context.Context, body ResumeJobJSONRequestBody, r
 // UnpublishJobWithBody Unpublish a job (the record is kept)
 //
 // Needs job write access and a live key. A space key may unpublish only its space's jobs
-// (another space's job → 403 `forbidden`); a key without a space only jobs of no space or jobs
-// it created itself. An unknown `job_id` → 404 `not_found`.
+// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
+// (any other job → 403). An unknown `job_id` → 404 `not_found`.
 // An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 // listing at once; an already expired or closed job is unchanged and answers
 // `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -3733,8 +3996,8 @@ func (c *Client) UnpublishJobWithBody(ctx context.Context, contentType string, b
 // UnpublishJob Unpublish a job (the record is kept)
 //
 // Needs job write access and a live key. A space key may unpublish only its space's jobs
-// (another space's job → 403 `forbidden`); a key without a space only jobs of no space or jobs
-// it created itself. An unknown `job_id` → 404 `not_found`.
+// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
+// (any other job → 403). An unknown `job_id` → 404 `not_found`.
 // An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 // listing at once; an already expired or closed job is unchanged and answers
 // `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -4050,6 +4313,80 @@ func (c *Client) GetOpenApiJson(ctx context.Context, reqEditors ...RequestEditor
 // Corresponds with GET /v2/openapi.yaml (the `GetOpenApiYaml` operationId).
 func (c *Client) GetOpenApiYaml(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenApiYamlRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StripeWebhookWithBody Stripe's payment notifications
+//
+// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
+// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
+// signature older than five minutes is refused too). Served only when the deployment has
+// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
+// Stripe may send bursts, and an unsigned request costs one HMAC.
+//
+// `checkout.session.completed` with `payment_status: paid` and
+// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
+// `metadata.job_id` (amount `amount_total`, its currency) and apply the `payment` event:
+// `action` is then `published`, `relisted`, `paid` or `recorded`. The session id is the
+// payment's reference, so a redelivered event, or both events of one session, record it
+// once (`already_recorded`). A completed session whose delayed payment method has not paid
+// yet answers `awaiting_payment`. Every other event type, and a session without a job of
+// this service (no `job_id`, or an unknown job, which is logged for the operator to refund),
+// answer `ignored`: a 2xx, so that Stripe does not retry what a retry cannot change.
+//
+// The webhook endpoint must be created with the API version the service reads
+// (`2026-03-25.dahlia`, stripe-go v85): an event of another release train answers 400
+// naming both versions. A database failure answers 500 and Stripe retries.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v2/payments/stripe/webhook (the `StripeWebhook` operationId).
+func (c *Client) StripeWebhookWithBody(ctx context.Context, params *StripeWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStripeWebhookRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StripeWebhook Stripe's payment notifications
+//
+// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
+// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
+// signature older than five minutes is refused too). Served only when the deployment has
+// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
+// Stripe may send bursts, and an unsigned request costs one HMAC.
+//
+// `checkout.session.completed` with `payment_status: paid` and
+// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
+// `metadata.job_id` (amount `amount_total`, its currency) and apply the `payment` event:
+// `action` is then `published`, `relisted`, `paid` or `recorded`. The session id is the
+// payment's reference, so a redelivered event, or both events of one session, record it
+// once (`already_recorded`). A completed session whose delayed payment method has not paid
+// yet answers `awaiting_payment`. Every other event type, and a session without a job of
+// this service (no `job_id`, or an unknown job, which is logged for the operator to refund),
+// answer `ignored`: a 2xx, so that Stripe does not retry what a retry cannot change.
+//
+// The webhook endpoint must be created with the API version the service reads
+// (`2026-03-25.dahlia`, stripe-go v85): an event of another release train answers 400
+// naming both versions. A database failure answers 500 and Stripe retries.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v2/payments/stripe/webhook (the `StripeWebhook` operationId).
+func (c *Client) StripeWebhook(ctx context.Context, params *StripeWebhookParams, body StripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStripeWebhookRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4621,6 +4958,66 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 		if params.Q != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tag != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tag", *params.Tag, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Currency != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "currency", *params.Currency, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SalaryMin != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "salary_min", *params.SalaryMin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PostedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "posted_since", *params.PostedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5394,6 +5791,59 @@ func NewGetOpenApiYamlRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewStripeWebhookRequest calls the generic StripeWebhook builder with application/json body
+func NewStripeWebhookRequest(server string, params *StripeWebhookParams, body StripeWebhookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStripeWebhookRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewStripeWebhookRequestWithBody constructs an http.Request for the StripeWebhook method, with any body, and a specified content type
+func NewStripeWebhookRequestWithBody(server string, params *StripeWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/payments/stripe/webhook")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Stripe-Signature", params.StripeSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Stripe-Signature", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListSpacesRequest constructs an http.Request for the ListSpaces method
 func NewListSpacesRequest(server string, params *ListSpacesParams) (*http.Request, error) {
 	var err error
@@ -5885,14 +6335,32 @@ type ClientWithResponsesInterface interface {
 
 	// ListJobsWithResponse List active jobs
 	//
-	// Active jobs only (never draft, expired, paused or closed, nor past `expiration_date`),
-	// newest first (`date_added` descending, then `id_job` descending as a stable tie-break).
-	// A space-scoped key sees only its own space's jobs. Needs `jobs:read`, `read` or a
-	// scope granting read.
+	// Active jobs only (never draft, expired, paused or closed, nor past `expiration_date`).
+	// Without `q`, newest first (`date_added` descending, then `id_job` descending as a stable
+	// tie-break); with `q`, best match first (`sort=relevance`, see below). A space-scoped key sees
+	// only its own space's jobs. Needs `jobs:read`, `read` or a scope granting read.
+	//
+	// **Search** (`q`, 2 to 200 characters, at most 10 words). Every word must match the title,
+	// the tags or the company, in any order, case and accents ignored (`cafe buro` finds
+	// `Café Büro`, `zurich` finds `Zürich`): exactly, by its stem in English, German, French,
+	// Spanish, Italian, Portuguese or Dutch (`managers` finds `Manager`), or with typos: one in a
+	// word of 5 letters or more, two from 9 (a swap of two letters is one typo; `comunity` finds
+	// `Community`). The last word also matches as a prefix while it is being typed (`communi`
+	// finds `Community`; a trailing space ends it). `"a phrase"` matches words next to each other
+	// in one field; `-word` excludes jobs where the word matches. Anything that is not a letter
+	// or a digit separates words. `data.total` counts every match.
+	//
+	// **Order** (`sort`): `relevance` (the default with `q`) ranks, word by word, a title match
+	// above a tag match above a company match, and within each an exact word above a stem or a
+	// prefix above a typo; equal ranks are newest first. `newest` (the default without `q`) is
+	// `date_added` descending, then `id_job` descending. A search with phrases only is newest first.
 	//
 	// **Filters** (combined with AND; an invalid value answers 422 listing every problem):
-	// - `q`: case-insensitive substring of title, company or tags; 3 to 200 characters
-	//   (shorter queries cannot use the trigram index and are rejected). `%` and `_` are literal.
+	// - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
+	// - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
+	//   `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
+	//   between currencies, so `salary_min` needs `currency`.
+	// - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 	// - `job_type`: one of fulltime, parttime, freelance, internship.
 	// - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
 	//   filter — remote and on-site jobs are both returned.
@@ -5990,7 +6458,7 @@ type ClientWithResponsesInterface interface {
 	// closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 	// draft or an expired job 409 (unpublish a draft instead).
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -6006,7 +6474,7 @@ type ClientWithResponsesInterface interface {
 	// closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 	// draft or an expired job 409 (unpublish a draft instead).
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -6022,7 +6490,7 @@ type ClientWithResponsesInterface interface {
 	// stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 	// answers `already_paused`; any other status 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -6038,7 +6506,7 @@ type ClientWithResponsesInterface interface {
 	// stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 	// answers `already_paused`; any other status 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -6055,7 +6523,7 @@ type ClientWithResponsesInterface interface {
 	// then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 	// `already_active`; a paused or expired job 409 (resume or relist it).
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -6072,7 +6540,7 @@ type ClientWithResponsesInterface interface {
 	// then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 	// `already_active`; a paused or expired job 409 (resume or relist it).
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -6089,7 +6557,7 @@ type ClientWithResponsesInterface interface {
 	// with the `payment_url` in `details`, and the payment relists it. An active job answers
 	// `already_active`; a draft, paused or closed job 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -6106,7 +6574,7 @@ type ClientWithResponsesInterface interface {
 	// with the `payment_url` in `details`, and the payment relists it. An active job answers
 	// `already_active`; a draft, paused or closed job 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -6122,7 +6590,7 @@ type ClientWithResponsesInterface interface {
 	// spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 	// status 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -6138,7 +6606,7 @@ type ClientWithResponsesInterface interface {
 	// spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 	// status 409.
 	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
@@ -6151,8 +6619,8 @@ type ClientWithResponsesInterface interface {
 	// UnpublishJobWithBodyWithResponse Unpublish a job (the record is kept)
 	//
 	// Needs job write access and a live key. A space key may unpublish only its space's jobs
-	// (another space's job → 403 `forbidden`); a key without a space only jobs of no space or jobs
-	// it created itself. An unknown `job_id` → 404 `not_found`.
+	// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
+	// (any other job → 403). An unknown `job_id` → 404 `not_found`.
 	// An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 	// listing at once; an already expired or closed job is unchanged and answers
 	// `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -6166,8 +6634,8 @@ type ClientWithResponsesInterface interface {
 	// UnpublishJobWithResponse Unpublish a job (the record is kept)
 	//
 	// Needs job write access and a live key. A space key may unpublish only its space's jobs
-	// (another space's job → 403 `forbidden`); a key without a space only jobs of no space or jobs
-	// it created itself. An unknown `job_id` → 404 `not_found`.
+	// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
+	// (any other job → 403). An unknown `job_id` → 404 `not_found`.
 	// An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 	// listing at once; an already expired or closed job is unchanged and answers
 	// `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -6352,6 +6820,60 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v2/openapi.yaml (the `GetOpenApiYaml` operationId).
 	GetOpenApiYamlWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenApiYamlResponse, error)
+
+	// StripeWebhookWithBodyWithResponse Stripe's payment notifications
+	//
+	// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
+	// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
+	// signature older than five minutes is refused too). Served only when the deployment has
+	// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
+	// Stripe may send bursts, and an unsigned request costs one HMAC.
+	//
+	// `checkout.session.completed` with `payment_status: paid` and
+	// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
+	// `metadata.job_id` (amount `amount_total`, its currency) and apply the `payment` event:
+	// `action` is then `published`, `relisted`, `paid` or `recorded`. The session id is the
+	// payment's reference, so a redelivered event, or both events of one session, record it
+	// once (`already_recorded`). A completed session whose delayed payment method has not paid
+	// yet answers `awaiting_payment`. Every other event type, and a session without a job of
+	// this service (no `job_id`, or an unknown job, which is logged for the operator to refund),
+	// answer `ignored`: a 2xx, so that Stripe does not retry what a retry cannot change.
+	//
+	// The webhook endpoint must be created with the API version the service reads
+	// (`2026-03-25.dahlia`, stripe-go v85): an event of another release train answers 400
+	// naming both versions. A database failure answers 500 and Stripe retries.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v2/payments/stripe/webhook (the `StripeWebhook` operationId).
+	StripeWebhookWithBodyWithResponse(ctx context.Context, params *StripeWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StripeWebhookResponse, error)
+
+	// StripeWebhookWithResponse Stripe's payment notifications
+	//
+	// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
+	// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
+	// signature older than five minutes is refused too). Served only when the deployment has
+	// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
+	// Stripe may send bursts, and an unsigned request costs one HMAC.
+	//
+	// `checkout.session.completed` with `payment_status: paid` and
+	// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
+	// `metadata.job_id` (amount `amount_total`, its currency) and apply the `payment` event:
+	// `action` is then `published`, `relisted`, `paid` or `recorded`. The session id is the
+	// payment's reference, so a redelivered event, or both events of one session, record it
+	// once (`already_recorded`). A completed session whose delayed payment method has not paid
+	// yet answers `awaiting_payment`. Every other event type, and a session without a job of
+	// this service (no `job_id`, or an unknown job, which is logged for the operator to refund),
+	// answer `ignored`: a 2xx, so that Stripe does not retry what a retry cannot change.
+	//
+	// The webhook endpoint must be created with the API version the service reads
+	// (`2026-03-25.dahlia`, stripe-go v85): an event of another release train answers 400
+	// naming both versions. A database failure answers 500 and Stripe retries.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v2/payments/stripe/webhook (the `StripeWebhook` operationId).
+	StripeWebhookWithResponse(ctx context.Context, params *StripeWebhookParams, body StripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*StripeWebhookResponse, error)
 
 	// ListSpacesWithResponse List confirmed coworking spaces
 	//
@@ -11367,6 +11889,199 @@ func (r GetOpenApiYamlResponse) ContentType() string {
 	return ""
 }
 
+// StripeWebhookResponse200Headers the declared response headers of an HTTP 200 response for StripeWebhook
+type StripeWebhookResponse200Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+}
+
+// StripeWebhookResponse400Headers the declared response headers of an HTTP 400 response for StripeWebhook
+type StripeWebhookResponse400Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+}
+
+// StripeWebhookResponse404Headers the declared response headers of an HTTP 404 response for StripeWebhook
+type StripeWebhookResponse404Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// StripeWebhookResponse413Headers the declared response headers of an HTTP 413 response for StripeWebhook
+type StripeWebhookResponse413Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+}
+
+// StripeWebhookResponse415Headers the declared response headers of an HTTP 415 response for StripeWebhook
+type StripeWebhookResponse415Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// StripeWebhookResponse500Headers the declared response headers of an HTTP 500 response for StripeWebhook
+type StripeWebhookResponse500Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// StripeWebhookResponse503Headers the declared response headers of an HTTP 503 response for StripeWebhook
+type StripeWebhookResponse503Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// StripeWebhookResponse504Headers the declared response headers of an HTTP 504 response for StripeWebhook
+type StripeWebhookResponse504Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+type StripeWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data  WebhookReceived `json:"data"`
+		Error *Error          `json:"error,omitempty"`
+
+		// Status The HTTP status code.
+		Status  int  `json:"status"`
+		Success bool `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorEnvelope
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StripeWebhookResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StripeWebhookResponse400Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *StripeWebhookResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *StripeWebhookResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *StripeWebhookResponse415Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *StripeWebhookResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StripeWebhookResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *StripeWebhookResponse504Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StripeWebhookResponse) GetJSON200() *struct {
+	Data  WebhookReceived `json:"data"`
+	Error *Error          `json:"error,omitempty"`
+
+	// Status The HTTP status code.
+	Status  int  `json:"status"`
+	Success bool `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StripeWebhookResponse) GetJSON400() *ErrorEnvelope {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StripeWebhookResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StripeWebhookResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r StripeWebhookResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StripeWebhookResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StripeWebhookResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r StripeWebhookResponse) GetJSON504() *Timeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r StripeWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StripeWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StripeWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StripeWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSpacesResponse200Headers the declared response headers of an HTTP 200 response for ListSpaces
 type ListSpacesResponse200Headers struct {
 	AccessControlAllowOrigin   *string
@@ -12390,14 +13105,32 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 
 // ListJobsWithResponse List active jobs
 //
-// Active jobs only (never draft, expired, paused or closed, nor past `expiration_date`),
-// newest first (`date_added` descending, then `id_job` descending as a stable tie-break).
-// A space-scoped key sees only its own space's jobs. Needs `jobs:read`, `read` or a
-// scope granting read.
+// Active jobs only (never draft, expired, paused or closed, nor past `expiration_date`).
+// Without `q`, newest first (`date_added` descending, then `id_job` descending as a stable
+// tie-break); with `q`, best match first (`sort=relevance`, see below). A space-scoped key sees
+// only its own space's jobs. Needs `jobs:read`, `read` or a scope granting read.
+//
+// **Search** (`q`, 2 to 200 characters, at most 10 words). Every word must match the title,
+// the tags or the company, in any order, case and accents ignored (`cafe buro` finds
+// `Café Büro`, `zurich` finds `Zürich`): exactly, by its stem in English, German, French,
+// Spanish, Italian, Portuguese or Dutch (`managers` finds `Manager`), or with typos: one in a
+// word of 5 letters or more, two from 9 (a swap of two letters is one typo; `comunity` finds
+// `Community`). The last word also matches as a prefix while it is being typed (`communi`
+// finds `Community`; a trailing space ends it). `"a phrase"` matches words next to each other
+// in one field; `-word` excludes jobs where the word matches. Anything that is not a letter
+// or a digit separates words. `data.total` counts every match.
+//
+// **Order** (`sort`): `relevance` (the default with `q`) ranks, word by word, a title match
+// above a tag match above a company match, and within each an exact word above a stem or a
+// prefix above a typo; equal ranks are newest first. `newest` (the default without `q`) is
+// `date_added` descending, then `id_job` descending. A search with phrases only is newest first.
 //
 // **Filters** (combined with AND; an invalid value answers 422 listing every problem):
-//   - `q`: case-insensitive substring of title, company or tags; 3 to 200 characters
-//     (shorter queries cannot use the trigram index and are rejected). `%` and `_` are literal.
+//   - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
+//   - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
+//     `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
+//     between currencies, so `salary_min` needs `currency`.
+//   - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 //   - `job_type`: one of fulltime, parttime, freelance, internship.
 //   - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
 //     filter — remote and on-site jobs are both returned.
@@ -12513,7 +13246,7 @@ func (c *ClientWithResponses) CreateJobWithResponse(ctx context.Context, params 
 // closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 // draft or an expired job 409 (unpublish a draft instead).
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -12535,7 +13268,7 @@ func (c *ClientWithResponses) CloseJobWithBodyWithResponse(ctx context.Context, 
 // closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 // draft or an expired job 409 (unpublish a draft instead).
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -12557,7 +13290,7 @@ func (c *ClientWithResponses) CloseJobWithResponse(ctx context.Context, body Clo
 // stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 // answers `already_paused`; any other status 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -12579,7 +13312,7 @@ func (c *ClientWithResponses) PauseJobWithBodyWithResponse(ctx context.Context, 
 // stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 // answers `already_paused`; any other status 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -12602,7 +13335,7 @@ func (c *ClientWithResponses) PauseJobWithResponse(ctx context.Context, body Pau
 // then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 // `already_active`; a paused or expired job 409 (resume or relist it).
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -12625,7 +13358,7 @@ func (c *ClientWithResponses) PublishJobWithBodyWithResponse(ctx context.Context
 // then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 // `already_active`; a paused or expired job 409 (resume or relist it).
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -12648,7 +13381,7 @@ func (c *ClientWithResponses) PublishJobWithResponse(ctx context.Context, body P
 // with the `payment_url` in `details`, and the payment relists it. An active job answers
 // `already_active`; a draft, paused or closed job 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -12671,7 +13404,7 @@ func (c *ClientWithResponses) RelistJobWithBodyWithResponse(ctx context.Context,
 // with the `payment_url` in `details`, and the payment relists it. An active job answers
 // `already_active`; a draft, paused or closed job 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -12693,7 +13426,7 @@ func (c *ClientWithResponses) RelistJobWithResponse(ctx context.Context, body Re
 // spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 // status 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -12715,7 +13448,7 @@ func (c *ClientWithResponses) ResumeJobWithBodyWithResponse(ctx context.Context,
 // spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 // status 409.
 // Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only jobs of no space or jobs it created; an unknown
+// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
 // `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
@@ -12734,8 +13467,8 @@ func (c *ClientWithResponses) ResumeJobWithResponse(ctx context.Context, body Re
 // UnpublishJobWithBodyWithResponse Unpublish a job (the record is kept)
 //
 // Needs job write access and a live key. A space key may unpublish only its space's jobs
-// (another space's job → 403 `forbidden`); a key without a space only jobs of no space or jobs
-// it created itself. An unknown `job_id` → 404 `not_found`.
+// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
+// (any other job → 403). An unknown `job_id` → 404 `not_found`.
 // An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 // listing at once; an already expired or closed job is unchanged and answers
 // `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -12755,8 +13488,8 @@ func (c *ClientWithResponses) UnpublishJobWithBodyWithResponse(ctx context.Conte
 // UnpublishJobWithResponse Unpublish a job (the record is kept)
 //
 // Needs job write access and a live key. A space key may unpublish only its space's jobs
-// (another space's job → 403 `forbidden`); a key without a space only jobs of no space or jobs
-// it created itself. An unknown `job_id` → 404 `not_found`.
+// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
+// (any other job → 403). An unknown `job_id` → 404 `not_found`.
 // An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 // listing at once; an already expired or closed job is unchanged and answers
 // `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -13030,6 +13763,72 @@ func (c *ClientWithResponses) GetOpenApiYamlWithResponse(ctx context.Context, re
 		return nil, err
 	}
 	return ParseGetOpenApiYamlResponse(rsp)
+}
+
+// StripeWebhookWithBodyWithResponse Stripe's payment notifications
+//
+// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
+// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
+// signature older than five minutes is refused too). Served only when the deployment has
+// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
+// Stripe may send bursts, and an unsigned request costs one HMAC.
+//
+// `checkout.session.completed` with `payment_status: paid` and
+// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
+// `metadata.job_id` (amount `amount_total`, its currency) and apply the `payment` event:
+// `action` is then `published`, `relisted`, `paid` or `recorded`. The session id is the
+// payment's reference, so a redelivered event, or both events of one session, record it
+// once (`already_recorded`). A completed session whose delayed payment method has not paid
+// yet answers `awaiting_payment`. Every other event type, and a session without a job of
+// this service (no `job_id`, or an unknown job, which is logged for the operator to refund),
+// answer `ignored`: a 2xx, so that Stripe does not retry what a retry cannot change.
+//
+// The webhook endpoint must be created with the API version the service reads
+// (`2026-03-25.dahlia`, stripe-go v85): an event of another release train answers 400
+// naming both versions. A database failure answers 500 and Stripe retries.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v2/payments/stripe/webhook (the `StripeWebhook` operationId).
+func (c *ClientWithResponses) StripeWebhookWithBodyWithResponse(ctx context.Context, params *StripeWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StripeWebhookResponse, error) {
+	rsp, err := c.StripeWebhookWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStripeWebhookResponse(rsp)
+}
+
+// StripeWebhookWithResponse Stripe's payment notifications
+//
+// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
+// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
+// signature older than five minutes is refused too). Served only when the deployment has
+// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
+// Stripe may send bursts, and an unsigned request costs one HMAC.
+//
+// `checkout.session.completed` with `payment_status: paid` and
+// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
+// `metadata.job_id` (amount `amount_total`, its currency) and apply the `payment` event:
+// `action` is then `published`, `relisted`, `paid` or `recorded`. The session id is the
+// payment's reference, so a redelivered event, or both events of one session, record it
+// once (`already_recorded`). A completed session whose delayed payment method has not paid
+// yet answers `awaiting_payment`. Every other event type, and a session without a job of
+// this service (no `job_id`, or an unknown job, which is logged for the operator to refund),
+// answer `ignored`: a 2xx, so that Stripe does not retry what a retry cannot change.
+//
+// The webhook endpoint must be created with the API version the service reads
+// (`2026-03-25.dahlia`, stripe-go v85): an event of another release train answers 400
+// naming both versions. A database failure answers 500 and Stripe retries.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v2/payments/stripe/webhook (the `StripeWebhook` operationId).
+func (c *ClientWithResponses) StripeWebhookWithResponse(ctx context.Context, params *StripeWebhookParams, body StripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*StripeWebhookResponse, error) {
+	rsp, err := c.StripeWebhook(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStripeWebhookResponse(rsp)
 }
 
 // ListSpacesWithResponse List confirmed coworking spaces
@@ -24917,6 +25716,402 @@ func ParseGetOpenApiYamlResponse(rsp *http.Response) (*GetOpenApiYamlResponse, e
 			headers.AccessControlExposeHeaders = &value
 		}
 		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStripeWebhookResponse parses an HTTP response from a StripeWebhookWithResponse call
+func ParseStripeWebhookResponse(rsp *http.Response) (*StripeWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StripeWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data  WebhookReceived `json:"data"`
+			Error *Error          `json:"error,omitempty"`
+
+			// Status The HTTP status code.
+			Status  int  `json:"status"`
+			Success bool `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StripeWebhookResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers StripeWebhookResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 404:
+		var headers StripeWebhookResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers StripeWebhookResponse413Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers StripeWebhookResponse415Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 500:
+		var headers StripeWebhookResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers StripeWebhookResponse503Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers StripeWebhookResponse504Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers504 = &headers
 	}
 
 	return response, nil

@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,7 +86,7 @@ func Mount(app *fiber.App, cfg Config) (*App, error) {
 	if cfg.AccessLog {
 		app.Use(a.accessLog)
 	}
-	for _, r := range Table {
+	for _, r := range slices.Concat(Table, Pages) {
 		if r.Backend != local {
 			if _, ok := cfg.Backends[r.Backend]; !ok {
 				return nil, fmt.Errorf("route %s %s: no backend %q configured", r.Method, r.Path, r.Backend)
@@ -170,22 +172,45 @@ func (a *App) handler(r Route) fiber.Handler {
 		if decision != nil && !decision.Allowed {
 			a.setLimitHeaders(c, r.Limit, *decision)
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(decision.RetryAfterSeconds()))
-			return &web.Error{Status: http.StatusTooManyRequests, Code: web.CodeRateLimitExceeded,
+			return a.pageErr(c, r, &web.Error{Status: http.StatusTooManyRequests, Code: web.CodeRateLimitExceeded,
 				Message: "Rate limit exceeded; retry after the given number of seconds",
-				Details: fiber.Map{"limit_per_minute": decision.Limit, "retry_after_seconds": decision.RetryAfterSeconds()}}
+				Details: fiber.Map{"limit_per_minute": decision.Limit, "retry_after_seconds": decision.RetryAfterSeconds()}})
 		}
 		var err error
 		if localH != nil {
 			err = localH(c)
 		} else {
-			err = a.forward(c, backend, id)
+			err = a.forwardWith(c, backend, id, r.Page)
 		}
 		if decision != nil {
 			// After forwarding: the backend's response replaced ours.
 			a.setLimitHeaders(c, r.Limit, *decision)
 		}
+		return a.pageErr(c, r, err)
+	}
+}
+
+// pageErr answers an error on a page route as a small HTML page of the same
+// status (a browser shows it; the envelope is for API clients), logged as
+// the error handler would; any other error goes on to the error handler.
+func (a *App) pageErr(c *fiber.Ctx, r Route, err error) error {
+	if err == nil || !r.Page {
 		return err
 	}
+	e := web.Classify(err)
+	if e.Status >= 500 {
+		a.cfg.Log.ErrorContext(c.UserContext(), "request failed", "status", e.Status, "method", c.Method(),
+			"route", web.RouteTemplate(c), "request_id", web.RequestID(c), "error", err.Error())
+	}
+	msg := e.Message
+	if e.Status == http.StatusTooManyRequests {
+		msg = "Too many requests from your address; wait a minute and try again."
+	}
+	title := html.EscapeString(http.StatusText(e.Status))
+	c.Set(fiber.HeaderContentSecurityPolicy, "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return c.Status(e.Status).SendString("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + title +
+		"</title></head><body><h1>" + title + "</h1><p>" + html.EscapeString(msg) + "</p></body></html>\n")
 }
 
 func outcome(d ratelimit.Decision) string {

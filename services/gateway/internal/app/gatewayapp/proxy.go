@@ -111,6 +111,12 @@ var stripped = []string{"X-API-Key", fiber.HeaderAuthorization, identity.Header,
 
 // forward sends the request to backend with id signed, and copies the answer.
 func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
+	return a.forwardWith(c, b, id, false)
+}
+
+// forwardWith is forward; keepCookies lets the Cookie header through (the
+// pages' CSRF cookie), which API routes drop.
+func (a *App) forwardWith(c *fiber.Ctx, b *Backend, id identity.Identity, keepCookies bool) error {
 	signed, err := a.cfg.Codec.Sign(id, 30*time.Second)
 	if err != nil {
 		return fmt.Errorf("sign identity: %w", err)
@@ -119,6 +125,9 @@ func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
 	defer fasthttp.ReleaseRequest(req)
 	c.Request().Header.CopyTo(&req.Header)
 	for _, h := range stripped {
+		if h == fiber.HeaderCookie && keepCookies {
+			continue
+		}
 		req.Header.Del(h)
 	}
 	req.SetBodyRaw(c.Body())

@@ -35,6 +35,10 @@ type Route struct {
 	Write   bool
 	Limit   string
 	Summary string
+	// Page marks an HTML page (Pages): its Cookie header reaches the backend
+	// (the poster's forms carry a CSRF cookie), and the gateway's own errors
+	// on it are HTML too.
+	Page bool
 }
 
 // Public reports whether the route needs no key.
@@ -70,6 +74,10 @@ var Table = []Route{
 	{Method: "POST", Path: "/v2/jobs/relist", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Relist an expired job"},
 	{Method: "POST", Path: "/v2/jobs/close", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Close a filled position"},
 	{Method: "GET", Path: "/v2/vine/jobs", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Jobs feed"},
+	// Stripe signs its events instead of sending a key; not limited, since
+	// Stripe sends bursts (retries after an outage) from few addresses and an
+	// unsigned request costs the jobs service one HMAC.
+	{Method: "POST", Path: "/v2/payments/stripe/webhook", Backend: BackendJobs, Scopes: publicRoute, Summary: "Stripe's payment notifications"},
 
 	{Method: "GET", Path: "/v2/cities", Backend: BackendDirectory, Scopes: citiesRead, Limit: LimitKeyRead, Summary: "Confirmed cities"},
 	{Method: "GET", Path: "/v2/spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Confirmed spaces"},
@@ -86,4 +94,23 @@ var Table = []Route{
 	{Method: "POST", Path: "/v2/newsletters/confirm", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Confirm a subscription"},
 	{Method: "GET", Path: "/v2/newsletters/unsubscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Unsubscribe (link form)"},
 	{Method: "POST", Path: "/v2/newsletters/unsubscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Unsubscribe"},
+}
+
+// Pages are the HTML pages behind a job's links (docs/job-lifecycle.md),
+// rendered by the jobs service. They are not the API: GET /v2 does not list
+// them and the OpenAPI document does not describe them. Public, limited per
+// client IP: reads on the public read budget, form posts on the spam guard.
+// The static paths come before /jobs/:page, which would match them too.
+var Pages = []Route{
+	{Method: "GET", Path: "/jobs/edit", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "The poster's page of a job"},
+	{Method: "POST", Path: "/jobs/edit", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Save the poster's edit"},
+	{Method: "POST", Path: "/jobs/publish", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Publish a draft from its page"},
+	{Method: "POST", Path: "/jobs/pause", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Pause a job from its page"},
+	{Method: "POST", Path: "/jobs/resume", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Resume a job from its page"},
+	{Method: "POST", Path: "/jobs/relist", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Relist an expired job from its page"},
+	{Method: "GET", Path: "/jobs/unpublish", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "Confirm unpublishing"},
+	{Method: "POST", Path: "/jobs/unpublish", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Unpublish from the page"},
+	{Method: "GET", Path: "/jobs/pay", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "The payment page"},
+	{Method: "POST", Path: "/jobs/pay", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Start the payment"},
+	{Method: "GET", Path: "/jobs/:page", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "The public job page"},
 }

@@ -1,0 +1,815 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobpages"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/invoicepay"
+)
+
+// pagesSecret signs the pages' CSRF tokens in the tests.
+var pagesSecret = []byte("pages-secret-pages-secret-pages-secret-01")
+
+// newPagesApp is the jobs service with its pages, at base (the public base
+// URL), starting payments with provider.
+func newPagesApp(base string, provider payment.Provider, secret []byte) *fiber.App {
+	return newPagesAppLog(base, provider, secret, testLog)
+}
+
+func newPagesAppLog(base string, provider payment.Provider, secret []byte, log *slog.Logger) *fiber.App {
+	dir := dirclient.New(dirURL, codec, dirclient.Options{Timeout: 2 * time.Second})
+	bus := jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: base, DefaultInvEmail: defInv})
+	srv := web.New(web.Config{HTTPAddr: "127.0.0.1:0", BodyLimitBytes: 1 << 20, ReadTimeout: 5 * time.Second,
+		WriteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
+		ShutdownTimeout: time.Second, Concurrency: 1024}, log, "jobs")
+	jobapp.Routes(srv.App, jobapp.Config{Log: log, Bus: bus, Codec: codec})
+	jobpages.Routes(srv.App, jobpages.Config{Log: log, Bus: bus, Payments: provider, Secret: secret})
+	srv.Fallback()
+	return srv.App
+}
+
+var appPages = sync.OnceValue(func() *fiber.App { return newPagesApp(baseURL, nil, pagesSecret) })
+
+// pageResp is one page's answer.
+type pageResp struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+func (r pageResp) cookie(name string) *http.Cookie {
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// csrfCookie is the pages' CSRF cookie under https (baseURL is https).
+const csrfCookie = "__Host-jobs_csrf"
+
+func pageDo(t *testing.T, app *fiber.App, method, target string, form url.Values, headers ...string) pageResp {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req := httptest.NewRequest(method, target, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := app.Test(req, 30_000)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, target, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := pageResp{Status: res.StatusCode, Header: res.Header, Body: string(b)}
+	// Every answer under /jobs is a page, errors included.
+	if ct := r.Header.Get("Content-Type"); method != http.MethodHead && (r.Status < 300 || r.Status >= 400) && !strings.HasPrefix(ct, "text/html") {
+		t.Fatalf("%s %s: %d with Content-Type %q: %s", method, target, r.Status, ct, r.Body)
+	}
+	if r.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(r.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatalf("%s %s: security headers missing: %v", method, target, r.Header)
+	}
+	return r
+}
+
+// poster is a browser session on the poster's pages: it keeps the CSRF cookie.
+type poster struct {
+	t      *testing.T
+	app    *fiber.App
+	cookie string
+}
+
+var csrfInput = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+// open GETs a poster's page and returns it with the form's CSRF token.
+func (p *poster) open(target string) (pageResp, string) {
+	p.t.Helper()
+	var hdr []string
+	if p.cookie != "" {
+		hdr = []string{"Cookie", csrfCookie + "=" + p.cookie}
+	}
+	r := pageDo(p.t, p.app, http.MethodGet, target, nil, hdr...)
+	if c := r.cookie(csrfCookie); c != nil {
+		if !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteStrictMode || c.Path != "/" {
+			p.t.Fatalf("CSRF cookie attributes: %+v", c)
+		}
+		p.cookie = c.Value
+	}
+	token := ""
+	if m := csrfInput.FindStringSubmatch(r.Body); m != nil {
+		token = m[1]
+	}
+	return r, token
+}
+
+// post sends a form as the browser would from the pages: the cookie, the
+// gateway's forwarded scheme, and no Referer (Referrer-Policy: no-referrer).
+func (p *poster) post(target string, form url.Values) pageResp {
+	p.t.Helper()
+	return pageDo(p.t, p.app, http.MethodPost, target, form, "Cookie", csrfCookie+"="+p.cookie, "X-Forwarded-Proto", "https")
+}
+
+func hashOf(t *testing.T, editURL string) string {
+	t.Helper()
+	u, err := url.Parse(editURL)
+	if err != nil || u.Query().Get("job") == "" {
+		t.Fatalf("edit_url %q", editURL)
+	}
+	return u.Query().Get("job")
+}
+
+func pagePath(t *testing.T, full string) string {
+	t.Helper()
+	u, err := url.Parse(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.RequestURI()
+}
+
+// jobStatus reads a job's status from the store.
+func jobStatus(t *testing.T, id int64) string {
+	t.Helper()
+	var s string
+	if err := pool.QueryRow(bgContext, `SELECT status FROM jobs WHERE id = $1`, id).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// jobLD is the page's JobPosting as the tests read it.
+type jobLD struct {
+	Context            string `json:"@context"`
+	Type               string `json:"@type"`
+	Title              string `json:"title"`
+	Description        string `json:"description"`
+	DatePosted         string `json:"datePosted"`
+	ValidThrough       string `json:"validThrough"`
+	EmploymentType     string `json:"employmentType"`
+	HiringOrganization struct {
+		Type string `json:"@type"`
+		Name string `json:"name"`
+	} `json:"hiringOrganization"`
+	JobLocation *struct {
+		Type    string `json:"@type"`
+		Address struct {
+			Type            string  `json:"@type"`
+			AddressLocality string  `json:"addressLocality"`
+			AddressCountry  *string `json:"addressCountry"`
+		} `json:"address"`
+	} `json:"jobLocation"`
+	JobLocationType               string `json:"jobLocationType"`
+	ApplicantLocationRequirements *struct {
+		Type string `json:"@type"`
+		Name string `json:"name"`
+	} `json:"applicantLocationRequirements"`
+	BaseSalary *struct {
+		Type     string `json:"@type"`
+		Currency string `json:"currency"`
+		Value    struct {
+			Type     string `json:"@type"`
+			MinValue *int64 `json:"minValue"`
+			MaxValue *int64 `json:"maxValue"`
+			UnitText string `json:"unitText"`
+		} `json:"value"`
+	} `json:"baseSalary"`
+	Identifier struct {
+		Type  string `json:"@type"`
+		Value string `json:"value"`
+	} `json:"identifier"`
+	URL string `json:"url"`
+}
+
+var ldScript = regexp.MustCompile(`(?s)<script type="application/ld\+json">(.*?)</script>`)
+
+func readLD(t *testing.T, body string) jobLD {
+	t.Helper()
+	m := ldScript.FindAllStringSubmatch(body, -1)
+	if len(m) != 1 {
+		t.Fatalf("want one JSON-LD script, found %d", len(m))
+	}
+	var ld jobLD
+	if err := json.Unmarshal([]byte(m[0][1]), &ld); err != nil {
+		t.Fatalf("JSON-LD does not parse: %v\n%s", err, m[0][1])
+	}
+	return ld
+}
+
+// checkLD checks what Google for Jobs requires of every posting, and the
+// location and salary of this one.
+func checkLD(t *testing.T, ld jobLD, cr createResult, body map[string]any) {
+	t.Helper()
+	posted, err1 := time.Parse(time.RFC3339, ld.DatePosted)
+	until, err2 := time.Parse(time.RFC3339, ld.ValidThrough)
+	switch {
+	case ld.Context != "https://schema.org/" || ld.Type != "JobPosting":
+		t.Errorf("type %q %q", ld.Context, ld.Type)
+	case ld.Title != body["title"] || ld.HiringOrganization.Name != body["company"] || ld.HiringOrganization.Type != "Organization":
+		t.Errorf("title/organization: %+v", ld)
+	case !strings.Contains(ld.Description, "<strong>"):
+		t.Errorf("description %q", ld.Description)
+	case err1 != nil || err2 != nil || !until.After(posted) || time.Since(posted) > time.Hour:
+		t.Errorf("dates %q %q", ld.DatePosted, ld.ValidThrough)
+	case ld.Identifier.Value != itoa(cr.JobID) || ld.URL != *cr.ViewURL:
+		t.Errorf("identifier %+v url %q, want %d %q", ld.Identifier, ld.URL, cr.JobID, *cr.ViewURL)
+	}
+	wantType := map[string]string{"fulltime": "FULL_TIME", "parttime": "PART_TIME", "freelance": "CONTRACTOR", "internship": "INTERN"}[body["job_type"].(string)]
+	if ld.EmploymentType != wantType {
+		t.Errorf("employmentType %q, want %q", ld.EmploymentType, wantType)
+	}
+	if body["is_remote"] == 1 {
+		if ld.JobLocationType != "TELECOMMUTE" || ld.ApplicantLocationRequirements == nil || ld.ApplicantLocationRequirements.Name == "" || ld.JobLocation != nil {
+			t.Errorf("remote job's location: %+v", ld)
+		}
+	} else if ld.JobLocation == nil || ld.JobLocation.Type != "Place" || ld.JobLocation.Address.AddressLocality != cr.City.Name ||
+		ld.JobLocation.Address.AddressCountry != nil || ld.JobLocationType != "" {
+		t.Errorf("on-site job's location: %+v", ld.JobLocation)
+	}
+	if body["sal_min"] == nil {
+		if ld.BaseSalary != nil {
+			t.Errorf("baseSalary without a salary: %+v", ld.BaseSalary)
+		}
+		return
+	}
+	s := ld.BaseSalary
+	if s == nil || s.Type != "MonetaryAmount" || s.Currency != body["currency"] || s.Value.Type != "QuantitativeValue" || s.Value.UnitText != "YEAR" ||
+		s.Value.MinValue == nil || *s.Value.MinValue != body["sal_min"] || s.Value.MaxValue == nil || *s.Value.MaxValue != body["sal_max"] {
+		t.Errorf("baseSalary %+v", s)
+	}
+}
+
+// The public page of an active job: its facts, its description as HTML, its
+// apply link, and a JobPosting Google for Jobs accepts, for on-site and
+// remote jobs with and without a salary.
+func TestJobPageShowsJobWithJSONLD(t *testing.T) {
+	t.Parallel()
+	key := liveKey(1700, 1700) // a Pro space: published at once
+	tests := []struct {
+		name string
+		edit func(map[string]any)
+	}{
+		{"onSiteWithSalary", func(b map[string]any) {
+			b["sal_min"], b["sal_max"], b["currency"] = int64(45000), int64(60000), "EUR"
+			b["apply_url"] = "https://acme.example/apply?x=1&y=2"
+		}},
+		{"onSiteWithoutSalary", func(b map[string]any) { b["job_type"] = "internship" }},
+		{"remoteWithSalary", func(b map[string]any) {
+			b["is_remote"], b["job_type"] = 1, "freelance"
+			b["sal_min"], b["sal_max"], b["currency"] = int64(500), int64(700), "GBP"
+		}},
+		{"remoteWithoutSalary", func(b map[string]any) { b["is_remote"], b["job_type"] = 1, "parttime" }},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := jobBody("Page "+tc.name+" </script><!--", 1700+int64(i))
+			body["description"] = "<p>Run the <strong>community</strong> & </script> events.</p>"
+			tc.edit(body)
+			cr := create(t, key, body)
+			if cr.Status != "active" || cr.ViewURL == nil {
+				t.Fatalf("fixture: %+v", cr)
+			}
+			r := pageDo(t, appPages(), http.MethodGet, pagePath(t, *cr.ViewURL), nil)
+			if r.Status != 200 {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+			for _, want := range []string{"Acme Coworking", "Run the <strong>community</strong> &amp;", "community", "events"} {
+				if !strings.Contains(r.Body, want) {
+					t.Errorf("page lacks %q", want)
+				}
+			}
+			if strings.Count(r.Body, "</script>") != 1 || strings.Contains(r.Body, "<!--") {
+				t.Errorf("a title or description closed the JSON-LD script or opened a comment:\n%s", r.Body)
+			}
+			wantLoc := cr.City.Name
+			if body["is_remote"] == 1 {
+				wantLoc = "Remote"
+			}
+			if !strings.Contains(r.Body, `<span id="location">`+wantLoc+`</span>`) {
+				t.Errorf("location %q not shown", wantLoc)
+			}
+			if body["sal_min"] != nil && !strings.Contains(r.Body, `<span id="salary">`) {
+				t.Error("salary not shown")
+			}
+			if body["sal_min"] == nil && strings.Contains(r.Body, `id="salary"`) {
+				t.Error("a salary shown for a job without one")
+			}
+			if body["apply_url"] != nil && !strings.Contains(r.Body, `href="https://acme.example/apply?x=1&amp;y=2"`) {
+				t.Error("apply link not shown")
+			}
+			if r.Header.Get("Cache-Control") != "no-cache" || r.cookie(csrfCookie) != nil {
+				t.Errorf("public page headers: %v", r.Header)
+			}
+			checkLD(t, readLD(t, r.Body), cr, body)
+		})
+	}
+}
+
+// Unknown, draft and paused jobs are 404; expired, closed and past-date
+// jobs are 410; a wrong slug is a 301 to the canonical address.
+func TestJobPageStatuses(t *testing.T) {
+	t.Parallel()
+	pro, space := liveKey(1710, 1710), liveKey(1711, 2710)
+	active := create(t, pro, jobBody("Status Active", 1710))
+	draft := create(t, space, jobBody("Status Draft", 1710))
+	paused := create(t, pro, jobBody("Status Paused", 1710))
+	expired := create(t, pro, jobBody("Status Expired", 1710))
+	closed := create(t, pro, jobBody("Status Closed", 1710))
+	pastDate := create(t, pro, jobBody("Status Past Date", 1710))
+	for _, step := range []struct {
+		event string
+		id    int64
+	}{{"pause", paused.JobID}, {"unpublish", expired.JobID}, {"close", closed.JobID}} {
+		if r, _, _ := transition(t, pro, step.event, step.id); r.Status != 200 {
+			t.Fatalf("%s: %d %s", step.event, r.Status, r.Body)
+		}
+	}
+	if _, err := pool.Exec(bgContext, `UPDATE jobs SET expiration_date = now() - interval '1 minute' WHERE id = $1`, pastDate.JobID); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		path     string
+		status   int
+		location string
+		text     string
+	}{
+		{"active200", "/jobs/" + active.PageURL, 200, "", "Status Active"},
+		{"unknown404", "/jobs/status-active-999999999", 404, "", "Job not found"},
+		{"malformed404", "/jobs/status-active", 404, "", "Job not found"},
+		{"zeroID404", "/jobs/x-0", 404, "", "Job not found"},
+		{"hugeID404", "/jobs/x-99999999999999999999", 404, "", "Job not found"},
+		{"draft404", "/jobs/" + draft.PageURL, 404, "", "Job not found"},
+		{"paused404", "/jobs/" + paused.PageURL, 404, "", "Job not found"},
+		{"expired410", "/jobs/" + expired.PageURL, 410, "", "no longer available"},
+		{"closed410", "/jobs/" + closed.PageURL, 410, "", "no longer available"},
+		{"pastDate410", "/jobs/" + pastDate.PageURL, 410, "", "no longer available"},
+		{"wrongSlug301", "/jobs/old-title-" + itoa(active.JobID), 301, "/jobs/" + active.PageURL, ""},
+		{"bareID301", "/jobs/" + itoa(active.JobID), 301, "/jobs/" + active.PageURL, ""},
+		{"draftWrongSlugStays404", "/jobs/x-" + itoa(draft.JobID), 404, "", "Job not found"},
+		{"unknownPath404", "/jobs/a/b", 404, "", "Page not found"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := pageDo(t, appPages(), http.MethodGet, tc.path, nil)
+			if r.Status != tc.status || r.Header.Get("Location") != tc.location || !strings.Contains(r.Body, tc.text) {
+				t.Fatalf("want %d %q %q, got %d %q\n%s", tc.status, tc.location, tc.text, r.Status, r.Header.Get("Location"), r.Body)
+			}
+			if tc.status >= 400 && strings.Contains(r.Body, "application/ld+json") {
+				t.Error("an error page carries a JobPosting")
+			}
+		})
+	}
+	t.Run("head200WithoutBody", func(t *testing.T) {
+		r := pageDo(t, appPages(), http.MethodHead, "/jobs/"+active.PageURL, nil)
+		if r.Status != 200 || r.Body != "" || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
+			t.Fatalf("%d %q %v", r.Status, r.Body, r.Header)
+		}
+	})
+	t.Run("methods", func(t *testing.T) {
+		r := pageDo(t, appPages(), http.MethodPost, "/jobs/unpublish", nil)
+		if r.Status != 403 { // the form check comes first
+			t.Fatalf("%d", r.Status)
+		}
+		r = pageDo(t, appPages(), http.MethodPut, "/jobs/edit", nil)
+		if r.Status != 405 || r.Header.Get("Allow") == "" {
+			t.Fatalf("%d %v", r.Status, r.Header)
+		}
+	})
+}
+
+// A wrong, malformed or missing hash is a 404 on every poster's page; the
+// capability pages are never cached, indexed or named in a Referer.
+func TestPosterPagesWrongHash404(t *testing.T) {
+	t.Parallel()
+	cr := create(t, liveKey(1720, 2720), jobBody("Wrong Hash", 1720))
+	right := hashOf(t, cr.EditURL)
+	wrong := strings.Repeat("0", 32)
+	if wrong == right {
+		t.Fatal("unlucky")
+	}
+	for _, page := range []string{"/jobs/edit", "/jobs/unpublish", "/jobs/pay"} {
+		for name, q := range map[string]string{"wrong": "?job=" + wrong, "upper": "?job=" + strings.ToUpper(right),
+			"short": "?job=" + right[:31], "long": "?job=" + right + "0", "missing": "", "twice": "?job=" + wrong + "&job=" + right} {
+			t.Run(strings.TrimPrefix(page, "/jobs/")+"_"+name, func(t *testing.T) {
+				r := pageDo(t, appPages(), http.MethodGet, page+q, nil)
+				if r.Status != 404 || !strings.Contains(r.Body, "Job not found") || strings.Contains(r.Body, right) {
+					t.Fatalf("%d %s", r.Status, r.Body)
+				}
+				if r.Header.Get("Referrer-Policy") != "no-referrer" || r.Header.Get("Cache-Control") != "no-store" {
+					t.Fatalf("headers %v", r.Header)
+				}
+			})
+		}
+		r := pageDo(t, appPages(), http.MethodGet, page+"?job="+right, nil)
+		if r.Status != 200 || r.Header.Get("Referrer-Policy") != "no-referrer" || r.Header.Get("Cache-Control") != "no-store" ||
+			!strings.Contains(r.Header.Get("X-Robots-Tag"), "noindex") {
+			t.Fatalf("%s with the right hash: %d %v", page, r.Status, r.Header)
+		}
+	}
+	// A valid form with a wrong hash changes nothing.
+	p := &poster{t: t, app: appPages()}
+	_, token := p.open("/jobs/edit?job=" + right)
+	for _, target := range []string{"/jobs/publish", "/jobs/unpublish", "/jobs/edit", "/jobs/pay"} {
+		r := p.post(target, url.Values{"_csrf": {token}, "job": {wrong}, "title": {"Hijacked"}})
+		if r.Status != 404 {
+			t.Fatalf("POST %s with a wrong hash: %d %s", target, r.Status, r.Body)
+		}
+	}
+	if s := jobStatus(t, cr.JobID); s != "draft" {
+		t.Fatalf("status %s", s)
+	}
+}
+
+// Every form needs the token of its page, the same in the cookie and the
+// form, signed by the service: anything else is a 403 page and no change.
+func TestPosterFormsNeedCSRFToken(t *testing.T) {
+	t.Parallel()
+	cr := create(t, liveKey(1730, 2730), jobBody("CSRF Guarded", 1730))
+	hash := hashOf(t, cr.EditURL)
+	p := &poster{t: t, app: appPages()}
+	_, token := p.open("/jobs/edit?job=" + hash)
+	if token == "" || p.cookie != token {
+		t.Fatalf("token %q cookie %q", token, p.cookie)
+	}
+	other := &poster{t: t, app: appPages()}
+	_, otherToken := other.open("/jobs/edit?job=" + hash)
+	// Signed by another secret: what a forger could make.
+	forger := &poster{t: t, app: newPagesApp(baseURL, nil, []byte("another-secret-another-secret-another-1"))}
+	_, forged := forger.open("/jobs/edit?job=" + hash)
+	tamper := []byte(token)
+	tamper[3] ^= 1
+
+	tests := []struct {
+		name          string
+		cookie, field string
+	}{
+		{"noTokenNoCookie", "", ""},
+		{"cookieWithoutField", token, ""},
+		{"fieldWithoutCookie", "", token},
+		{"fieldOfAnotherSession", token, otherToken},
+		{"forgedPair", forged, forged},
+		{"tamperedPair", string(tamper), string(tamper)},
+		{"garbagePair", "x.y", "x.y"},
+	}
+	for _, target := range []string{"/jobs/publish", "/jobs/unpublish", "/jobs/edit", "/jobs/pay"} {
+		for _, tc := range tests {
+			t.Run(strings.TrimPrefix(target, "/jobs/")+"_"+tc.name, func(t *testing.T) {
+				form := url.Values{"job": {hash}, "title": {"Changed"}}
+				if tc.field != "" {
+					form.Set("_csrf", tc.field)
+				}
+				var hdr []string
+				if tc.cookie != "" {
+					hdr = []string{"Cookie", csrfCookie + "=" + tc.cookie}
+				}
+				r := pageDo(t, appPages(), http.MethodPost, target, form, hdr...)
+				if r.Status != 403 || !strings.Contains(r.Body, "Reload the page") {
+					t.Fatalf("%d %s", r.Status, r.Body)
+				}
+			})
+		}
+	}
+	var title string
+	if err := pool.QueryRow(bgContext, `SELECT title FROM jobs WHERE id = $1`, cr.JobID).Scan(&title); err != nil {
+		t.Fatal(err)
+	}
+	if s := jobStatus(t, cr.JobID); s != "draft" || title != "CSRF Guarded" {
+		t.Fatalf("a refused form changed the job: %s %q", s, title)
+	}
+	// The signed token is accepted by any replica with the same secret.
+	replica := &poster{t: t, app: newPagesApp(baseURL, nil, pagesSecret), cookie: p.cookie}
+	if r := replica.post("/jobs/publish", url.Values{"_csrf": {token}, "job": {hash}}); r.Status != 303 || jobStatus(t, cr.JobID) != "active" {
+		t.Fatalf("another replica refused the form: %d %s", r.Status, r.Body)
+	}
+}
+
+// A free plan's draft is published through its edit page: the Publish form,
+// then the page shows it active and the public page answers.
+func TestPublishFreeDraftThroughEditForm(t *testing.T) {
+	t.Parallel()
+	cr := create(t, liveKey(1740, 2740), jobBody("Publish Through Form", 1740))
+	if cr.Status != "draft" || cr.PaymentURL != nil {
+		t.Fatalf("fixture %+v", cr)
+	}
+	hash := hashOf(t, cr.EditURL)
+	p := &poster{t: t, app: appPages()}
+	page, token := p.open(pagePath(t, cr.EditURL))
+	if page.Status != 200 || !strings.Contains(page.Body, `<dd id="status">draft</dd>`) || !strings.Contains(page.Body, `id="publish"`) {
+		t.Fatalf("edit page: %d %s", page.Status, page.Body)
+	}
+	r := p.post("/jobs/publish", url.Values{"_csrf": {token}, "job": {hash}})
+	if r.Status != 303 || r.Header.Get("Location") != "/jobs/edit?done=published&job="+hash {
+		t.Fatalf("publish: %d %q %s", r.Status, r.Header.Get("Location"), r.Body)
+	}
+	page, _ = p.open(r.Header.Get("Location"))
+	if !strings.Contains(page.Body, `<dd id="status">active</dd>`) || !strings.Contains(page.Body, "The job is published.") ||
+		strings.Contains(page.Body, `id="publish"`) {
+		t.Fatalf("after publish: %s", page.Body)
+	}
+	if r := pageDo(t, appPages(), http.MethodGet, "/jobs/"+cr.PageURL, nil); r.Status != 200 {
+		t.Fatalf("public page after publish: %d", r.Status)
+	}
+	// Publishing again changes nothing.
+	r = p.post("/jobs/publish", url.Values{"_csrf": {token}, "job": {hash}})
+	if r.Status != 303 || !strings.Contains(r.Header.Get("Location"), "done=already_active") {
+		t.Fatalf("publish again: %d %q", r.Status, r.Header.Get("Location"))
+	}
+}
+
+// The poster pauses, resumes and (once expired) relists through the page:
+// each button shows only in the state it applies to.
+func TestPauseResumeRelistThroughEditPage(t *testing.T) {
+	t.Parallel()
+	cr := create(t, liveKey(1745, 1745), jobBody("Pause Through Form", 1745)) // a Pro space: active
+	hash := hashOf(t, cr.EditURL)
+	p := &poster{t: t, app: appPages()}
+	steps := []struct{ button, status, notice, next string }{
+		{"pause", "paused", "The job is paused", "resume"},
+		{"resume", "active", "The job is listed again; its end date moved", "pause"},
+	}
+	page, token := p.open(pagePath(t, cr.EditURL))
+	if !strings.Contains(page.Body, `id="pause"`) || strings.Contains(page.Body, `id="resume"`) || strings.Contains(page.Body, `id="relist"`) {
+		t.Fatalf("an active job's page: %s", page.Body)
+	}
+	for _, s := range steps {
+		r := p.post("/jobs/"+s.button, url.Values{"_csrf": {token}, "job": {hash}})
+		if r.Status != 303 {
+			t.Fatalf("%s: %d %s", s.button, r.Status, r.Body)
+		}
+		page, token = p.open(r.Header.Get("Location"))
+		if !strings.Contains(page.Body, `<dd id="status">`+s.status+`</dd>`) || !strings.Contains(page.Body, s.notice) ||
+			!strings.Contains(page.Body, `id="`+s.next+`"`) || strings.Contains(page.Body, `id="`+s.button+`"`) {
+			t.Fatalf("after %s: %s", s.button, page.Body)
+		}
+		if st := jobStatus(t, cr.JobID); st != s.status {
+			t.Fatalf("after %s: stored status %s", s.button, st)
+		}
+	}
+	// Expired: relist it.
+	if _, err := pool.Exec(bgContext, `UPDATE jobs SET status = 'expired' WHERE id = $1`, cr.JobID); err != nil {
+		t.Fatal(err)
+	}
+	page, token = p.open(pagePath(t, cr.EditURL))
+	if !strings.Contains(page.Body, `id="relist"`) || strings.Contains(page.Body, `id="pause"`) {
+		t.Fatalf("an expired job's page: %s", page.Body)
+	}
+	r := p.post("/jobs/relist", url.Values{"_csrf": {token}, "job": {hash}})
+	if r.Status != 303 || !strings.Contains(r.Header.Get("Location"), "done=relisted") || jobStatus(t, cr.JobID) != "active" {
+		t.Fatalf("relist: %d %q", r.Status, r.Header.Get("Location"))
+	}
+	// Without the CSRF token nothing happens.
+	if r := p.post("/jobs/pause", url.Values{"job": {hash}}); r.Status != 403 || jobStatus(t, cr.JobID) != "active" {
+		t.Fatalf("pause without a token: %d", r.Status)
+	}
+}
+
+// A paid plan's draft cannot be published before it is paid: the page says
+// so (409) and links to the payment page, which shows plan and amount.
+func TestPublishPaidDraftPointsToPayment(t *testing.T) {
+	t.Parallel()
+	body := jobBody("Paid Draft", 1750)
+	body["id_plan"] = 6
+	cr := create(t, liveKey(1750, 2750), body)
+	if cr.Status != "draft" || cr.PaymentURL == nil {
+		t.Fatalf("fixture %+v", cr)
+	}
+	hash := hashOf(t, cr.EditURL)
+	p := &poster{t: t, app: appPages()}
+	page, token := p.open(pagePath(t, cr.EditURL))
+	if !strings.Contains(page.Body, `id="pay" href="/jobs/pay?job=`+hash+`"`) || !strings.Contains(page.Body, "Featured · 49.00 EUR") {
+		t.Fatalf("edit page of a paid draft: %s", page.Body)
+	}
+	r := p.post("/jobs/publish", url.Values{"_csrf": {token}, "job": {hash}})
+	if r.Status != 409 || !strings.Contains(r.Body, "complete the payment on the payment page") ||
+		!strings.Contains(r.Body, `href="`+*cr.PaymentURL+`">Go to the payment page`) {
+		t.Fatalf("publish unpaid: %d %s", r.Status, r.Body)
+	}
+	if s := jobStatus(t, cr.JobID); s != "draft" {
+		t.Fatalf("status %s", s)
+	}
+}
+
+// A bad edit re-renders the form with every problem (422) and what was
+// sent, and changes nothing; a good one is saved and renames the page.
+func TestEditFormShowsProblems(t *testing.T) {
+	t.Parallel()
+	body := jobBody("Edit Me", 1760)
+	body["sal_min"], body["sal_max"] = 30000, 40000
+	cr := create(t, liveKey(1760, 1760), body)
+	hash := hashOf(t, cr.EditURL)
+	p := &poster{t: t, app: appPages()}
+	page, token := p.open(pagePath(t, cr.EditURL))
+	for _, want := range []string{`name="title" value="Edit Me"`, `<option value="fulltime" selected>`, `name="sal_min" min="0" value="30000"`,
+		`&lt;p&gt;Run the &lt;strong&gt;community&lt;/strong&gt;.&lt;/p&gt;</textarea>`, `<option value="EUR" selected>`} {
+		if !strings.Contains(page.Body, want) {
+			t.Fatalf("edit form lacks %q:\n%s", want, page.Body)
+		}
+	}
+	form := func(kv ...string) url.Values {
+		f := url.Values{"_csrf": {token}, "job": {hash}, "title": {"Edit Me"}, "company": {"Acme Coworking"},
+			"description": {"<p>Text</p>"}, "job_type": {"fulltime"}, "tags": {"a, b"}, "currency": {"EUR"},
+			"sal_min": {"30000"}, "sal_max": {"40000"}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			f.Set(kv[i], kv[i+1])
+		}
+		return f
+	}
+	tests := []struct {
+		name  string
+		form  url.Values
+		wants []string
+	}{
+		{"rules", form("title", "  ", "job_type", "boss", "apply_url", "ftp://x", "sal_min", "50000", "description", "<script>x</script>"),
+			[]string{"title is required", "job_type must be one of", "apply_url must be an absolute", "sal_min must not exceed sal_max", "description has no text left"}},
+		{"notNumbers", form("sal_min", "lots", "sal_max", "1e3"), []string{"sal_min must be a whole number", "sal_max must be a whole number"}},
+		{"currency", form("currency", "XYZ", "title", "<b>Sent</b>"), []string{"currency must be one of", `value="&lt;b&gt;Sent&lt;/b&gt;"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := p.post("/jobs/edit", tc.form)
+			if r.Status != 422 || !strings.Contains(r.Body, `id="problems"`) {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(r.Body, w) {
+					t.Errorf("the form does not show %q", w)
+				}
+			}
+		})
+	}
+	if _, d := getJob(t, liveKey(1760, 1760), cr.JobID); d.Title != "Edit Me" {
+		t.Fatalf("a refused edit changed the job: %+v", d)
+	}
+
+	r := p.post("/jobs/edit", form("title", "Edited Title", "is_remote", "1", "sal_min", "", "sal_max", ""))
+	if r.Status != 303 || r.Header.Get("Location") != "/jobs/edit?done=saved&job="+hash {
+		t.Fatalf("save: %d %q %s", r.Status, r.Header.Get("Location"), r.Body)
+	}
+	page, _ = p.open(r.Header.Get("Location"))
+	if !strings.Contains(page.Body, "Your changes are saved.") || !strings.Contains(page.Body, `name="sal_min" min="0" value=""`) ||
+		!strings.Contains(page.Body, `name="is_remote" value="1" checked`) {
+		t.Fatalf("after save: %s", page.Body)
+	}
+	// The old address now leads to the new one, whose posting has no salary.
+	old := pageDo(t, appPages(), http.MethodGet, "/jobs/"+cr.PageURL, nil)
+	if old.Status != 301 || !strings.HasPrefix(old.Header.Get("Location"), "/jobs/edited-title-") {
+		t.Fatalf("old address: %d %q", old.Status, old.Header.Get("Location"))
+	}
+	pub := pageDo(t, appPages(), http.MethodGet, old.Header.Get("Location"), nil)
+	if ld := readLD(t, pub.Body); ld.Title != "Edited Title" || ld.BaseSalary != nil || ld.JobLocationType != "TELECOMMUTE" {
+		t.Fatalf("posting after the edit: %+v", ld)
+	}
+}
+
+// The unpublish link: a confirmation page, then the job is expired and its
+// public page is gone; doing it again says so.
+func TestUnpublishThroughItsPage(t *testing.T) {
+	t.Parallel()
+	cr := create(t, liveKey(1770, 1770), jobBody("Unpublish Page", 1770))
+	hash := hashOf(t, cr.UnpublishURL)
+	p := &poster{t: t, app: appPages()}
+	page, token := p.open(pagePath(t, cr.UnpublishURL))
+	if page.Status != 200 || !strings.Contains(page.Body, `id="unpublish"`) || jobStatus(t, cr.JobID) != "active" {
+		t.Fatalf("confirm page: %d %s", page.Status, page.Body)
+	}
+	r := p.post("/jobs/unpublish", url.Values{"_csrf": {token}, "job": {hash}})
+	if r.Status != 200 || !strings.Contains(r.Body, `<dd id="status">expired</dd>`) || !strings.Contains(r.Body, "no longer listed") {
+		t.Fatalf("unpublish: %d %s", r.Status, r.Body)
+	}
+	if s := jobStatus(t, cr.JobID); s != "expired" {
+		t.Fatalf("status %s", s)
+	}
+	if g := pageDo(t, appPages(), http.MethodGet, "/jobs/"+cr.PageURL, nil); g.Status != 410 {
+		t.Fatalf("public page: %d", g.Status)
+	}
+	r = p.post("/jobs/unpublish", url.Values{"_csrf": {token}, "job": {hash}})
+	if r.Status != 200 || !strings.Contains(r.Body, "already unpublished") {
+		t.Fatalf("again: %d %s", r.Status, r.Body)
+	}
+	page, _ = p.open(pagePath(t, cr.UnpublishURL))
+	if strings.Contains(page.Body, `id="unpublish"`) || !strings.Contains(page.Body, `<span id="status">expired</span>`) {
+		t.Fatalf("confirm page of an expired job: %s", page.Body)
+	}
+}
+
+// recordingProvider stands for a card processor's hosted page (Stripe's is
+// tested with stripe-mock by the payment provider's own tests).
+type recordingProvider struct {
+	mu       sync.Mutex
+	got      []payment.Checkout
+	redirect string
+	err      error
+}
+
+func (r *recordingProvider) Name() string { return "recording" }
+func (r *recordingProvider) Start(_ context.Context, c payment.Checkout) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, c)
+	return r.redirect, r.err
+}
+
+// The payment link: plan and amount, then the provider's hand-off (303 to
+// its page) or, without one, the invoice text.
+func TestPayPage(t *testing.T) {
+	t.Parallel()
+	body := jobBody("Pay Page", 1780)
+	body["id_plan"] = 7
+	cr := create(t, liveKey(1780, 2780), body)
+	hash := hashOf(t, *cr.PaymentURL)
+	free := create(t, liveKey(1780, 2780), jobBody("Free Pay Page", 1780))
+
+	hosted := &recordingProvider{redirect: "https://pay.example/session/abc"}
+	// A provider that quotes the checkout's URLs in its error.
+	down := &recordingProvider{err: errors.New("provider down for https://x/jobs/edit?job=" + hash)}
+	var logs bytes.Buffer
+	tests := []struct {
+		name     string
+		provider payment.Provider
+		status   int
+		location string
+		text     string
+	}{
+		{"nilProviderInvoice", nil, 200, "", `id="invoice"`},
+		{"invoiceProvider", invoicepay.Provider{}, 200, "", `id="invoice"`},
+		{"hostedRedirect303", hosted, 303, "https://pay.example/session/abc", ""},
+		{"providerDown502", down, 502, "", "Nothing was charged"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &poster{t: t, app: newPagesAppLog(baseURL, tc.provider, pagesSecret, slog.New(slog.NewTextHandler(&logs, nil)))}
+			page, token := p.open(pagePath(t, *cr.PaymentURL))
+			for _, want := range []string{`<dd id="plan">Premium</dd>`, `<dd id="amount">99.00 EUR</dd>`, `id="pay"`} {
+				if !strings.Contains(page.Body, want) {
+					t.Fatalf("pay page lacks %q: %s", want, page.Body)
+				}
+			}
+			if !strings.Contains(page.Header.Get("Content-Security-Policy"), "form-action 'self' https:") {
+				t.Fatalf("the pay form cannot hand off: %q", page.Header.Get("Content-Security-Policy"))
+			}
+			r := p.post("/jobs/pay", url.Values{"_csrf": {token}, "job": {hash}})
+			if r.Status != tc.status || r.Header.Get("Location") != tc.location || !strings.Contains(r.Body, tc.text) {
+				t.Fatalf("%d %q %s", r.Status, r.Header.Get("Location"), r.Body)
+			}
+		})
+	}
+	// The failure is logged, and the edit hash is not.
+	if !strings.Contains(logs.String(), "start payment") || strings.Contains(logs.String(), hash) {
+		t.Fatalf("logs:\n%s", logs.String())
+	}
+	want := payment.Checkout{JobID: cr.JobID, JobTitle: "Pay Page", PlanID: 7, PlanName: "Premium", Amount: 9900, Currency: "EUR",
+		Email: defInv, SuccessURL: baseURL + "/jobs/edit?job=" + hash + "&paid=1", CancelURL: baseURL + "/jobs/pay?job=" + hash}
+	if len(hosted.got) != 1 || hosted.got[0] != want {
+		t.Fatalf("checkout %+v\nwant %+v", hosted.got, want)
+	}
+	if s := jobStatus(t, cr.JobID); s != "draft" {
+		t.Fatalf("starting a payment changed the status: %s", s)
+	}
+	// The edit page the provider sends the poster back to.
+	p := &poster{t: t, app: appPages()}
+	if page, _ := p.open("/jobs/edit?job=" + hash + "&paid=1"); !strings.Contains(page.Body, "the payment is being confirmed") {
+		t.Fatalf("return page: %s", page.Body)
+	}
+	// Nothing is due on a free plan.
+	p = &poster{t: t, app: newPagesApp(baseURL, hosted, pagesSecret)}
+	freeHash := hashOf(t, free.EditURL)
+	_, token := p.open("/jobs/edit?job=" + freeHash)
+	page, _ := p.open("/jobs/pay?job=" + freeHash)
+	if !strings.Contains(page.Body, "No payment is due") || strings.Contains(page.Body, `id="pay"`) {
+		t.Fatalf("pay page of a free job: %s", page.Body)
+	}
+	if r := p.post("/jobs/pay", url.Values{"_csrf": {token}, "job": {freeHash}}); r.Status != 409 || len(hosted.got) != 1 {
+		t.Fatalf("pay a free job: %d, %d checkouts", r.Status, len(hosted.got))
+	}
+}
