@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -198,4 +199,51 @@ func TestChartSecretsStable(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Stripe is optional: without it no workload reads its keys; with it only
+// the jobs API does (and only its pods restart); with an existing Secret the
+// jobs API reads them if they are there; one key without the other is refused.
+func TestChartStripeSecrets(t *testing.T) {
+	stripeKeys := []string{"STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET"}
+	reads := func(d *appsv1.Deployment) bool {
+		keys := secretKeysRead(&d.Spec.Template.Spec)
+		return slices.Contains(keys, stripeKeys[0]) && slices.Contains(keys, stripeKeys[1])
+	}
+	base := renderValues(t, "defaults", map[string]any{})
+	for comp, d := range deployments(base.objs) {
+		if reads(d) {
+			t.Errorf("%s reads the Stripe keys without Stripe configured", comp)
+		}
+	}
+	stripe := map[string]any{"secrets": map[string]any{"stripeSecretKey": "sk_test_x", "stripeWebhookSecret": "whsec_x"}}
+	with := renderValues(t, "stripe", stripe)
+	before, after := checksums(t, base), checksums(t, with)
+	for comp, d := range deployments(with.objs) {
+		if reads(d) != (comp == "jobs") {
+			t.Errorf("%s reads the Stripe keys: %v", comp, reads(d))
+		}
+		if moved := before[comp][0] != after[comp][0]; moved != (comp == "jobs") {
+			t.Errorf("%s: checksum/secret changed %v", comp, moved)
+		}
+	}
+	data := secretData(t, with, strings.TrimSuffix(name(""), "-"))
+	if string(data["STRIPE_SECRET_KEY"]) != "sk_test_x" || string(data["STRIPE_WEBHOOK_SECRET"]) != "whsec_x" {
+		t.Errorf("Secret: %v", data)
+	}
+	existing := renderValues(t, "existingSecret", map[string]any{"secrets": map[string]any{"existingSecret": "ops-secret"}})
+	jobs := deployments(existing.objs)["jobs"]
+	for _, e := range jobs.Spec.Template.Spec.Containers[0].Env {
+		if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil && slices.Contains(stripeKeys, ref.SecretKeyRef.Key) &&
+			(ref.SecretKeyRef.Optional == nil || !*ref.SecretKeyRef.Optional) {
+			t.Errorf("%s from an existing Secret must be optional", e.Name)
+		}
+	}
+	if !reads(jobs) {
+		t.Error("with an existing Secret the jobs API does not read the Stripe keys")
+	}
+	if _, err := renderChart(t, map[string]any{"secrets": map[string]any{"stripeSecretKey": "sk_test_x"}}, nil); err == nil ||
+		!strings.Contains(err.Error(), "go together") {
+		t.Errorf("a Stripe key without its webhook secret: %v", err)
+	}
 }

@@ -116,6 +116,9 @@ read from the container's resources.
     secretKeyRef:
       name: {{ .secret }}
       key: {{ .name }}
+      {{- if hasPrefix "STRIPE_" .name }}
+      optional: true
+      {{- end }}
 {{- end }}
 
 {{/*
@@ -177,6 +180,8 @@ them, or use secrets.existingSecret, there.
 {{- else }}{{ $_ := set $v $key (randAlphaNum 48) }}
 {{- end -}}
 {{- end -}}
+{{- if ne (empty $s.stripeSecretKey) (empty $s.stripeWebhookSecret) }}{{ fail "secrets.stripeSecretKey and secrets.stripeWebhookSecret go together: set both or neither" }}{{ end -}}
+{{- if $s.stripeSecretKey }}{{ $_ := set $v "STRIPE_SECRET_KEY" $s.stripeSecretKey }}{{ $_ := set $v "STRIPE_WEBHOOK_SECRET" $s.stripeWebhookSecret }}{{ end -}}
 {{- $_ := set . "coworkjobsSecretValues" $v -}}
 {{- end -}}
 {{- end }}
@@ -190,8 +195,9 @@ them, or use secrets.existingSecret, there.
 {{- end }}
 
 {{/*
-The secret keys a workload reads ("component", "service", "api"), as a YAML
-list: its env and its checksum/secret both come from it.
+The secret keys a workload reads ("component", "service", "api", "stripe":
+Stripe is configured or may be in secrets.existingSecret), as a YAML list: its
+env and its checksum/secret both come from it.
 */}}
 {{- define "coworkjobs.secretKeys" -}}
 {{- $keys := list "DATABASE_URL" -}}
@@ -199,6 +205,7 @@ list: its env and its checksum/secret both come from it.
 {{- if eq .component "gateway" }}{{ $keys = append $keys "REDIS_URL" }}{{ end -}}
 {{- if eq .service "community" }}{{ $keys = append $keys "NEWSLETTER_TOKEN_SECRET" }}{{ end -}}
 {{- if has .component (list "community-worker" "jobs-worker") }}{{ $keys = append $keys "SMTP_URL" }}{{ end -}}
+{{- if and (eq .component "jobs") .stripe }}{{ $keys = concat $keys (list "STRIPE_SECRET_KEY" "STRIPE_WEBHOOK_SECRET") }}{{ end -}}
 {{- toYaml $keys -}}
 {{- end }}
 
@@ -212,7 +219,7 @@ change it). A changed value restarts exactly the workloads that read it.
 */}}
 {{- define "coworkjobs.secretChecksum" -}}
 {{- $s := .root.Values.secrets -}}
-{{- $given := dict "DATABASE_URL" $s.databaseURL "REDIS_URL" $s.redisURL "SMTP_URL" $s.smtpURL "INTERNAL_IDENTITY_SECRET" $s.internalIdentitySecret "NEWSLETTER_TOKEN_SECRET" $s.newsletterTokenSecret -}}
+{{- $given := dict "DATABASE_URL" $s.databaseURL "REDIS_URL" $s.redisURL "SMTP_URL" $s.smtpURL "INTERNAL_IDENTITY_SECRET" $s.internalIdentitySecret "NEWSLETTER_TOKEN_SECRET" $s.newsletterTokenSecret "STRIPE_SECRET_KEY" $s.stripeSecretKey "STRIPE_WEBHOOK_SECRET" $s.stripeWebhookSecret -}}
 {{- $parts := list -}}
 {{- range .keys -}}
 {{- if $s.existingSecret }}{{ $parts = append $parts (printf "%s from Secret %s" . $s.existingSecret) }}
