@@ -1855,7 +1855,7 @@ type ListCitiesParams struct {
 	// Q Exact city slug (as `city_slug`), compared in lowercase.
 	Q *DirectoryCitySlug `form:"q,omitempty" json:"q,omitempty"`
 
-	// Search Partial city name, insensitive to case and accents.
+	// Search Partial city name, insensitive to case and accents, typo-tolerant from 5 letters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
 }
 
@@ -2586,12 +2586,17 @@ type ClientInterface interface {
 	// ListCities List confirmed cities
 	//
 	// Confirmed cities only, as a `data` array of City objects, sorted by name without
-	// regard to accents or case (so "Évora" sits among the e's). The list is not paginated.
+	// regard to accents or case (so "Évora" sits among the e's); with `search`, best match
+	// first. The list is not paginated.
 	//
 	// - `q` is an exact match on the city slug (compared in lowercase).
-	// - `search` is a partial match anywhere in the city name, insensitive to case and to
+	// - `search` finds a partial match anywhere in the city name, insensitive to case and to
 	//   accents: plain letters find accented names (`zur` finds "Zürich", `lodz` finds
-	//   "Łódź") and accented input finds plain names. `%` and `_` are ordinary characters.
+	//   "Łódź", `munchen` finds "München") and accented input finds plain names. From 5
+	//   letters it forgives one typo against the whole name or one of its words (`barcelna`
+	//   finds "Barcelona"), two from 9. Best match first: the whole name, then names starting
+	//   with it, then names holding it, then typos by distance, each by name. `%` and `_` are
+	//   ordinary characters.
 	// - Both may be combined (a city must match both). Empty values do not filter;
 	//   surrounding whitespace is ignored.
 	//
@@ -3356,12 +3361,17 @@ func (c *Client) GetBlog(ctx context.Context, params *GetBlogParams, reqEditors 
 // ListCities List confirmed cities
 //
 // Confirmed cities only, as a `data` array of City objects, sorted by name without
-// regard to accents or case (so "Évora" sits among the e's). The list is not paginated.
+// regard to accents or case (so "Évora" sits among the e's); with `search`, best match
+// first. The list is not paginated.
 //
 //   - `q` is an exact match on the city slug (compared in lowercase).
-//   - `search` is a partial match anywhere in the city name, insensitive to case and to
+//   - `search` finds a partial match anywhere in the city name, insensitive to case and to
 //     accents: plain letters find accented names (`zur` finds "Zürich", `lodz` finds
-//     "Łódź") and accented input finds plain names. `%` and `_` are ordinary characters.
+//     "Łódź", `munchen` finds "München") and accented input finds plain names. From 5
+//     letters it forgives one typo against the whole name or one of its words (`barcelna`
+//     finds "Barcelona"), two from 9. Best match first: the whole name, then names starting
+//     with it, then names holding it, then typos by distance, each by name. `%` and `_` are
+//     ordinary characters.
 //   - Both may be combined (a city must match both). Empty values do not filter;
 //     surrounding whitespace is ignored.
 //
@@ -6202,12 +6212,17 @@ type ClientWithResponsesInterface interface {
 	// ListCitiesWithResponse List confirmed cities
 	//
 	// Confirmed cities only, as a `data` array of City objects, sorted by name without
-	// regard to accents or case (so "Évora" sits among the e's). The list is not paginated.
+	// regard to accents or case (so "Évora" sits among the e's); with `search`, best match
+	// first. The list is not paginated.
 	//
 	// - `q` is an exact match on the city slug (compared in lowercase).
-	// - `search` is a partial match anywhere in the city name, insensitive to case and to
+	// - `search` finds a partial match anywhere in the city name, insensitive to case and to
 	//   accents: plain letters find accented names (`zur` finds "Zürich", `lodz` finds
-	//   "Łódź") and accented input finds plain names. `%` and `_` are ordinary characters.
+	//   "Łódź", `munchen` finds "München") and accented input finds plain names. From 5
+	//   letters it forgives one typo against the whole name or one of its words (`barcelna`
+	//   finds "Barcelona"), two from 9. Best match first: the whole name, then names starting
+	//   with it, then names holding it, then typos by distance, each by name. `%` and `_` are
+	//   ordinary characters.
 	// - Both may be combined (a city must match both). Empty values do not filter;
 	//   surrounding whitespace is ignored.
 	//
@@ -12924,12 +12939,17 @@ func (c *ClientWithResponses) GetBlogWithResponse(ctx context.Context, params *G
 // ListCitiesWithResponse List confirmed cities
 //
 // Confirmed cities only, as a `data` array of City objects, sorted by name without
-// regard to accents or case (so "Évora" sits among the e's). The list is not paginated.
+// regard to accents or case (so "Évora" sits among the e's); with `search`, best match
+// first. The list is not paginated.
 //
 //   - `q` is an exact match on the city slug (compared in lowercase).
-//   - `search` is a partial match anywhere in the city name, insensitive to case and to
+//   - `search` finds a partial match anywhere in the city name, insensitive to case and to
 //     accents: plain letters find accented names (`zur` finds "Zürich", `lodz` finds
-//     "Łódź") and accented input finds plain names. `%` and `_` are ordinary characters.
+//     "Łódź", `munchen` finds "München") and accented input finds plain names. From 5
+//     letters it forgives one typo against the whole name or one of its words (`barcelna`
+//     finds "Barcelona"), two from 9. Best match first: the whole name, then names starting
+//     with it, then names holding it, then typos by distance, each by name. `%` and `_` are
+//     ordinary characters.
 //   - Both may be combined (a city must match both). Empty values do not filter;
 //     surrounding whitespace is ignored.
 //
