@@ -32,7 +32,7 @@ func (a *Activities) SendJobMail(ctx context.Context, in Input) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if addr, err := mail.ParseAddress(d.InvEmail); err != nil || addr.Address != d.InvEmail {
+	if !validAddress(d.InvEmail) {
 		activity.GetLogger(ctx).Warn("job mail skipped: the poster's address is not one", "job_id", in.JobID)
 		return ResultSkipped, nil
 	}
@@ -99,4 +99,11 @@ func Compose(in Input, d jobbus.Detail, l jobbus.Links) (mailer.Message, bool) {
 	line("Keep this mail: these links are the keys to your job.")
 	m.Text = b.String()
 	return m, true
+}
+
+// validAddress: a bare address a mail can go to. A bad one is skipped, not
+// retried: no retry makes it valid.
+func validAddress(s string) bool {
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Address == s
 }
