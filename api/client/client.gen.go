@@ -1637,6 +1637,9 @@ type RouteInfoAuth string
 type Space struct {
 	CityName string `json:"city_name"`
 
+	// DistanceKm Only with near=; the great-circle distance in km, rounded to 10 m.
+	DistanceKm *float32 `json:"distance_km,omitempty"`
+
 	// Latitude A decimal number as text (WGS 84 degrees, six decimals).
 	//
 	// Examples: 52.520008
@@ -1964,6 +1967,12 @@ type StripeWebhookParams struct {
 type ListSpacesParams struct {
 	// Q Exact city slug (as `city_slug`), compared in lowercase.
 	Q *DirectoryCitySlug `form:"q,omitempty" json:"q,omitempty"`
+
+	// Near LAT,LON in decimal degrees (WGS 84); needs radius_km.
+	Near *string `form:"near,omitempty" json:"near,omitempty"`
+
+	// RadiusKm Needs near.
+	RadiusKm *float32 `form:"radius_km,omitempty" json:"radius_km,omitempty"`
 }
 
 // GetBlogFeedParams defines parameters for GetBlogFeed.
@@ -3252,6 +3261,11 @@ type ClientInterface interface {
 	// it is confirmed and matches `q`) or nothing. The admin membership and the photo
 	// gallery are never returned.
 	//
+	// `near=LAT,LON&radius_km=R` keeps the spaces within R km (at most 500) of that point,
+	// nearest first, each with `distance_km`, the great-circle distance (mean Earth radius,
+	// rounded to 10 m); it combines with `q`. One without the other, or a value out of range,
+	// answers 422 naming the parameter.
+	//
 	// Invalid `q` values answer 422 as for `GET /v2/cities`. Unknown query parameters are
 	// ignored.
 	//
@@ -4416,6 +4430,11 @@ func (c *Client) StripeWebhook(ctx context.Context, params *StripeWebhookParams,
 // A key scoped to a space sees only its own space: the list holds that one space (when
 // it is confirmed and matches `q`) or nothing. The admin membership and the photo
 // gallery are never returned.
+//
+// `near=LAT,LON&radius_km=R` keeps the spaces within R km (at most 500) of that point,
+// nearest first, each with `distance_km`, the great-circle distance (mean Earth radius,
+// rounded to 10 m); it combines with `q`. One without the other, or a value out of range,
+// answers 422 naming the parameter.
 //
 // Invalid `q` values answer 422 as for `GET /v2/cities`. Unknown query parameters are
 // ignored.
@@ -5894,6 +5913,30 @@ func NewListSpacesRequest(server string, params *ListSpacesParams) (*http.Reques
 
 		}
 
+		if params.Near != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "near", *params.Near, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RadiusKm != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "radius_km", *params.RadiusKm, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -6899,6 +6942,11 @@ type ClientWithResponsesInterface interface {
 	// A key scoped to a space sees only its own space: the list holds that one space (when
 	// it is confirmed and matches `q`) or nothing. The admin membership and the photo
 	// gallery are never returned.
+	//
+	// `near=LAT,LON&radius_km=R` keeps the spaces within R km (at most 500) of that point,
+	// nearest first, each with `distance_km`, the great-circle distance (mean Earth radius,
+	// rounded to 10 m); it combines with `q`. One without the other, or a value out of range,
+	// answers 422 naming the parameter.
 	//
 	// Invalid `q` values answer 422 as for `GET /v2/cities`. Unknown query parameters are
 	// ignored.
@@ -13860,6 +13908,11 @@ func (c *ClientWithResponses) StripeWebhookWithResponse(ctx context.Context, par
 // A key scoped to a space sees only its own space: the list holds that one space (when
 // it is confirmed and matches `q`) or nothing. The admin membership and the photo
 // gallery are never returned.
+//
+// `near=LAT,LON&radius_km=R` keeps the spaces within R km (at most 500) of that point,
+// nearest first, each with `distance_km`, the great-circle distance (mean Earth radius,
+// rounded to 10 m); it combines with `q`. One without the other, or a value out of range,
+// answers 422 naming the parameter.
 //
 // Invalid `q` values answer 422 as for `GET /v2/cities`. Unknown query parameters are
 // ignored.

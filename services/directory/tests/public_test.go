@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkjobs/coworkjobs/libs/geo"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 )
 
@@ -192,6 +194,13 @@ func TestSpaces(t *testing.T) {
 		{"list200SpaceKeyOfUnconfirmedSpace", "", spaceKey3, []string{}},
 		{"list200ServiceIdentityIsNotScoped", "", service,
 			[]string{"Kreuzberg Hub", "Limmat Works", "Ribeira Studio", "Spree Loft"}},
+		// Alexanderplatz: Spree Loft is 1.4 km away, Kreuzberg Hub 2.4 km.
+		{"list200NearestFirst", "?near=52.5219,13.4132&radius_km=5", liveKey, []string{"Spree Loft", "Kreuzberg Hub"}},
+		{"list200NearRadiusCuts", "?near=52.5219,13.4132&radius_km=2", liveKey, []string{"Spree Loft"}},
+		{"list200NearWithCity", "?near=52.5219,13.4132&radius_km=500&q=zurich", liveKey, []string{}},
+		{"list200NearFarAway", "?near=47.37,8.54&radius_km=500", liveKey, []string{"Limmat Works"}},
+		{"list200NearSpaceKey", "?near=52.5219,13.4132&radius_km=5", spaceKey1, []string{"Spree Loft"}},
+		{"list200NearAntimeridian", "?near=0,179.9&radius_km=500", liveKey, []string{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,6 +213,41 @@ func TestSpaces(t *testing.T) {
 				t.Fatalf("spaces = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// With near= every space carries distance_km, the great-circle distance.
+func TestSpacesNearDistance(t *testing.T) {
+	t.Parallel()
+	status, env := get(t, "/v2/spaces?near=52.5219,13.4132&radius_km=5", liveKey)
+	objs := objects(t, env)
+	if status != http.StatusOK || len(objs) != 2 {
+		t.Fatalf("%d %+v", status, env)
+	}
+	// The SQL's distance is the Go one's (libs/geo), to the 10 m it is rounded to.
+	for i, want := range []float64{geo.DistanceKm(52.5219, 13.4132, 52.511870, 13.424860), geo.DistanceKm(52.5219, 13.4132, 52.501, 13.42)} {
+		d, ok := objs[i]["distance_km"].(float64)
+		if !ok || math.Abs(d-want) > 0.006 {
+			t.Errorf("%s: distance_km %v, want about %v", objs[i]["space_name"], objs[i]["distance_km"], want)
+		}
+	}
+	_, env = get(t, "/v2/spaces", liveKey)
+	for _, o := range objects(t, env) {
+		if _, ok := o["distance_km"]; ok {
+			t.Fatalf("distance_km without near: %v", o)
+		}
+	}
+	for query, problem := range map[string]string{
+		"?near=52.52":                    "near must be LAT,LON",
+		"?near=52.52,13.4":               "near needs radius_km",
+		"?radius_km=5":                   "radius_km needs near",
+		"?near=52.52,13.4&radius_km=501": "radius_km must be a number above 0 and at most 500",
+		"?near=95,13.4&radius_km=5":      "near must be LAT,LON",
+	} {
+		status, env := get(t, "/v2/spaces"+query, liveKey)
+		if status != http.StatusUnprocessableEntity || env.Error == nil || !slices.ContainsFunc(env.Error.Details, func(d string) bool { return strings.Contains(d, problem) }) {
+			t.Errorf("%s: %d %+v, want 422 naming %q", query, status, env.Error, problem)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/libs/geo"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/business/dirbus"
@@ -63,10 +64,13 @@ func (h handlers) cities(c *fiber.Ctx) error {
 	return sendList(c, mapSlice(cities, toCity))
 }
 
-// GET /v2/spaces?q=<city slug>; a space-scoped key sees only its own space.
+// GET /v2/spaces?q=<city slug>&near=LAT,LON&radius_km=R; a space-scoped key
+// sees only its own space.
 func (h handlers) spaces(c *fiber.Ctx) error {
 	var problems []string
 	citySlug := strings.ToLower(textParam(c, "q", &problems))
+	near, hasNear, p := geo.Parse(textParam(c, "near", &problems), textParam(c, "radius_km", &problems))
+	problems = append(problems, p...)
 	if len(problems) > 0 {
 		return web.Validation("Invalid query parameters", problems)
 	}
@@ -74,7 +78,11 @@ func (h handlers) spaces(c *fiber.Ctx) error {
 	if id := identity.From(c); id != nil {
 		spaceID = id.SpaceID
 	}
-	spaces, err := h.core.Spaces(c.UserContext(), citySlug, spaceID)
+	f := dirbus.SpaceFilter{CitySlug: citySlug, SpaceID: spaceID}
+	if hasNear {
+		f.Near = &near
+	}
+	spaces, err := h.core.Spaces(c.UserContext(), f)
 	if err != nil {
 		return err
 	}

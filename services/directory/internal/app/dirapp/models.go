@@ -1,6 +1,7 @@
 package dirapp
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/business/dirbus"
@@ -33,6 +34,8 @@ type Space struct {
 	Latitude     string `json:"latitude"`
 	Longitude    string `json:"longitude"`
 	CityName     string `json:"city_name"`
+	// DistanceKm is set with near=: the great-circle distance, km, to 0.01.
+	DistanceKm *float64 `json:"distance_km,omitempty"`
 }
 
 func toSpace(s dirbus.Space) Space {
@@ -43,7 +46,17 @@ func toSpace(s dirbus.Space) Space {
 		Latitude:     s.Latitude,
 		Longitude:    s.Longitude,
 		CityName:     s.CityName,
+		DistanceKm:   round2(s.DistanceKm),
 	}
+}
+
+// round2 rounds a distance to 10 m.
+func round2(v *float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	r := math.Round(*v*100) / 100
+	return &r
 }
 
 // CitySpace is the City-space entry: the Space fields plus the space and

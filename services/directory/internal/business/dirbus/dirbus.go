@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/coworkjobs/coworkjobs/libs/geo"
 )
 
 // Sentinel errors the handlers map to envelope codes.
@@ -40,6 +42,9 @@ type Space struct {
 	Longitude string
 	CityID    int64
 	CityName  string
+	// DistanceKm is the great-circle distance to SpaceFilter.Near (nil
+	// without it).
+	DistanceKm *float64
 }
 
 // CitySpace is a confirmed space with its city's metadata; Latitude and
@@ -101,7 +106,8 @@ type CityFilter struct {
 // SpaceFilter selects confirmed spaces; empty fields do not filter.
 type SpaceFilter struct {
 	CitySlug string
-	SpaceID  int64 // a space-scoped key's own space
+	SpaceID  int64     // a space-scoped key's own space
+	Near     *geo.Near // within a radius, nearest first
 }
 
 // Resolution outcomes.
@@ -152,8 +158,8 @@ func (c *Core) Cities(ctx context.Context, f CityFilter) ([]City, error) {
 // Spaces lists confirmed spaces (of confirmed cities). A caller whose key is
 // scoped to a space sees only that space: spaceID narrows the list rather
 // than failing, since a list never names another space.
-func (c *Core) Spaces(ctx context.Context, citySlug string, spaceID int64) ([]Space, error) {
-	spaces, err := c.store.QuerySpaces(ctx, SpaceFilter{CitySlug: citySlug, SpaceID: spaceID})
+func (c *Core) Spaces(ctx context.Context, f SpaceFilter) ([]Space, error) {
+	spaces, err := c.store.QuerySpaces(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("query spaces: %w", err)
 	}

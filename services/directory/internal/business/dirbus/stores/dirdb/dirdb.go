@@ -93,16 +93,27 @@ func (s *Store) QuerySpaces(ctx context.Context, f dirbus.SpaceFilter) ([]dirbus
 	if f.SpaceID != 0 {
 		q.add("s.id = $?", f.SpaceID)
 	}
-	sql := `SELECT s.id, s.name, s.slug, s.address, s.latitude::text, s.longitude::text, c.id, c.name
+	distance, order := `NULL::float8`, `s.search_name, s.name, s.id`
+	if n := f.Near; n != nil {
+		minLon, minLat, maxLon, maxLat := n.Box()
+		q.args = append(q.args, n.Lat, n.Lon, n.RadiusKm, minLon, minLat, maxLon, maxLat)
+		i := len(q.args) - 6
+		p := func(k int) string { return "$" + strconv.Itoa(i+k) }
+		distance = `great_circle_km(` + p(0) + `, ` + p(1) + `, s.latitude::float8, s.longitude::float8)`
+		q.where = append(q.where, `s.geo <@ box(point(`+p(3)+`, `+p(4)+`), point(`+p(5)+`, `+p(6)+`))`,
+			distance+` <= `+p(2))
+		order = `distance_km, ` + order
+	}
+	sql := `SELECT s.id, s.name, s.slug, s.address, s.latitude::text, s.longitude::text, c.id, c.name, ` + distance + ` AS distance_km
 		FROM spaces s JOIN cities c ON c.id = s.city_id
-		WHERE ` + q.clause() + ` ORDER BY s.search_name, s.name, s.id`
+		WHERE ` + q.clause() + ` ORDER BY ` + order
 	rows, err := s.pool.Query(ctx, sql, q.args...)
 	if err != nil {
 		return nil, fmt.Errorf("select spaces: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (dirbus.Space, error) {
 		var sp dirbus.Space
-		err := r.Scan(&sp.ID, &sp.Name, &sp.Slug, &sp.Address, &sp.Latitude, &sp.Longitude, &sp.CityID, &sp.CityName)
+		err := r.Scan(&sp.ID, &sp.Name, &sp.Slug, &sp.Address, &sp.Latitude, &sp.Longitude, &sp.CityID, &sp.CityName, &sp.DistanceKm)
 		return sp, err
 	})
 }
