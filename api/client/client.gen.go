@@ -775,6 +775,7 @@ func (e WebhookReceivedReceived) Valid() bool {
 
 // Defines values for ListJobsParamsSort.
 const (
+	Distance  ListJobsParamsSort = "distance"
 	Newest    ListJobsParamsSort = "newest"
 	Relevance ListJobsParamsSort = "relevance"
 )
@@ -782,6 +783,8 @@ const (
 // Valid indicates whether the value is a known member of the ListJobsParamsSort enum.
 func (e ListJobsParamsSort) Valid() bool {
 	switch e {
+	case Distance:
+		return true
 	case Newest:
 		return true
 	case Relevance:
@@ -1276,10 +1279,13 @@ type Job struct {
 	Company  string `json:"company"`
 
 	// CompanyLogo File name; empty when none.
-	CompanyLogo    string      `json:"company_logo"`
-	Currency       JobCurrency `json:"currency"`
-	DateAdded      time.Time   `json:"date_added"`
-	ExpirationDate time.Time   `json:"expiration_date"`
+	CompanyLogo string      `json:"company_logo"`
+	Currency    JobCurrency `json:"currency"`
+	DateAdded   time.Time   `json:"date_added"`
+
+	// DistanceKm Only with near=: the great-circle distance to the job's city, km, rounded to 10 m.
+	DistanceKm     *float32  `json:"distance_km,omitempty"`
+	ExpirationDate time.Time `json:"expiration_date"`
 
 	// ExternalUrl Source link carrying ref=coworkjobs; empty when none.
 	ExternalUrl string  `json:"external_url"`
@@ -1438,6 +1444,9 @@ type JobDetail struct {
 
 	// Description The sanitised HTML as stored.
 	Description string `json:"description"`
+
+	// DistanceKm Only with near=: the great-circle distance to the job's city, km, rounded to 10 m.
+	DistanceKm *float32 `json:"distance_km,omitempty"`
 
 	// EditUrl The poster's page; sent only to a key that may change the job.
 	EditUrl        *string   `json:"edit_url,omitempty"`
@@ -1884,9 +1893,15 @@ type ListJobsParams struct {
 	// Q Words to find (see Search above).
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 
-	// Sort `relevance` (default with `q`) or `newest` (default without `q`).
+	// Sort `distance` (default with `near`, which it needs), `relevance` (default with `q`) or `newest` (default otherwise).
 	Sort *ListJobsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
-	Tag  *string             `form:"tag,omitempty" json:"tag,omitempty"`
+
+	// Near LAT,LON in decimal degrees (WGS 84); needs radius_km.
+	Near *string `form:"near,omitempty" json:"near,omitempty"`
+
+	// RadiusKm Needs near.
+	RadiusKm *float32 `form:"radius_km,omitempty" json:"radius_km,omitempty"`
+	Tag      *string  `form:"tag,omitempty" json:"tag,omitempty"`
 
 	// Currency Case-insensitive.
 	Currency *ListJobsParamsCurrency `form:"currency,omitempty" json:"currency,omitempty"`
@@ -2738,7 +2753,7 @@ type ClientInterface interface {
 	// in one field; `-word` excludes jobs where the word matches. Anything that is not a letter
 	// or a digit separates words. `data.total` counts every match.
 	//
-	// **Order** (`sort`): `relevance` (the default with `q`) ranks, word by word, a title match
+	// **Order** (`sort`): `distance` (the default with `near`) is nearest first; `relevance` (the default with `q`) ranks, word by word, a title match
 	// above a tag match above a company match, and within each an exact word above a stem or a
 	// prefix above a typo; equal ranks are newest first. `newest` (the default without `q`) is
 	// `date_added` descending, then `id_job` descending. A search with phrases only is newest first.
@@ -2749,6 +2764,9 @@ type ClientInterface interface {
 	//   `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
 	//   between currencies, so `salary_min` needs `currency`.
 	// - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
+	// - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
+	//   radius; each job then carries `distance_km`, the great-circle distance to its city
+	//   (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 	// - `job_type`: one of fulltime, parttime, freelance, internship.
 	// - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
 	//   filter — remote and on-site jobs are both returned.
@@ -3598,7 +3616,7 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // in one field; `-word` excludes jobs where the word matches. Anything that is not a letter
 // or a digit separates words. `data.total` counts every match.
 //
-// **Order** (`sort`): `relevance` (the default with `q`) ranks, word by word, a title match
+// **Order** (`sort`): `distance` (the default with `near`) is nearest first; `relevance` (the default with `q`) ranks, word by word, a title match
 // above a tag match above a company match, and within each an exact word above a stem or a
 // prefix above a typo; equal ranks are newest first. `newest` (the default without `q`) is
 // `date_added` descending, then `id_job` descending. A search with phrases only is newest first.
@@ -3609,6 +3627,9 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 //     `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
 //     between currencies, so `salary_min` needs `currency`.
 //   - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
+//   - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
+//     radius; each job then carries `distance_km`, the great-circle distance to its city
+//     (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 //   - `job_type`: one of fulltime, parttime, freelance, internship.
 //   - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
 //     filter — remote and on-site jobs are both returned.
@@ -4999,6 +5020,30 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 		if params.Sort != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Near != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "near", *params.Near, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RadiusKm != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "radius_km", *params.RadiusKm, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6408,7 +6453,7 @@ type ClientWithResponsesInterface interface {
 	// in one field; `-word` excludes jobs where the word matches. Anything that is not a letter
 	// or a digit separates words. `data.total` counts every match.
 	//
-	// **Order** (`sort`): `relevance` (the default with `q`) ranks, word by word, a title match
+	// **Order** (`sort`): `distance` (the default with `near`) is nearest first; `relevance` (the default with `q`) ranks, word by word, a title match
 	// above a tag match above a company match, and within each an exact word above a stem or a
 	// prefix above a typo; equal ranks are newest first. `newest` (the default without `q`) is
 	// `date_added` descending, then `id_job` descending. A search with phrases only is newest first.
@@ -6419,6 +6464,9 @@ type ClientWithResponsesInterface interface {
 	//   `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
 	//   between currencies, so `salary_min` needs `currency`.
 	// - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
+	// - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
+	//   radius; each job then carries `distance_km`, the great-circle distance to its city
+	//   (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 	// - `job_type`: one of fulltime, parttime, freelance, internship.
 	// - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
 	//   filter — remote and on-site jobs are both returned.
@@ -13188,7 +13236,7 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // in one field; `-word` excludes jobs where the word matches. Anything that is not a letter
 // or a digit separates words. `data.total` counts every match.
 //
-// **Order** (`sort`): `relevance` (the default with `q`) ranks, word by word, a title match
+// **Order** (`sort`): `distance` (the default with `near`) is nearest first; `relevance` (the default with `q`) ranks, word by word, a title match
 // above a tag match above a company match, and within each an exact word above a stem or a
 // prefix above a typo; equal ranks are newest first. `newest` (the default without `q`) is
 // `date_added` descending, then `id_job` descending. A search with phrases only is newest first.
@@ -13199,6 +13247,9 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 //     `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
 //     between currencies, so `salary_min` needs `currency`.
 //   - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
+//   - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
+//     radius; each job then carries `distance_km`, the great-circle distance to its city
+//     (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 //   - `job_type`: one of fulltime, parttime, freelance, internship.
 //   - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
 //     filter — remote and on-site jobs are both returned.

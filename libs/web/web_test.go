@@ -62,6 +62,7 @@ func newServer(t testing.TB) *web.Server {
 		return web.OK(c, 201, body)
 	})
 	srv.App.Get("/feed", func(c *fiber.Ctx) error { return web.SendCacheable(c, fiber.Map{"items": []int{1, 2}}, 60) })
+	srv.App.Get("/items/:id<int>", func(c *fiber.Ctx) error { return web.OK(c, 200, c.Params("id")) })
 	srv.Fallback()
 	return srv
 }
@@ -143,6 +144,19 @@ func TestWrongMethodListsAllowed(t *testing.T) {
 	r := call(t, "PUT", base+"/echo", nil, nil)
 	if r.status != 405 || r.header.Get("Allow") != "POST" {
 		t.Fatalf("status %d Allow %q", r.status, r.header.Get("Allow"))
+	}
+	// A route with a parameter: its paths are known, others are not.
+	for path, want := range map[string]int{"/items/12": 405, "/items/x": 404, "/items/99999999999999999999": 404, "/items/": 404, "/items/12/more": 404} {
+		for _, m := range []string{"PUT", "PROPFIND"} {
+			r := call(t, m, base+path, nil, nil)
+			status := want
+			if m == "PROPFIND" {
+				status = 405 // an unknown method is 405 everywhere, with Allow where the path is known
+			}
+			if r.status != status || (want == 405) != (r.header.Get("Allow") == "GET, HEAD") {
+				t.Errorf("%s %s: status %d Allow %q, want %d", m, path, r.status, r.header.Get("Allow"), want)
+			}
+		}
 	}
 }
 

@@ -41,11 +41,34 @@ var validBodies = map[string]map[string]any{
 	"/v2/jobs": {"title": "Fuzzed Manager", "company": "Fuzz", "description": "<p>x</p>", "job_type": "fulltime",
 		"tags": "a,b", "city_name": "Berlin", "external_url": "https://e.example/j", "apply_url": "https://e.example/a",
 		"is_remote": 1, "currency": "EUR", "sal_min": 1, "sal_max": 2, "id_plan": 5},
-	"/v2/jobs/unpublish":          {"job_id": 999999999},
+	"/v2/jobs/unpublish": {"job_id": 999999999},
+	"/v2/jobs/publish":   {"job_id": 999999999},
+	"/v2/jobs/pause":     {"job_id": 999999999},
+	"/v2/jobs/resume":    {"job_id": 999999999},
+	"/v2/jobs/relist":    {"job_id": 999999999},
+	"/v2/jobs/close":     {"job_id": 999999999},
+	// Unsigned: refused before it is read as an event.
+	"/v2/payments/stripe/webhook": {"id": "evt_fuzz", "type": "checkout.session.completed", "data": map[string]any{"object": map[string]any{"id": "cs_fuzz"}}},
 	"/v2/feedback":                {"message": "hello", "email": "fuzz@example.org", "url": "https://e.example/", "category": "bug"},
 	"/v2/newsletters/subscribe":   {"email": "fuzz@example.org", "name": "Fuzz", "source": "test", "consent": true},
 	"/v2/newsletters/confirm":     {"token": "not-a-token"},
 	"/v2/newsletters/unsubscribe": {"token": "not-a-token"},
+}
+
+// webhookPath is Stripe's webhook: no key, a signature instead.
+const webhookPath = "/v2/payments/stripe/webhook"
+
+// concrete fills a route's path parameters ({id_job}) with a value that
+// names nothing.
+func concrete(path string) string {
+	for {
+		i := strings.IndexByte(path, '{')
+		j := strings.IndexByte(path, '}')
+		if i < 0 || j < i {
+			return path
+		}
+		path = path[:i] + "999999999" + path[j+1:]
+	}
 }
 
 // hostile is one request that must be answered with a 4xx envelope.
@@ -214,7 +237,7 @@ func TestHostileInputEveryRoute(t *testing.T) {
 		}
 	}
 	for _, rt := range table {
-		url := gw + rt.Path
+		url := gw + concrete(rt.Path)
 		auth := []string{}
 		if rt.Auth != "public" {
 			auth = []string{"X-API-Key", k}
@@ -239,7 +262,13 @@ func TestHostileInputEveryRoute(t *testing.T) {
 					// which Go's client reports as a broken pipe: send it raw.
 					r = exchange(hostPort(gw), rawHead("POST", rt.Path, len(h.body), hdr...), h.body)
 				}
-				check(t, "POST "+rt.Path+" "+h.name, r, h.status)
+				want := h.status
+				if rt.Path == webhookPath && want != 413 && want != 415 {
+					// The gateway's body checks first, then the signature,
+					// before the body is read as an event.
+					want = 400
+				}
+				check(t, "POST "+rt.Path+" "+h.name, r, want)
 			}
 			for _, h := range []struct {
 				name string
@@ -291,7 +320,7 @@ func TestHostileInputEveryRoute(t *testing.T) {
 		}
 		seen[rt.Path] = true
 		for _, m := range []string{"PUT", "DELETE", "PATCH", "PROPFIND", "FOO"} {
-			r := send(m, gw+rt.Path, []byte(`{}`), "X-API-Key", k)
+			r := send(m, gw+concrete(rt.Path), []byte(`{}`), "X-API-Key", k)
 			check(t, m+" "+rt.Path, r, 405)
 			if r.status == 405 && r.header.Get("Allow") == "" {
 				t.Errorf("%s %s: 405 without Allow", m, rt.Path)

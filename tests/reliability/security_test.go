@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/coworkjobs/coworkjobs/libs/htmltest"
 )
@@ -145,8 +146,29 @@ func TestSpaceKeysIsolatedEveryRoute(t *testing.T) {
 			}
 		},
 	}
+	for _, ev := range []string{"publish", "pause", "resume", "relist", "close"} {
+		checks["POST /v2/jobs/"+ev] = func(t *testing.T, own, other spaceFixture) {
+			r := do(t, "POST", gw+"/v2/jobs/"+ev, fmt.Sprintf(`{"job_id":%d}`, other.job), "X-API-Key", own.key)
+			if r.status != 403 || r.code() != "forbidden" {
+				t.Fatalf("%s's key: %s %s's job: %s", own.name, ev, other.name, r)
+			}
+			if n := count(t, db, `SELECT count(*) FROM jobs.jobs WHERE id = $1 AND status = 'active'`, other.job); n != 1 {
+				t.Fatalf("%s's job changed", other.name)
+			}
+		}
+	}
+	checks["GET /v2/jobs/{id_job}"] = func(t *testing.T, own, other spaceFixture) {
+		r := do(t, "GET", gw+fmt.Sprintf("/v2/jobs/%d", other.job), "", "X-API-Key", own.key)
+		if r.status != 403 || r.code() != "forbidden" || strings.Contains(r.String(), "Isolation") {
+			t.Fatalf("%s's key reading %s's job: %s", own.name, other.name, r)
+		}
+		if r := do(t, "GET", gw+fmt.Sprintf("/v2/jobs/%d", own.job), "", "X-API-Key", own.key); r.status != 200 {
+			t.Fatalf("%s's key reading its own job: %s (the check above proves nothing)", own.name, r)
+		}
+	}
 	// Routes that hold no space's private data, and why.
 	unscoped := map[string]string{
+		"POST /v2/payments/stripe/webhook": "signed by Stripe, no key: changes only the job the signed session names",
 		"GET /v2":                          "public route table",
 		"GET /v2/health":                   "service health, no tenant data",
 		"GET /v2/openapi.json":             "public document",
@@ -212,8 +234,8 @@ func TestSpaceKeysIsolatedEveryRoute(t *testing.T) {
 }
 
 // Values that would change SQL if they were spliced into it are data: no
-// 500, nothing stored or lost, and a search for them finds what matches the
-// literal text (nothing), not everything. LIKE wildcards in q are literal.
+// 500, nothing stored or lost, and a search for them finds what their words
+// find (q searches words: punctuation separates them), never everything.
 func TestInjectionIsData(t *testing.T) {
 	gw := shared.URL["gateway"]
 	k := key(t, liveKey)
@@ -230,13 +252,31 @@ func TestInjectionIsData(t *testing.T) {
 			if r.status >= 500 {
 				t.Fatalf("?%s=%q: %s", q, p, r)
 			}
-			if r.status == 200 {
-				var l struct {
-					Jobs []json.RawMessage `json:"jobs"`
-				}
-				r.into(t, &l)
+			if r.status != 200 {
+				continue
+			}
+			var l struct {
+				Jobs []struct {
+					ID int64 `json:"id_job"`
+				} `json:"jobs"`
+			}
+			r.into(t, &l)
+			if q != "q" {
 				if len(l.Jobs) != 0 {
 					t.Fatalf("?%s=%q matched %d of %d jobs", q, p, len(l.Jobs), all)
+				}
+				continue
+			}
+			// q is words (docs/search.md): the payload finds exactly what
+			// its letters and digits find, typed as plain words, never all.
+			words := strings.FieldsFunc(p, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+			want := listedIDs(t, gw, k, "q="+url.QueryEscape(strings.Join(words, " ")))
+			if len(l.Jobs) != len(want) || len(l.Jobs) == all {
+				t.Fatalf("?q=%q matched %d of %d jobs; its words %q match %d", p, len(l.Jobs), all, words, len(want))
+			}
+			for _, j := range l.Jobs {
+				if !want[j.ID] {
+					t.Fatalf("?q=%q matched job %d, which its words %q do not", p, j.ID, words)
 				}
 			}
 		}

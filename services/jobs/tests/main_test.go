@@ -97,10 +97,12 @@ func newApp(paginated bool, directoryURL string) *fiber.App {
 // ---- the directory's documented internal contract, served with fixed data over real HTTP ----
 
 type fxCity struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	Slug      string `json:"slug"`
-	Confirmed bool   `json:"confirmed"`
+	ID        int64   `json:"id"`
+	Name      string  `json:"name"`
+	Slug      string  `json:"slug"`
+	Confirmed bool    `json:"confirmed"`
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
 }
 
 type fxSpace struct {
@@ -115,11 +117,18 @@ type fxSpace struct {
 // Fixed cities; ids 1000-9999 are generated ("City 1234", slug city-1234,
 // confirmed) so that tests can own a city each.
 var fxCities = []fxCity{
-	{1, "Berlin", "berlin", true},
-	{2, "Bern", "bern", true},
-	{3, "Paris", "paris", true},
-	{4, "Hidden Town", "hidden-town", false},
-	{5, "Bergen", "bergen", true},
+	{1, "Berlin", "berlin", true, 52.520008, 13.404954},
+	{2, "Bern", "bern", true, 46.947974, 7.447447},
+	{3, "Paris", "paris", true, 48.856613, 2.352222},
+	{4, "Hidden Town", "hidden-town", false, 10, 10},
+	{5, "Bergen", "bergen", true, 60.391263, 5.322054},
+}
+
+// fxCoords places a generated city on a grid: ids that differ by one lie
+// 0.5° of latitude (55.6 km) apart, other columns of 90 ids 3.3° of
+// longitude apart.
+func fxCoords(id int64) (lat, lon float64) {
+	return 10 + float64(id%90)*0.5, -170 + float64(id/90)*3.3
 }
 
 func cityByID(id int64) (fxCity, bool) {
@@ -129,7 +138,8 @@ func cityByID(id int64) (fxCity, bool) {
 		}
 	}
 	if id >= 1000 && id < 10000 {
-		return fxCity{id, "City " + strconv.FormatInt(id, 10), "city-" + strconv.FormatInt(id, 10), true}, true
+		lat, lon := fxCoords(id)
+		return fxCity{id, "City " + strconv.FormatInt(id, 10), "city-" + strconv.FormatInt(id, 10), true, lat, lon}, true
 	}
 	return fxCity{}, false
 }

@@ -1,6 +1,8 @@
 // Command jobs-admin is the operator's tool for jobs: mark-paid records the
 // payment of an invoiced paid plan (the invoice provider, when no Stripe
-// settings are given), which publishes or relists the job.
+// settings are given), which publishes or relists the job; backfill-geo
+// copies the directory's city coordinates into the jobs written before
+// near= existed.
 package main
 
 import (
@@ -10,11 +12,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
+	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/invoicepay"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
@@ -23,6 +28,9 @@ type cliConfig struct {
 	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/coworkjobs?sslmode=disable"`
 	// PublicBaseURL builds the job's links in jobbus; mark-paid prints none.
 	PublicBaseURL string `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080"`
+	// backfill-geo reads the directory's catalog.
+	DirectoryURL   string `env:"DIRECTORY_URL" envDefault:"http://127.0.0.1:8082"`
+	IdentitySecret string `env:"INTERNAL_IDENTITY_SECRET"`
 }
 
 const usage = `usage: jobs-admin <command> [flags]
@@ -32,6 +40,9 @@ commands:
              records the invoice's payment (amount default: the plan's price × 100):
              a paid plan's draft is published, an expired job relisted; the same
              reference again prints already_recorded and changes nothing
+  backfill-geo
+             copies each city's coordinates from the directory (DIRECTORY_URL,
+             INTERNAL_IDENTITY_SECRET) into its jobs, for near=; safe to run again
 
 DATABASE_URL selects the database (default: the local coworkjobs database).
 `
@@ -52,7 +63,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "help", "-h", "--help":
 		fmt.Fprint(out, usage)
 		return nil
-	case "mark-paid":
+	case "mark-paid", "backfill-geo":
 	default:
 		fmt.Fprint(out, usage)
 		return fmt.Errorf("unknown command %q", args[0])
@@ -69,7 +80,33 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := pg.Migrate(ctx, pool, "jobs", migrations.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		return err
 	}
+	if args[0] == "backfill-geo" {
+		return backfillGeo(ctx, cfg, jobdb.New(pool), out)
+	}
 	// No directory client: a payment never resolves a city or a space.
 	bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL})
 	return invoicepay.MarkPaidCommand(ctx, bus, args[1:], out)
+}
+
+// backfillGeo gives the jobs of every city in the directory's catalog that
+// city's coordinates.
+func backfillGeo(ctx context.Context, cfg cliConfig, store *jobdb.Store, out io.Writer) error {
+	codec, err := identity.NewCodec(cfg.IdentitySecret)
+	if err != nil {
+		return fmt.Errorf("INTERNAL_IDENTITY_SECRET: %w", err)
+	}
+	cat, err := dirclient.New(cfg.DirectoryURL, codec, dirclient.Options{Timeout: 30 * time.Second}).Catalog(ctx)
+	if err != nil {
+		return fmt.Errorf("read the directory's catalog: %w", err)
+	}
+	coords := make([]jobdb.CityCoords, 0, len(cat.Cities))
+	for _, c := range cat.Cities {
+		coords = append(coords, jobdb.CityCoords{CityID: c.ID, Lat: c.Latitude, Lon: c.Longitude})
+	}
+	n, err := store.SetCityCoords(ctx, coords)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d jobs of %d cities updated\n", n, len(coords))
+	return nil
 }

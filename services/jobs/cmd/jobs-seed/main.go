@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
+	"github.com/coworkjobs/coworkjobs/libs/geo"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
@@ -129,7 +131,9 @@ func run(log *slog.Logger, args []string) error {
 		var cat dirclient.Catalog
 		if *offline {
 			for i := 1; i <= *nCities; i++ {
-				cat.Cities = append(cat.Cities, dirclient.CityDTO{ID: int64(i), Name: "City " + strconv.Itoa(i), Slug: "city-" + strconv.Itoa(i), Confirmed: true})
+				// spread over Europe, about 50 km apart
+				cat.Cities = append(cat.Cities, dirclient.CityDTO{ID: int64(i), Name: "City " + strconv.Itoa(i), Slug: "city-" + strconv.Itoa(i),
+					Confirmed: true, Latitude: 36 + float64(i%50)*0.45, Longitude: -9 + float64(i/50%80)*0.6})
 			}
 		} else {
 			var err error
@@ -288,7 +292,7 @@ func synthetic(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, cat di
 			hex.EncodeToString(hash[:16]), spaceID, spaceName, int64(syntheticKeyID), hex.EncodeToString(fp[:]),
 			title, company, desc, jobTypes[r.IntN(len(jobTypes))], tags, r.IntN(5) == 0,
 			jobbus.Slug(title, city.Slug), ext + "?ref=coworkjobs", city.ID, city.Name, city.Slug,
-			salMin, salMax, "EUR", "jobs@coworkjobs.example", 5, status, added, added, expires,
+			salMin, salMax, "EUR", "jobs@coworkjobs.example", 5, status, added, added, expires, city.Latitude, city.Longitude,
 		}, nil
 	})
 	copied, err := pool.CopyFrom(ctx, pgx.Identifier{"jobs"}, []string{
@@ -296,6 +300,7 @@ func synthetic(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, cat di
 		"title", "company", "description", "job_type", "tags", "is_remote",
 		"slug", "external_url", "city_id", "city_name", "city_slug",
 		"sal_min", "sal_max", "currency", "inv_email", "plan_id", "status", "date_added", "updated_at", "expiration_date",
+		"city_lat", "city_lon",
 	}, src)
 	if err != nil {
 		return fmt.Errorf("copy jobs: %w", err)
@@ -317,7 +322,12 @@ func listSQL(w io.Writer, args []string) error {
 	fs.StringVar(&f.CitySlug, "city", "", "city slug")
 	fs.StringVar(&f.JobType, "job-type", "", "job type")
 	text := fs.String("q", "", "search text, as GET /v2/jobs takes it")
-	fs.StringVar(&f.Sort, "sort", "", "relevance or newest (default: relevance with q, else newest)")
+	fs.StringVar(&f.Sort, "sort", "", "relevance, newest or distance (default: distance with near, relevance with q, else newest)")
+	near := fs.String("near", "", "LAT,LON (with -radius)")
+	radius := fs.String("radius", "", "radius_km")
+	salaryMin := fs.Int64("salary-min", -1, "salary_min (with -currency)")
+	fs.StringVar(&f.Currency, "currency", "", "currency")
+	fs.StringVar(&f.Tag, "tag", "", "one tag")
 	fs.BoolVar(&f.Remote, "remote", false, "remote jobs only")
 	fs.Int64Var(&f.SpaceID, "space", 0, "space id of a space-scoped key")
 	fs.IntVar(&f.Limit, "limit", 0, "page size (0: the unpaginated list)")
@@ -326,10 +336,22 @@ func listSQL(w io.Writer, args []string) error {
 		return err
 	}
 	f.Search, _ = jobbus.ParseSearch(*text)
+	if n, ok, problems := geo.Parse(*near, *radius); ok {
+		f.Near = &n
+	} else if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	if *salaryMin >= 0 {
+		f.SalaryMin = salaryMin
+	}
 	if f.Sort == "" {
-		f.Sort = jobbus.SortNewest
-		if !f.Search.Empty() {
+		switch {
+		case f.Near != nil:
+			f.Sort = jobbus.SortDistance
+		case !f.Search.Empty():
 			f.Sort = jobbus.SortRelevance
+		default:
+			f.Sort = jobbus.SortNewest
 		}
 	}
 	type statement struct {

@@ -79,6 +79,8 @@ type CatalogCity struct {
 	Name      string
 	Slug      string
 	Confirmed bool
+	Latitude  float64
+	Longitude float64
 }
 
 // CatalogSpace is one space of the internal catalog.

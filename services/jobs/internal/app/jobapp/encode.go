@@ -1,6 +1,7 @@
 package jobapp
 
 import (
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -54,8 +55,13 @@ func appendJob(b []byte, j *jobbus.Job, baseURL string) []byte {
 	b = append(b, "/jobs/"...)
 	// the page_url was appended escaped already: copy it from there
 	b = append(b, b[pageStart:pageStart+pageLen]...)
-	b = append(b, `"}`...)
-	return b
+	b = append(b, '"')
+	if j.DistanceKm != nil {
+		// km to 10 m, as the spaces' distance_km
+		b = append(b, `,"distance_km":`...)
+		b = strconv.AppendFloat(b, math.Round(*j.DistanceKm*100)/100, 'f', -1, 64)
+	}
+	return append(b, '}')
 }
 
 func appendSalary(b []byte, name string, v *int64) []byte {

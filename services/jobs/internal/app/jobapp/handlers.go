@@ -20,6 +20,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/libs/geo"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -87,18 +88,23 @@ func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, er
 	var p []string
 	if q := c.Query("q"); strings.TrimSpace(q) != "" {
 		n := utf8.RuneCountInString(strings.TrimSpace(q))
+		// What is searched is letters and digits; the rest separates words.
+		letters := strings.Count(strings.Map(func(r rune) rune {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				return 'x'
+			}
+			return -1
+		}, q), "x")
 		switch {
 		case !utf8.ValidString(q):
 			p = append(p, "q must be valid UTF-8 text")
-		case n < MinQueryLen:
-			p = append(p, fmt.Sprintf("q must be at least %d characters", MinQueryLen))
 		case n > MaxQueryLen:
 			p = append(p, fmt.Sprintf("q must be at most %d characters", MaxQueryLen))
+		case letters < MinQueryLen:
+			p = append(p, fmt.Sprintf("q must contain at least %d letters or digits", MinQueryLen))
 		default:
-			s, ok := jobbus.ParseSearch(q)
+			s, _ := jobbus.ParseSearch(q)
 			switch {
-			case !ok:
-				p = append(p, "q must contain a word (letters or digits)")
 			case s.Terms() > jobbus.MaxSearchTerms:
 				p = append(p, fmt.Sprintf("q must contain at most %d words", jobbus.MaxSearchTerms))
 			default:
@@ -106,16 +112,30 @@ func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, er
 			}
 		}
 	}
+	if n, ok, problems := geo.Parse(c.Query("near"), c.Query("radius_km")); ok {
+		f.Near = &n
+	} else {
+		p = append(p, problems...)
+	}
 	switch sort := c.Query("sort"); sort {
 	case "":
-		f.Sort = jobbus.SortNewest
-		if !f.Search.Empty() {
+		switch {
+		case f.Near != nil:
+			f.Sort = jobbus.SortDistance
+		case !f.Search.Empty():
 			f.Sort = jobbus.SortRelevance
+		default:
+			f.Sort = jobbus.SortNewest
 		}
 	case jobbus.SortRelevance, jobbus.SortNewest:
 		f.Sort = sort
+	case jobbus.SortDistance:
+		if c.Query("near") == "" {
+			p = append(p, "sort=distance needs near")
+		}
+		f.Sort = sort
 	default:
-		p = append(p, "sort must be one of relevance, newest")
+		p = append(p, "sort must be one of relevance, newest, distance")
 	}
 	if v := c.Query("currency"); v != "" {
 		cur := strings.ToUpper(v)

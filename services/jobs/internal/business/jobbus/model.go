@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/geo"
 )
 
 // Job statuses.
@@ -114,6 +116,8 @@ type City struct {
 	Name      string
 	Slug      string
 	Confirmed bool
+	// Lat and Lon place the city's jobs for near= (WGS 84 degrees).
+	Lat, Lon float64
 }
 
 // Space is the directory's fact about a coworking space.
@@ -244,8 +248,11 @@ type ListFilter struct {
 	Currency    string
 	Tag         string    // one normalised tag
 	PostedSince time.Time // zero: any date
-	Limit       int       // 0: no limit
-	Offset      int
+	// Near keeps the jobs whose city lies within its radius; each then
+	// carries its distance.
+	Near   *geo.Near
+	Limit  int // 0: no limit
+	Offset int
 }
 
 // Job is one listed job (the row of GET /v2/jobs).
@@ -269,6 +276,8 @@ type Job struct {
 	SalMax         *int64
 	Currency       string
 	Description    string // the feed and one job only
+	// DistanceKm is the distance of the job's city to ListFilter.Near.
+	DistanceKm *float64
 }
 
 // Detail is one job with everything about it: GET /v2/jobs/{id_job}, the

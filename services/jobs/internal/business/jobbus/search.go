@@ -10,6 +10,7 @@ import (
 const (
 	SortRelevance = "relevance" // the default when q is given
 	SortNewest    = "newest"    // the default otherwise
+	SortDistance  = "distance"  // the default with near, which it needs
 )
 
 // Search is a parsed q (docs/search.md): every word must match (exactly, by
@@ -106,7 +107,8 @@ func ParseSearch(q string) (s Search, ok bool) {
 	typing := lastWasWord && (unicode.IsLetter(last) || unicode.IsDigit(last))
 	for i, w := range words {
 		s.Words = append(s.Words, w)
-		s.Prefix = append(s.Prefix, typing && i == len(words)-1)
+		// One letter is no prefix worth searching: it would match most words.
+		s.Prefix = append(s.Prefix, typing && i == len(words)-1 && utf8.RuneCountInString(w) > 1)
 		s.Fuzz = append(s.Fuzz, fuzz(w))
 	}
 	return s, !s.Empty()

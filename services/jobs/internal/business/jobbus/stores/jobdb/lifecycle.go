@@ -114,3 +114,25 @@ func (s *Store) Edit(ctx context.Context, id int64, e jobbus.Edited) (jobbus.Det
 	}
 	return s.QueryByID(ctx, id, false)
 }
+
+// CityCoords are a city's coordinates.
+type CityCoords struct {
+	CityID   int64
+	Lat, Lon float64
+}
+
+// SetCityCoords gives every job of each city its coordinates (jobs-admin
+// backfill-geo) and reports how many jobs changed.
+func (s *Store) SetCityCoords(ctx context.Context, cities []CityCoords) (int64, error) {
+	ids, lats, lons := make([]int64, len(cities)), make([]float64, len(cities)), make([]float64, len(cities))
+	for i, c := range cities {
+		ids[i], lats[i], lons[i] = c.CityID, c.Lat, c.Lon
+	}
+	tag, err := s.db.Exec(ctx, `UPDATE jobs j SET city_lat = c.lat, city_lon = c.lon
+		FROM unnest($1::bigint[], $2::float8[], $3::float8[]) AS c(id, lat, lon)
+		WHERE j.city_id = c.id AND (j.city_lat IS DISTINCT FROM c.lat OR j.city_lon IS DISTINCT FROM c.lon)`, ids, lats, lons)
+	if err != nil {
+		return 0, fmt.Errorf("set city coordinates: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
