@@ -66,7 +66,9 @@ func TestListNear(t *testing.T) {
 					}
 					lat, lon := fxCoords(tc.want[i])
 					var cLat, cLon float64
-					fmt.Sscanf(tc.query[len("near="):], "%f,%f", &cLat, &cLon)
+					if _, err := fmt.Sscanf(tc.query[len("near="):], "%f,%f", &cLat, &cLon); err != nil {
+						t.Fatal(err)
+					}
 					want := geo.DistanceKm(cLat, cLon, lat, lon)
 					if j.DistanceKm == nil || math.Abs(*j.DistanceKm-want) > 0.006 {
 						t.Fatalf("job %d: distance_km %v, want %.2f", i, j.DistanceKm, want)
