@@ -98,7 +98,7 @@ func TestResolveCity(t *testing.T) {
 func TestResolveCityShape(t *testing.T) {
 	t.Parallel()
 	_, env := get(t, "/internal/cities/resolve?id=1", service)
-	if want := `{"result":"resolved","city":{"id":1,"name":"Berlin","slug":"berlin","confirmed":true,"latitude":52.520008,"longitude":13.404954}}`; string(env.Data) != want {
+	if want := `{"result":"resolved","city":{"id":1,"name":"Berlin","slug":"berlin","confirmed":true,"latitude":52.520008,"longitude":13.404954,"country_code":"DE"}}`; string(env.Data) != want {
 		t.Fatalf("data %s, want %s", env.Data, want)
 	}
 }
@@ -191,7 +191,7 @@ func TestCatalog(t *testing.T) {
 	if len(cat.Cities) != 25 || len(cat.Spaces) != 6 {
 		t.Fatalf("catalog has %d cities, %d spaces; want 25, 6", len(cat.Cities), len(cat.Spaces))
 	}
-	wantCity := map[string]any{"id": 7.0, "name": "Paris", "slug": "paris", "confirmed": false, "latitude": 48.856613, "longitude": 2.352222}
+	wantCity := map[string]any{"id": 7.0, "name": "Paris", "slug": "paris", "confirmed": false, "latitude": 48.856613, "longitude": 2.352222, "country_code": "FR"}
 	if !reflect.DeepEqual(cat.Cities[6], wantCity) {
 		t.Fatalf("city %#v, want %#v", cat.Cities[6], wantCity)
 	}

@@ -8,6 +8,8 @@
 ALTER TABLE jobs
     ADD COLUMN city_lat float8,
     ADD COLUMN city_lon float8,
+    -- the city's ISO 3166-1 country, for the job page's JobPosting
+    ADD COLUMN city_country text,
     ADD COLUMN geo point GENERATED ALWAYS AS (point(city_lon, city_lat)) STORED;
 CREATE INDEX jobs_active_geo_idx ON jobs USING gist (geo) WHERE status = 'active';
 
@@ -20,4 +22,5 @@ CREATE FUNCTION great_circle_km(lat1 float8, lon1 float8, lat2 float8, lon2 floa
 -- +goose Down
 DROP FUNCTION IF EXISTS great_circle_km(float8, float8, float8, float8);
 DROP INDEX IF EXISTS jobs_active_geo_idx;
-ALTER TABLE jobs DROP COLUMN IF EXISTS geo, DROP COLUMN IF EXISTS city_lon, DROP COLUMN IF EXISTS city_lat;
+ALTER TABLE jobs DROP COLUMN IF EXISTS geo, DROP COLUMN IF EXISTS city_country, DROP COLUMN IF EXISTS city_lon,
+    DROP COLUMN IF EXISTS city_lat;

@@ -103,6 +103,7 @@ type fxCity struct {
 	Confirmed bool    `json:"confirmed"`
 	Latitude  float64 `json:"latitude"`
 	Longitude float64 `json:"longitude"`
+	Country   string  `json:"country_code"`
 }
 
 type fxSpace struct {
@@ -117,11 +118,11 @@ type fxSpace struct {
 // Fixed cities; ids 1000-9999 are generated ("City 1234", slug city-1234,
 // confirmed) so that tests can own a city each.
 var fxCities = []fxCity{
-	{1, "Berlin", "berlin", true, 52.520008, 13.404954},
-	{2, "Bern", "bern", true, 46.947974, 7.447447},
-	{3, "Paris", "paris", true, 48.856613, 2.352222},
-	{4, "Hidden Town", "hidden-town", false, 10, 10},
-	{5, "Bergen", "bergen", true, 60.391263, 5.322054},
+	{1, "Berlin", "berlin", true, 52.520008, 13.404954, "DE"},
+	{2, "Bern", "bern", true, 46.947974, 7.447447, "CH"},
+	{3, "Paris", "paris", true, 48.856613, 2.352222, "FR"},
+	{4, "Hidden Town", "hidden-town", false, 10, 10, "DE"},
+	{5, "Bergen", "bergen", true, 60.391263, 5.322054, "NO"},
 }
 
 // fxCoords places a generated city on a grid: ids that differ by one lie
@@ -139,7 +140,7 @@ func cityByID(id int64) (fxCity, bool) {
 	}
 	if id >= 1000 && id < 10000 {
 		lat, lon := fxCoords(id)
-		return fxCity{id, "City " + strconv.FormatInt(id, 10), "city-" + strconv.FormatInt(id, 10), true, lat, lon}, true
+		return fxCity{id, "City " + strconv.FormatInt(id, 10), "city-" + strconv.FormatInt(id, 10), true, lat, lon, "PT"}, true
 	}
 	return fxCity{}, false
 }

@@ -249,11 +249,13 @@ func checkLD(t *testing.T, ld jobLD, cr createResult, body map[string]any) {
 		t.Errorf("employmentType %q, want %q", ld.EmploymentType, wantType)
 	}
 	if body["is_remote"] == 1 {
-		if ld.JobLocationType != "TELECOMMUTE" || ld.ApplicantLocationRequirements == nil || ld.ApplicantLocationRequirements.Name == "" || ld.JobLocation != nil {
+		// the fixture's generated cities lie in Portugal (main_test.go)
+		if ld.JobLocationType != "TELECOMMUTE" || ld.ApplicantLocationRequirements == nil || ld.ApplicantLocationRequirements.Type != "Country" ||
+			ld.ApplicantLocationRequirements.Name != "PT" || ld.JobLocation != nil {
 			t.Errorf("remote job's location: %+v", ld)
 		}
 	} else if ld.JobLocation == nil || ld.JobLocation.Type != "Place" || ld.JobLocation.Address.AddressLocality != cr.City.Name ||
-		ld.JobLocation.Address.AddressCountry != nil || ld.JobLocationType != "" {
+		ld.JobLocation.Address.AddressCountry == nil || *ld.JobLocation.Address.AddressCountry != "PT" || ld.JobLocationType != "" {
 		t.Errorf("on-site job's location: %+v", ld.JobLocation)
 	}
 	if body["sal_min"] == nil {

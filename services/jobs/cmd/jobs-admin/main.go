@@ -41,7 +41,7 @@ commands:
              a paid plan's draft is published, an expired job relisted; the same
              reference again prints already_recorded and changes nothing
   backfill-geo
-             copies each city's coordinates from the directory (DIRECTORY_URL,
+             copies each city's coordinates and country from the directory (DIRECTORY_URL,
              INTERNAL_IDENTITY_SECRET) into its jobs, for near=; safe to run again
 
 DATABASE_URL selects the database (default: the local coworkjobs database).
@@ -101,7 +101,7 @@ func backfillGeo(ctx context.Context, cfg cliConfig, store *jobdb.Store, out io.
 	}
 	coords := make([]jobdb.CityCoords, 0, len(cat.Cities))
 	for _, c := range cat.Cities {
-		coords = append(coords, jobdb.CityCoords{CityID: c.ID, Lat: c.Latitude, Lon: c.Longitude})
+		coords = append(coords, jobdb.CityCoords{CityID: c.ID, Lat: c.Latitude, Lon: c.Longitude, Country: c.CountryCode})
 	}
 	n, err := store.SetCityCoords(ctx, coords)
 	if err != nil {

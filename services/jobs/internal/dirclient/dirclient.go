@@ -137,16 +137,18 @@ func (c *Client) get(ctx context.Context, path string, dst any) error {
 
 // CityDTO is a city of the internal API.
 type CityDTO struct {
-	ID        int64   `json:"id"`
-	Name      string  `json:"name"`
-	Slug      string  `json:"slug"`
-	Confirmed bool    `json:"confirmed"`
-	Latitude  float64 `json:"latitude"`
-	Longitude float64 `json:"longitude"`
+	ID          int64   `json:"id"`
+	Name        string  `json:"name"`
+	Slug        string  `json:"slug"`
+	Confirmed   bool    `json:"confirmed"`
+	Latitude    float64 `json:"latitude"`
+	Longitude   float64 `json:"longitude"`
+	CountryCode string  `json:"country_code"`
 }
 
 func (d CityDTO) city() jobbus.City {
-	return jobbus.City{ID: d.ID, Name: d.Name, Slug: d.Slug, Confirmed: d.Confirmed, Lat: d.Latitude, Lon: d.Longitude}
+	return jobbus.City{ID: d.ID, Name: d.Name, Slug: d.Slug, Confirmed: d.Confirmed, Lat: d.Latitude, Lon: d.Longitude,
+		CountryCode: d.CountryCode}
 }
 
 // SpaceDTO is a space of the internal API.

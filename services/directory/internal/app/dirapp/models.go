@@ -105,12 +105,13 @@ func mapSlice[T, U any](in []T, f func(T) U) []U {
 // InternalCity is a resolved city; its coordinates let the jobs service
 // find jobs near a point.
 type InternalCity struct {
-	ID        int64   `json:"id"`
-	Name      string  `json:"name"`
-	Slug      string  `json:"slug"`
-	Confirmed bool    `json:"confirmed"`
-	Latitude  float64 `json:"latitude"`
-	Longitude float64 `json:"longitude"`
+	ID          int64   `json:"id"`
+	Name        string  `json:"name"`
+	Slug        string  `json:"slug"`
+	Confirmed   bool    `json:"confirmed"`
+	Latitude    float64 `json:"latitude"`
+	Longitude   float64 `json:"longitude"`
+	CountryCode string  `json:"country_code"`
 }
 
 // Candidate is one city of an ambiguous resolution.
@@ -134,7 +135,8 @@ func toResolution(r dirbus.Resolution) Resolution {
 		// The store reads numeric(8,6) as text; it always parses.
 		lat, _ := strconv.ParseFloat(r.City.Latitude, 64)
 		lon, _ := strconv.ParseFloat(r.City.Longitude, 64)
-		out.City = &InternalCity{ID: r.City.ID, Name: r.City.Name, Slug: r.City.Slug, Confirmed: r.City.Confirmed, Latitude: lat, Longitude: lon}
+		out.City = &InternalCity{ID: r.City.ID, Name: r.City.Name, Slug: r.City.Slug, Confirmed: r.City.Confirmed,
+			Latitude: lat, Longitude: lon, CountryCode: r.City.CountryCode}
 	case dirbus.Ambiguous:
 		out.Candidates = mapSlice(r.Candidates, func(c dirbus.City) Candidate {
 			return Candidate{ID: c.ID, Name: c.Name, Slug: c.Slug}
@@ -155,12 +157,13 @@ type SpaceFacts struct {
 
 // CatalogCity is a city of /internal/catalog.
 type CatalogCity struct {
-	ID        int64   `json:"id"`
-	Name      string  `json:"name"`
-	Slug      string  `json:"slug"`
-	Confirmed bool    `json:"confirmed"`
-	Latitude  float64 `json:"latitude"`
-	Longitude float64 `json:"longitude"`
+	ID          int64   `json:"id"`
+	Name        string  `json:"name"`
+	Slug        string  `json:"slug"`
+	Confirmed   bool    `json:"confirmed"`
+	Latitude    float64 `json:"latitude"`
+	Longitude   float64 `json:"longitude"`
+	CountryCode string  `json:"country_code"`
 }
 
 // CatalogSpace is a space of /internal/catalog.

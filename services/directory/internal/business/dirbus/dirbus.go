@@ -75,12 +75,13 @@ type SpaceFacts struct {
 
 // CatalogCity and CatalogSpace are the rows of the internal catalog.
 type CatalogCity struct {
-	ID        int64
-	Name      string
-	Slug      string
-	Confirmed bool
-	Latitude  float64
-	Longitude float64
+	ID          int64
+	Name        string
+	Slug        string
+	Confirmed   bool
+	Latitude    float64
+	Longitude   float64
+	CountryCode string
 }
 
 // CatalogSpace is one space of the internal catalog.

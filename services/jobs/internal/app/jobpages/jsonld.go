@@ -46,11 +46,11 @@ type place struct {
 type postalAddress struct {
 	Type            string `json:"@type"`
 	AddressLocality string `json:"addressLocality"`
-	// AddressCountry is left out: the jobs data has no country yet.
-	AddressCountry string `json:"addressCountry,omitempty"`
+	AddressCountry  string `json:"addressCountry,omitempty"` // ISO 3166-1 alpha-2
 }
 
-// area is an AdministrativeArea (City is one).
+// area is where applicants may live: a Country (or, when the country is not
+// known, the City).
 type area struct {
 	Type string `json:"@type"`
 	Name string `json:"name"`
@@ -113,12 +113,17 @@ func newJobPosting(d jobbus.Detail, url string) jobPosting {
 		jp.HiringOrganization.Logo = d.CompanyLogo
 	}
 	if d.IsRemote {
-		// The jobs data knows the job's city, not its country: the city is
-		// the most precise area applicants are known to be welcome from.
+		// Google for Jobs wants the country applicants may work from; the
+		// city's country is the one the poster named. Jobs written before
+		// the directory sent countries fall back to the city.
 		jp.JobLocationType = "TELECOMMUTE"
-		jp.ApplicantLocationRequirements = &area{Type: "City", Name: d.CityName}
+		jp.ApplicantLocationRequirements = &area{Type: "Country", Name: d.CityCountry}
+		if d.CityCountry == "" {
+			jp.ApplicantLocationRequirements = &area{Type: "City", Name: d.CityName}
+		}
 	} else {
-		jp.JobLocation = &place{Type: "Place", Address: postalAddress{Type: "PostalAddress", AddressLocality: d.CityName}}
+		jp.JobLocation = &place{Type: "Place", Address: postalAddress{Type: "PostalAddress", AddressLocality: d.CityName,
+			AddressCountry: d.CityCountry}}
 	}
 	if lo, hi, ok := salaryRange(d); ok {
 		jp.BaseSalary = &monetaryAmount{Type: "MonetaryAmount", Currency: d.Currency,

@@ -118,6 +118,8 @@ type City struct {
 	Confirmed bool
 	// Lat and Lon place the city's jobs for near= (WGS 84 degrees).
 	Lat, Lon float64
+	// CountryCode is ISO 3166-1 alpha-2 ("" when unknown).
+	CountryCode string
 }
 
 // Space is the directory's fact about a coworking space.
@@ -285,8 +287,9 @@ type Job struct {
 type Detail struct {
 	Job
 	CityID         int64
-	SpaceID        int64 // 0: the job belongs to no space
-	KeyID          int64 // the key that created it
+	CityCountry    string // ISO 3166-1 alpha-2, "" when unknown
+	SpaceID        int64  // 0: the job belongs to no space
+	KeyID          int64  // the key that created it
 	Status         string
 	UpdatedAt      time.Time
 	Plan           Plan

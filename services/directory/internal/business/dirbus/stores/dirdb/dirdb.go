@@ -185,13 +185,13 @@ func (s *Store) SpaceFacts(ctx context.Context, id int64) (dirbus.SpaceFacts, er
 func (s *Store) Catalog(ctx context.Context) (dirbus.Catalog, error) {
 	var cat dirbus.Catalog
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id, name, slug, confirmed, latitude::float8, longitude::float8 FROM cities ORDER BY id`)
+		rows, err := tx.Query(ctx, `SELECT id, name, slug, confirmed, latitude::float8, longitude::float8, country_code FROM cities ORDER BY id`)
 		if err != nil {
 			return fmt.Errorf("select cities: %w", err)
 		}
 		cat.Cities, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (dirbus.CatalogCity, error) {
 			var c dirbus.CatalogCity
-			err := r.Scan(&c.ID, &c.Name, &c.Slug, &c.Confirmed, &c.Latitude, &c.Longitude)
+			err := r.Scan(&c.ID, &c.Name, &c.Slug, &c.Confirmed, &c.Latitude, &c.Longitude, &c.CountryCode)
 			return c, err
 		})
 		if err != nil {

@@ -142,6 +142,7 @@ var updatedColumns = []struct{ name, value string }{
 	{"city_name", "EXCLUDED.city_name"}, {"city_slug", "EXCLUDED.city_slug"}, {"space_name", "EXCLUDED.space_name"},
 	{"sal_min", "EXCLUDED.sal_min"}, {"sal_max", "EXCLUDED.sal_max"}, {"currency", "EXCLUDED.currency"},
 	{"inv_email", "EXCLUDED.inv_email"}, {"city_lat", "EXCLUDED.city_lat"}, {"city_lon", "EXCLUDED.city_lon"},
+	{"city_country", "EXCLUDED.city_country"},
 	{"plan_id", "CASE WHEN jobs.status = ANY($25::text[]) THEN EXCLUDED.plan_id ELSE jobs.plan_id END"},
 	{"expiration_date", "CASE WHEN jobs.status = ANY($25::text[]) THEN jobs.date_added + make_interval(days => $24::int) ELSE jobs.expiration_date END"},
 	{"status", "coalesce(($27::text[])[array_position($26::text[], jobs.status)], jobs.status)"},
@@ -171,9 +172,10 @@ var upsertSQL = func() string {
 	return `
 INSERT INTO jobs (hash_identifier, space_id, space_name, key_id, fingerprint, title, company, description,
                   job_type, tags, is_remote, slug, external_url, apply_url, city_id, city_name, city_slug,
-                  sal_min, sal_max, currency, inv_email, plan_id, status, expiration_date, city_lat, city_lon)
+                  sal_min, sal_max, currency, inv_email, plan_id, status, expiration_date, city_lat, city_lon,
+                  city_country)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
-        now() + make_interval(days => $24::int), $29, $30)
+        now() + make_interval(days => $24::int), $29, $30, nullif($31, ''))
 ON CONFLICT (space_id, fingerprint) DO UPDATE SET ` + set.String() + `, updated_at = now()
 WHERE (` + old.String() + `) IS DISTINCT FROM (` + new.String() + `)
 RETURNING ` + writtenColumns
@@ -204,7 +206,8 @@ func upsertArgs(nj jobbus.NewJob) []any {
 	return []any{nj.HashIdentifier, nj.SpaceID, nj.SpaceName, nj.KeyID, nj.Fingerprint, nj.Title, nj.Company, nj.Description,
 		nj.JobType, nj.Tags, nj.IsRemote, nj.Slug, nj.ExternalURL, nj.ApplyURL, nj.City.ID, nj.City.Name, nj.City.Slug,
 		nj.SalMin, nj.SalMax, nj.Currency, nj.InvEmail, nj.Plan.ID, nj.Status, nj.Plan.ExpirationDays,
-		nj.Refresh, nj.UpdateFrom, nj.UpdateTo, jobbus.StatusActive, cityCoord(nj.City.Lat, nj.City), cityCoord(nj.City.Lon, nj.City)}
+		nj.Refresh, nj.UpdateFrom, nj.UpdateTo, jobbus.StatusActive, cityCoord(nj.City.Lat, nj.City), cityCoord(nj.City.Lon, nj.City),
+		nj.City.CountryCode}
 }
 
 // cityCoord is a coordinate to store: NULL for a city the directory sent

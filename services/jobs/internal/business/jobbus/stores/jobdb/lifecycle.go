@@ -14,7 +14,7 @@ import (
 const detailColumns = `j.id, j.title, j.company, j.job_type, j.tags, j.is_remote, j.slug, j.external_url, j.apply_url,
 	j.company_logo, j.date_added, j.expiration_date, j.city_name, j.city_slug, j.space_name, j.sal_min, j.sal_max,
 	j.currency, j.description, j.city_id, j.space_id, j.key_id, j.status, j.updated_at, j.is_paid, j.paused_at,
-	j.inv_email, j.hash_identifier, p.id, p.name, p.price, p.currency, p.expiration_days, p.active
+	j.inv_email, j.hash_identifier, coalesce(j.city_country, ''), p.id, p.name, p.price, p.currency, p.expiration_days, p.active
 	FROM jobs j JOIN plans p ON p.id = j.plan_id`
 
 func scanDetail(row pgx.Row) (jobbus.Detail, error) {
@@ -22,7 +22,7 @@ func scanDetail(row pgx.Row) (jobbus.Detail, error) {
 	err := row.Scan(&d.ID, &d.Title, &d.Company, &d.JobType, &d.Tags, &d.IsRemote, &d.Slug, &d.ExternalURL, &d.ApplyURL,
 		&d.CompanyLogo, &d.DateAdded, &d.ExpirationDate, &d.CityName, &d.CitySlug, &d.SpaceName, &d.SalMin, &d.SalMax,
 		&d.Currency, &d.Description, &d.CityID, &d.SpaceID, &d.KeyID, &d.Status, &d.UpdatedAt, &d.IsPaid, &d.PausedAt,
-		&d.InvEmail, &d.HashIdentifier, &d.Plan.ID, &d.Plan.Name, &d.Plan.Price, &d.Plan.Currency,
+		&d.InvEmail, &d.HashIdentifier, &d.CityCountry, &d.Plan.ID, &d.Plan.Name, &d.Plan.Price, &d.Plan.Currency,
 		&d.Plan.ExpirationDays, &d.Plan.Active)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return jobbus.Detail{}, jobbus.ErrNotFound
@@ -115,22 +115,25 @@ func (s *Store) Edit(ctx context.Context, id int64, e jobbus.Edited) (jobbus.Det
 	return s.QueryByID(ctx, id, false)
 }
 
-// CityCoords are a city's coordinates.
+// CityCoords are a city's coordinates and country.
 type CityCoords struct {
 	CityID   int64
 	Lat, Lon float64
+	Country  string // ISO 3166-1 alpha-2
 }
 
 // SetCityCoords gives every job of each city its coordinates (jobs-admin
 // backfill-geo) and reports how many jobs changed.
 func (s *Store) SetCityCoords(ctx context.Context, cities []CityCoords) (int64, error) {
 	ids, lats, lons := make([]int64, len(cities)), make([]float64, len(cities)), make([]float64, len(cities))
+	countries := make([]string, len(cities))
 	for i, c := range cities {
-		ids[i], lats[i], lons[i] = c.CityID, c.Lat, c.Lon
+		ids[i], lats[i], lons[i], countries[i] = c.CityID, c.Lat, c.Lon, c.Country
 	}
-	tag, err := s.db.Exec(ctx, `UPDATE jobs j SET city_lat = c.lat, city_lon = c.lon
-		FROM unnest($1::bigint[], $2::float8[], $3::float8[]) AS c(id, lat, lon)
-		WHERE j.city_id = c.id AND (j.city_lat IS DISTINCT FROM c.lat OR j.city_lon IS DISTINCT FROM c.lon)`, ids, lats, lons)
+	tag, err := s.db.Exec(ctx, `UPDATE jobs j SET city_lat = c.lat, city_lon = c.lon, city_country = nullif(c.country, '')
+		FROM unnest($1::bigint[], $2::float8[], $3::float8[], $4::text[]) AS c(id, lat, lon, country)
+		WHERE j.city_id = c.id AND (j.city_lat IS DISTINCT FROM c.lat OR j.city_lon IS DISTINCT FROM c.lon
+		                            OR j.city_country IS DISTINCT FROM nullif(c.country, ''))`, ids, lats, lons, countries)
 	if err != nil {
 		return 0, fmt.Errorf("set city coordinates: %w", err)
 	}
