@@ -122,11 +122,15 @@ func New(cfg Config, log *slog.Logger, name string, opts ...Option) *Server {
 		DisableStartupMessage: true,
 		// Strict routing keeps one canonical path per route, so /v2/jobs/ is a 404
 		// rather than a silent alias.
-		StrictRouting:           true,
-		CaseSensitive:           true,
-		ProxyHeader:             cfg.ProxyHeader,
-		EnableTrustedProxyCheck: cfg.ProxyHeader != "",
-		TrustedProxies:          cfg.TrustedProxies,
+		StrictRouting: true,
+		CaseSensitive: true,
+		// No route takes a multipart form: fasthttp would parse one before any
+		// handler runs (work for nothing, and a malformed one fails the
+		// request outside the envelope, as make fuzz found).
+		DisablePreParseMultipartForm: true,
+		ProxyHeader:                  cfg.ProxyHeader,
+		EnableTrustedProxyCheck:      cfg.ProxyHeader != "",
+		TrustedProxies:               cfg.TrustedProxies,
 	})
 	s.App.Use(s.rotateWhenFull, tracing(o), s.recover, requestID, identityEncodingOnly, deadline(cfg.RequestTimeout))
 	s.App.Get("/livez", func(c *fiber.Ctx) error {
