@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/app/eventapp"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus/stores/eventdb"
@@ -48,7 +49,7 @@ func seedEvents(ctx context.Context) error {
 	return nil
 }
 
-func slugs(t *testing.T, r response) ([]string, eventapp.Pagination) {
+func slugs(t *testing.T, r response) ([]string, web.Pagination) {
 	t.Helper()
 	var l eventapp.List
 	r.data(t, &l)
@@ -101,7 +102,7 @@ func TestEventsShapeAndPagination(t *testing.T) {
 	}
 	var l eventapp.List
 	r.data(t, &l)
-	want := eventapp.Pagination{Total: 5, Limit: 2, Offset: 2, CurrentCount: 2, TotalPages: 3, CurrentPage: 2, HasNext: true, HasPrevious: true}
+	want := web.Pagination{Total: 5, Limit: 2, Offset: 2, CurrentCount: 2, TotalPages: 3, CurrentPage: 2, HasNext: true, HasPrevious: true}
 	if l.Pagination != want {
 		t.Fatalf("pagination %+v, want %+v", l.Pagination, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus"
 )
 
@@ -65,30 +66,14 @@ func toEvent(e eventbus.Event, base string) Event {
 	return out
 }
 
-// Pagination is the spec's Pagination object.
-type Pagination struct {
-	Total        int  `json:"total"`
-	Limit        int  `json:"limit"`
-	Offset       int  `json:"offset"`
-	CurrentCount int  `json:"current_count"`
-	TotalPages   int  `json:"total_pages"`
-	CurrentPage  int  `json:"current_page"`
-	HasNext      bool `json:"has_next"`
-	HasPrevious  bool `json:"has_previous"`
-}
-
-func pagination(p eventbus.Page, total, count int) Pagination {
-	pages := (total + p.Size - 1) / p.Size
-	return Pagination{
-		Total: total, Limit: p.Size, Offset: p.Offset(), CurrentCount: count, TotalPages: pages,
-		CurrentPage: p.Number, HasNext: p.Number < pages, HasPrevious: p.Number > 1,
-	}
+func pagination(p eventbus.Page, total, count int) web.Pagination {
+	return web.NewPagination(total, p.Size, p.Offset(), count)
 }
 
 // List is the data of GET /v2/events.
 type List struct {
 	Events     []Event    `json:"events"`
-	Pagination Pagination `json:"pagination"`
+	Pagination web.Pagination `json:"pagination"`
 }
 
 // Feed is the shared vine feed shape (docs/internal-api.md).

@@ -3,6 +3,7 @@ package blogapp
 import (
 	"time"
 
+	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/business/postbus"
 )
 
@@ -31,25 +32,13 @@ type postDetailJSON struct {
 	HTML string `json:"html"`
 }
 
-// paginationJSON is the spec's Pagination object, the same one GET /v2/jobs uses.
-type paginationJSON struct {
-	Total        int  `json:"total"`
-	Limit        int  `json:"limit"`
-	Offset       int  `json:"offset"`
-	CurrentCount int  `json:"current_count"`
-	TotalPages   int  `json:"total_pages"`
-	CurrentPage  int  `json:"current_page"`
-	HasNext      bool `json:"has_next"`
-	HasPrevious  bool `json:"has_previous"`
-}
-
 // listJSON is the data of the list form of GET /v2/blog.
 type listJSON struct {
 	Posts      []postJSON     `json:"posts"`
 	Total      int            `json:"total"`
 	Limit      int            `json:"limit"`
 	Offset     int            `json:"offset"`
-	Pagination paginationJSON `json:"pagination"`
+	Pagination web.Pagination `json:"pagination"`
 }
 
 func isoTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -77,13 +66,7 @@ func toListJSON(page postbus.Page, limit, offset int) listJSON {
 	}
 	return listJSON{
 		Posts: posts, Total: page.Total, Limit: limit, Offset: offset,
-		Pagination: paginationJSON{
-			Total: page.Total, Limit: limit, Offset: offset, CurrentCount: len(posts),
-			TotalPages:  (page.Total + limit - 1) / limit,
-			CurrentPage: offset/limit + 1,
-			HasNext:     offset+len(posts) < page.Total,
-			HasPrevious: offset > 0,
-		},
+		Pagination: web.NewPagination(page.Total, limit, offset, len(posts)),
 	}
 }
 

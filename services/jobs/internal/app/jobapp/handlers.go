@@ -236,7 +236,7 @@ func (h *handlers) list(c *fiber.Ctx) error {
 			}
 			b = appendJob(b, &jobs[i], base)
 		}
-		pg, _ := json.Marshal(newPagination(total, page, perPage, len(jobs)))
+		pg, _ := json.Marshal(web.NewPagination(total, perPage, (page-1)*perPage, len(jobs)))
 		b = append(b, `],"total":`...)
 		b = strconv.AppendInt(b, int64(total), 10)
 		b = append(b, `,"pagination":`...)

@@ -151,28 +151,6 @@ func toCreateResultDTO(r jobbus.CreateResult) createResultDTO {
 	}
 }
 
-// paginationDTO is the spec's Pagination object.
-type paginationDTO struct {
-	Total        int  `json:"total"`
-	Limit        int  `json:"limit"`
-	Offset       int  `json:"offset"`
-	CurrentCount int  `json:"current_count"`
-	TotalPages   int  `json:"total_pages"`
-	CurrentPage  int  `json:"current_page"`
-	HasNext      bool `json:"has_next"`
-	HasPrevious  bool `json:"has_previous"`
-}
-
-// newPagination does the page math: total_pages = ceil(total/per_page); a
-// page past the end has current_count 0, no next and a previous page.
-func newPagination(total, page, perPage, count int) paginationDTO {
-	pages := (total + perPage - 1) / perPage
-	return paginationDTO{
-		Total: total, Limit: perPage, Offset: (page - 1) * perPage, CurrentCount: count,
-		TotalPages: pages, CurrentPage: page, HasNext: page < pages, HasPrevious: page > 1,
-	}
-}
-
 // Feed shapes (docs/internal-api.md, "vine/1").
 type feedDTO struct {
 	Version     string        `json:"version"`
