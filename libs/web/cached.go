@@ -15,6 +15,17 @@ import (
 // public Cache-Control, and answers 304 with no body when the client already
 // holds that version (If-None-Match). The public feeds use it.
 func SendCacheable(c *fiber.Ctx, data any, maxAgeSeconds int) error {
+	return sendCacheable(c, data, "public, max-age="+strconv.Itoa(maxAgeSeconds))
+}
+
+// SendCacheablePrivate is SendCacheable for an answer fetched with an API
+// key (and possibly depending on the key's space): no shared cache may hand
+// it to anyone else.
+func SendCacheablePrivate(c *fiber.Ctx, data any, maxAgeSeconds int) error {
+	return sendCacheable(c, data, "private, max-age="+strconv.Itoa(maxAgeSeconds))
+}
+
+func sendCacheable(c *fiber.Ctx, data any, cacheControl string) error {
 	body, err := json.Marshal(Envelope{Success: true, Status: http.StatusOK, Data: data})
 	if err != nil {
 		return fmt.Errorf("encode response: %w", err)
@@ -23,7 +34,7 @@ func SendCacheable(c *fiber.Ctx, data any, maxAgeSeconds int) error {
 	_, _ = h.Write(body)
 	etag := `W/"` + strconv.FormatUint(h.Sum64(), 36) + `"`
 	c.Set(fiber.HeaderETag, etag)
-	c.Set(fiber.HeaderCacheControl, "public, max-age="+strconv.Itoa(maxAgeSeconds))
+	c.Set(fiber.HeaderCacheControl, cacheControl)
 	c.Set(fiber.HeaderVary, "Accept-Encoding")
 	if etagMatches(c.Get(fiber.HeaderIfNoneMatch), etag) {
 		return c.SendStatus(http.StatusNotModified)
