@@ -62,7 +62,7 @@ func TestMain(m *testing.M) {
 			WriteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second,
 			ShutdownTimeout: time.Second, Concurrency: 64}
 		srv = web.New(cfg, log, "community")
-		communityapp.Mount(srv.App, communityapp.Config{Pool: pool, Codec: codec, PublicBaseURL: baseURL,
+		communityapp.Routes(srv.App, communityapp.Config{Pool: pool, Codec: codec, PublicBaseURL: baseURL,
 			Signer: signer, ConsentVersion: "test-v1", ResendInterval: 10 * time.Minute})
 		srv.Fallback()
 		if err := seedEvents(ctx); err != nil {

@@ -69,7 +69,7 @@ func setup() error {
 	if codec, err = identity.NewCodec(secret); err != nil {
 		return err
 	}
-	bus := postbus.NewBusiness(postdb.New(pool), nil)
+	bus := postbus.New(postdb.New(pool), nil)
 	for _, p := range fixtures(time.Now()) {
 		if _, err := bus.Upsert(ctx, p); err != nil {
 			return err

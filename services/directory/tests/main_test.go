@@ -73,7 +73,7 @@ func setup(url string) error {
 		HTTPAddr: "127.0.0.1:0", BodyLimitBytes: 1 << 20, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
 		IdleTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second, ShutdownTimeout: time.Second, Concurrency: 256,
 	}, log, "directory")
-	dirapp.Routes(srv.App, dirapp.Config{Core: dirbus.NewCore(dirdb.New(pool)), Codec: codec})
+	dirapp.Routes(srv.App, dirapp.Config{Bus: dirbus.New(dirdb.New(pool)), Codec: codec})
 	srv.Fallback()
 	app = srv.App
 	return nil

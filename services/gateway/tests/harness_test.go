@@ -239,7 +239,7 @@ func startGateway(t testing.TB, o gatewayOpts) *gateway {
 		}
 		backends[name] = b
 	}
-	keys := keybus.NewBusiness(keydb.New(testPool), log, o.cacheTTL)
+	keys := keybus.New(keydb.New(testPool), log, o.cacheTTL)
 	prefix := o.prefix
 	if prefix == "" {
 		prefix = "test:" + randomHex(6) + ":"
@@ -247,7 +247,7 @@ func startGateway(t testing.TB, o gatewayOpts) *gateway {
 	m := metrics.New()
 	srv := web.New(webConfig(), log, "gateway")
 	srv.App.Use(m.Middleware())
-	gw, err := gatewayapp.Mount(srv.App, gatewayapp.Config{
+	gw, err := gatewayapp.Routes(srv.App, gatewayapp.Config{
 		Log: log, Keys: keys, Codec: codec, Redis: rdb, Backends: backends, Registry: m.Registry,
 		Limiter:             ratelimit.New(rdb, prefix, o.window, log),
 		WriteLimitPerMinute: o.writeLimit, PublicLimitPerMinute: o.publicLimit,

@@ -103,7 +103,7 @@ func TestTwoGatewayProcessesShareOneBudget(t *testing.T) {
 	prefix := "test:" + randomHex(6) + ":"
 	a := startProcess(t, backend, prefix)
 	b := startProcess(t, backend, prefix)
-	g := &gateway{keys: keybus.NewBusiness(keyStore(), nil, 0)}
+	g := &gateway{keys: keybus.New(keyStore(), nil, 0)}
 	_, raw := g.newKey(t, keybus.NewKey{Scopes: []string{"jobs:write"}})
 	hdr := map[string]string{"X-API-Key": raw}
 	var wg sync.WaitGroup
@@ -136,7 +136,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	}
 	backend := startBackend(t, "echo")
 	p := startProcess(t, backend, "test:"+randomHex(6)+":")
-	g := &gateway{keys: keybus.NewBusiness(keyStore(), nil, 0)}
+	g := &gateway{keys: keybus.New(keyStore(), nil, 0)}
 	_, raw := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
 	got := make(chan response, 1)
 	go func() { got <- do(t, "GET", p.base+"/v2/jobs?sleep_ms=800", "", map[string]string{"X-API-Key": raw}) }()

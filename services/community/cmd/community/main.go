@@ -101,7 +101,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	srv := web.New(cfg.Web, log, schema)
 	srv.AddCheck("postgres", pg.Check(pool))
 	srv.App.Use(m.Middleware())
-	communityapp.Mount(srv.App, communityapp.Config{
+	communityapp.Routes(srv.App, communityapp.Config{
 		Pool: pool, Codec: codec, PublicBaseURL: cfg.PublicBaseURL, Signer: signer,
 		ConsentVersion: cfg.ConsentVersion, ResendInterval: cfg.ResendInterval,
 	})

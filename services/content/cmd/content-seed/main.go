@@ -80,7 +80,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
 		return err
 	}
-	bus := postbus.NewBusiness(postdb.New(pool), nil)
+	bus := postbus.New(postdb.New(pool), nil)
 	posts := blogseed.Demo(time.Now())
 	if err := blogseed.Load(ctx, bus, posts); err != nil {
 		return err

@@ -86,7 +86,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("identity: %w", err)
 	}
 
-	bus := postbus.NewBusiness(postdb.New(pool), nil)
+	bus := postbus.New(postdb.New(pool), nil)
 
 	m := metrics.New()
 	m.Registry.MustRegister(pg.NewPoolCollector(pool))

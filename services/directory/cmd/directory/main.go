@@ -78,7 +78,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	srv.AddCheck("postgres", pg.Check(pool))
 	srv.App.Use(m.Middleware())
 	dirapp.Routes(srv.App, dirapp.Config{
-		Core:  dirbus.NewCore(dirdb.New(pool)),
+		Bus:   dirbus.New(dirdb.New(pool)),
 		Codec: codec,
 	})
 	srv.Fallback()

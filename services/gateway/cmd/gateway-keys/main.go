@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := pg.Migrate(ctx, pool, "gateway", migrations.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		return err
 	}
-	keys := keybus.NewBusiness(keydb.New(pool), slog.Default(), 0)
+	keys := keybus.New(keydb.New(pool), slog.Default(), 0)
 
 	cmd, rest := args[0], args[1:]
 	switch cmd {

@@ -171,13 +171,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 		backends[name] = b
 	}
 
-	keys := keybus.NewBusiness(keydb.New(pool), log, cfg.KeyCacheTTL)
+	keys := keybus.New(keydb.New(pool), log, cfg.KeyCacheTTL)
 	m := metrics.New()
 	m.Registry.MustRegister(pg.NewPoolCollector(pool))
 	srv := web.New(cfg.Web, log, schema, web.PublicEndpoint())
 	srv.AddCheck("postgres", pg.Check(pool))
 	srv.App.Use(m.Middleware())
-	gw, err := gatewayapp.Mount(srv.App, gatewayapp.Config{
+	gw, err := gatewayapp.Routes(srv.App, gatewayapp.Config{
 		Log: log, Keys: keys, Codec: codec, Redis: rdb, Backends: backends, Registry: m.Registry,
 		Limiter:             ratelimit.New(rdb, cfg.RedisKeyPrefix, cfg.RateLimitWindow, log),
 		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,

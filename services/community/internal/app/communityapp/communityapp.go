@@ -30,8 +30,8 @@ type Config struct {
 	ResendInterval time.Duration
 }
 
-// Mount registers the /v2 routes on app.
-func Mount(app *fiber.App, cfg Config) {
+// Routes registers the /v2 routes on app.
+func Routes(app *fiber.App, cfg Config) {
 	v2 := app.Group("/v2", cfg.Codec.Middleware())
 	eventapp.Routes(v2, eventapp.Config{
 		Events: eventbus.New(eventdb.New(cfg.Pool)), PublicBaseURL: cfg.PublicBaseURL,

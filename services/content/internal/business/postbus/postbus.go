@@ -128,8 +128,8 @@ type Business struct {
 	now   func() time.Time
 }
 
-// NewBusiness returns the blog rules over store. now may be nil (time.Now).
-func NewBusiness(store Storer, now func() time.Time) *Business {
+// New returns the blog rules over store. now may be nil (time.Now).
+func New(store Storer, now func() time.Time) *Business {
 	if now == nil {
 		now = time.Now
 	}

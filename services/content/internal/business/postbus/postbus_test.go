@@ -11,7 +11,7 @@ import (
 // Invalid posts are rejected before the store is reached, so no store is needed.
 func TestUpsertInvalid(t *testing.T) {
 	t.Parallel()
-	bus := NewBusiness(nil, nil)
+	bus := New(nil, nil)
 	_, err := bus.Upsert(context.Background(), NewPost{
 		Title: " ", Slug: "Not A Slug", Status: "live",
 		Authors:    []Author{{Name: "", Username: "Bad User"}},
@@ -42,7 +42,7 @@ func TestUpsertInvalid(t *testing.T) {
 
 func TestListRejectsOutOfRange(t *testing.T) {
 	t.Parallel()
-	bus := NewBusiness(nil, func() time.Time { return time.Unix(0, 0) })
+	bus := New(nil, func() time.Time { return time.Unix(0, 0) })
 	for _, f := range []Filter{{Limit: 0}, {Limit: MaxLimit + 1}, {Limit: 1, Offset: -1}, {Limit: 1, Offset: MaxOffset + 1}} {
 		if _, err := bus.List(context.Background(), f); err == nil {
 			t.Errorf("List(%+v) accepted", f)

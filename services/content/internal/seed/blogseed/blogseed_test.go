@@ -33,7 +33,7 @@ func TestDemoLoadsIdempotently(t *testing.T) {
 	if err := pg.Migrate(ctx, pool, "content", migrations.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatal(err)
 	}
-	bus := postbus.NewBusiness(postdb.New(pool), nil)
+	bus := postbus.New(postdb.New(pool), nil)
 	now := time.Now()
 	posts := blogseed.Demo(now)
 	if len(posts) != 12 {

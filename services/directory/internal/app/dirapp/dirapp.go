@@ -25,18 +25,18 @@ const MaxTextLen = 200
 
 // Config is what the routes need.
 type Config struct {
-	Core  *dirbus.Core
+	Bus   *dirbus.Business
 	Codec *identity.Codec
 }
 
 type handlers struct {
-	core *dirbus.Core
+	bus *dirbus.Business
 }
 
 // Routes mounts the public routes under /v2 (any verified identity) and the
 // internal ones under /internal (service identities only).
 func Routes(app *fiber.App, cfg Config) {
-	h := handlers{core: cfg.Core}
+	h := handlers{bus: cfg.Bus}
 
 	v2 := app.Group("/v2", cfg.Codec.Middleware())
 	v2.Get("/cities", h.cities)
@@ -57,7 +57,7 @@ func (h handlers) cities(c *fiber.Ctx) error {
 	if len(problems) > 0 {
 		return web.Validation("Invalid query parameters", problems)
 	}
-	cities, err := h.core.Cities(c.UserContext(), dirbus.CityFilter{Slug: slug, Search: search})
+	cities, err := h.bus.Cities(c.UserContext(), dirbus.CityFilter{Slug: slug, Search: search})
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (h handlers) spaces(c *fiber.Ctx) error {
 	if hasNear {
 		f.Near = &near
 	}
-	spaces, err := h.core.Spaces(c.UserContext(), f)
+	spaces, err := h.bus.Spaces(c.UserContext(), f)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (h handlers) spaces(c *fiber.Ctx) error {
 
 // GET /v2/city_spaces: every confirmed space, whatever the key's space.
 func (h handlers) citySpaces(c *fiber.Ctx) error {
-	rows, err := h.core.CitySpaces(c.UserContext())
+	rows, err := h.bus.CitySpaces(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -131,9 +131,9 @@ func (h handlers) resolveCity(c *fiber.Ctx) error {
 		err error
 	)
 	if hasID {
-		res, err = h.core.ResolveCityID(c.UserContext(), id)
+		res, err = h.bus.ResolveCityID(c.UserContext(), id)
 	} else {
-		res, err = h.core.ResolveCityName(c.UserContext(), name)
+		res, err = h.bus.ResolveCityName(c.UserContext(), name)
 	}
 	if err != nil {
 		return err
@@ -147,7 +147,7 @@ func (h handlers) spaceFacts(c *fiber.Ctx) error {
 	if err != nil || id <= 0 {
 		return web.Validation("Invalid path parameter", []string{"id must be a positive integer"})
 	}
-	f, err := h.core.SpaceFacts(c.UserContext(), id)
+	f, err := h.bus.SpaceFacts(c.UserContext(), id)
 	if errors.Is(err, dirbus.ErrNotFound) {
 		return web.NotFound(fmt.Sprintf("Space %d not found", id))
 	}
@@ -159,7 +159,7 @@ func (h handlers) spaceFacts(c *fiber.Ctx) error {
 
 // GET /internal/catalog
 func (h handlers) catalog(c *fiber.Ctx) error {
-	cat, err := h.core.Catalog(c.UserContext())
+	cat, err := h.bus.Catalog(c.UserContext())
 	if err != nil {
 		return err
 	}

@@ -141,16 +141,16 @@ type Storer interface {
 	Catalog(ctx context.Context) (Catalog, error)
 }
 
-// Core applies the directory's rules over a Storer.
-type Core struct {
+// Business applies the directory's rules over a Storer.
+type Business struct {
 	store Storer
 }
 
-// NewCore returns the directory's business core.
-func NewCore(store Storer) *Core { return &Core{store: store} }
+// New returns the directory's rules over a store.
+func New(store Storer) *Business { return &Business{store: store} }
 
 // Cities lists confirmed cities sorted by name.
-func (c *Core) Cities(ctx context.Context, f CityFilter) ([]City, error) {
+func (c *Business) Cities(ctx context.Context, f CityFilter) ([]City, error) {
 	cities, err := c.store.QueryCities(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("query cities: %w", err)
@@ -161,7 +161,7 @@ func (c *Core) Cities(ctx context.Context, f CityFilter) ([]City, error) {
 // Spaces lists confirmed spaces (of confirmed cities). A caller whose key is
 // scoped to a space sees only that space: spaceID narrows the list rather
 // than failing, since a list never names another space.
-func (c *Core) Spaces(ctx context.Context, f SpaceFilter) ([]Space, error) {
+func (c *Business) Spaces(ctx context.Context, f SpaceFilter) ([]Space, error) {
 	spaces, err := c.store.QuerySpaces(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("query spaces: %w", err)
@@ -171,7 +171,7 @@ func (c *Core) Spaces(ctx context.Context, f SpaceFilter) ([]Space, error) {
 
 // CitySpaces lists every confirmed space with its city; never narrowed by a
 // space-scoped key.
-func (c *Core) CitySpaces(ctx context.Context) ([]CitySpace, error) {
+func (c *Business) CitySpaces(ctx context.Context) ([]CitySpace, error) {
 	rows, err := c.store.QueryCitySpaces(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("query city spaces: %w", err)
@@ -180,7 +180,7 @@ func (c *Core) CitySpaces(ctx context.Context) ([]CitySpace, error) {
 }
 
 // ResolveCityID looks a city up by id, confirmed or not (the caller decides).
-func (c *Core) ResolveCityID(ctx context.Context, id int64) (Resolution, error) {
+func (c *Business) ResolveCityID(ctx context.Context, id int64) (Resolution, error) {
 	city, err := c.store.CityByID(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -194,7 +194,7 @@ func (c *Core) ResolveCityID(ctx context.Context, id int64) (Resolution, error) 
 // ResolveCityName resolves a name among confirmed cities: an exact
 // (accent- and case-insensitive) match first; otherwise a prefix match. One
 // match resolves; several are ambiguous and come back as candidates.
-func (c *Core) ResolveCityName(ctx context.Context, name string) (Resolution, error) {
+func (c *Business) ResolveCityName(ctx context.Context, name string) (Resolution, error) {
 	name = strings.Join(strings.Fields(name), " ")
 	if name == "" {
 		return Resolution{Result: NotFound}, nil
@@ -217,7 +217,7 @@ func (c *Core) ResolveCityName(ctx context.Context, name string) (Resolution, er
 }
 
 // SpaceFacts returns a space's facts, or ErrNotFound.
-func (c *Core) SpaceFacts(ctx context.Context, id int64) (SpaceFacts, error) {
+func (c *Business) SpaceFacts(ctx context.Context, id int64) (SpaceFacts, error) {
 	f, err := c.store.SpaceFacts(ctx, id)
 	if err != nil {
 		return SpaceFacts{}, fmt.Errorf("space facts: %w", err)
@@ -226,7 +226,7 @@ func (c *Core) SpaceFacts(ctx context.Context, id int64) (SpaceFacts, error) {
 }
 
 // Catalog returns every city and space with their flags.
-func (c *Core) Catalog(ctx context.Context) (Catalog, error) {
+func (c *Business) Catalog(ctx context.Context) (Catalog, error) {
 	cat, err := c.store.Catalog(ctx)
 	if err != nil {
 		return Catalog{}, fmt.Errorf("catalog: %w", err)

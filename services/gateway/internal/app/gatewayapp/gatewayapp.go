@@ -61,8 +61,8 @@ type App struct {
 	limitHit *prometheus.CounterVec
 }
 
-// Mount registers the route table on app.
-func Mount(app *fiber.App, cfg Config) (*App, error) {
+// Routes registers the route table on app.
+func Routes(app *fiber.App, cfg Config) (*App, error) {
 	docs, err := loadOpenAPI(cfg.OpenAPIYAML, cfg.Docs)
 	if err != nil {
 		return nil, err

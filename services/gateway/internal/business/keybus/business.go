@@ -36,10 +36,10 @@ const maxCache = 50_000
 // touchEvery throttles last_used_at writes to one per key per interval.
 const touchEvery = time.Minute
 
-// NewBusiness returns the key business. cacheTTL bounds how long a revoked key
+// New returns the key business. cacheTTL bounds how long a revoked key
 // may still be accepted by a gateway instance that saw it valid (0 disables
 // the cache).
-func NewBusiness(store Storer, log *slog.Logger, cacheTTL time.Duration) *Business {
+func New(store Storer, log *slog.Logger, cacheTTL time.Duration) *Business {
 	return &Business{
 		store: store, log: log, cacheTTL: cacheTTL, now: time.Now,
 		cache: map[[32]byte]cacheEntry{}, touched: map[int64]time.Time{}, pending: map[int64]struct{}{},
