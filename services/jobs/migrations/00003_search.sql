@@ -3,6 +3,10 @@
 -- stems in the board's languages, accents and case ignored, the last word as a
 -- prefix, typos forgiven, phrases and exclusions, ranked.
 
+-- Extensions are database-wide and the directory creates fuzzystrmatch too:
+-- IF NOT EXISTS does not wait for another schema's migration creating it at
+-- the same time, so creating one takes a lock every service's migration takes.
+SELECT pg_advisory_xact_lock(hashtext('coworkjobs: create extension'));
 CREATE EXTENSION IF NOT EXISTS unaccent WITH SCHEMA public;
 CREATE EXTENSION IF NOT EXISTS fuzzystrmatch WITH SCHEMA public;
 
