@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
 
 // Postgres is a private PostgreSQL cluster: its own data directory, socket
@@ -355,12 +357,12 @@ func (p *Process) Remove() {
 
 // FreePort returns a loopback port nobody listens on now.
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := suite.FreeAddr() // below the ephemeral range: see there
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	_, port, _ := net.SplitHostPort(addr)
+	return strconv.Atoi(port)
 }
 
 // TemporalVersion is the Temporal CLI the project pins (its dev server).

@@ -15,11 +15,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -475,13 +477,23 @@ type Envelope struct {
 }
 
 // FreeAddr returns a loopback address with a port nobody listens on now.
+//
+// The port is picked below the kernel's ephemeral range (32768 and up on
+// Linux): a port the kernel handed out for ":0" and that was released again
+// could be taken by any outgoing connection before the process binds it,
+// which CI saw ("bind: address already in use") with many suites at work.
 func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	for range 200 {
+		port := 20000 + mrand.IntN(12000)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // taken: try another
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return addr, nil
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "", errors.New("suite: no free port between 20000 and 32000")
 }
 
 // EnvOr is os.Getenv with a default.
