@@ -72,7 +72,7 @@ func pagination(p eventbus.Page, total, count int) web.Pagination {
 
 // List is the data of GET /v2/events.
 type List struct {
-	Events     []Event    `json:"events"`
+	Events     []Event        `json:"events"`
 	Pagination web.Pagination `json:"pagination"`
 }
 
