@@ -281,8 +281,13 @@ func traffic(t *testing.T, sys *suite.Suite, d time.Duration, workers int) *tall
 	defer cancel()
 	var seq atomic.Int64
 	var mu sync.Mutex
-	var created []int64
-	var replays []struct{ idem, body string }
+	type owned struct {
+		id  int64
+		key string
+	}
+	type replay struct{ idem, body, key string }
+	var created []owned
+	var replays []replay
 	prefix := "Prom " + suite.RandomHex(3) + " "
 
 	// A few subscriptions before the per-IP public limit is spent: the
@@ -324,7 +329,8 @@ func traffic(t *testing.T, sys *suite.Suite, d time.Duration, workers int) *tall
 					size := []int{0, 100, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 64 << 10, 128 << 10, 300 << 10, 2 << 20}[rng.IntN(10)]
 					body := jobBody(fmt.Sprintf("%s%06d", prefix, i), size)
 					idem := fmt.Sprintf("prom-%d-%s", i, suite.RandomHex(4))
-					code, raw := do(ctx, tl, "POST", gw+"/v2/jobs", body, "X-API-Key", pick([]string{live, importer, space1}), "Idempotency-Key", idem)
+					writer := pick([]string{live, importer, space1})
+					code, raw := do(ctx, tl, "POST", gw+"/v2/jobs", body, "X-API-Key", writer, "Idempotency-Key", idem)
 					if code == 201 || code == 200 {
 						var env suite.Envelope
 						var res struct {
@@ -332,34 +338,34 @@ func traffic(t *testing.T, sys *suite.Suite, d time.Duration, workers int) *tall
 						}
 						if json.Unmarshal(raw, &env) == nil && json.Unmarshal(env.Data, &res) == nil && res.JobID > 0 {
 							mu.Lock()
-							created = append(created, res.JobID)
-							replays = append(replays, struct{ idem, body string }{idem, string(body)})
+							// A job is changed, and a request replayed, by the key that wrote it.
+							created = append(created, owned{res.JobID, writer})
+							replays = append(replays, replay{idem, string(body), writer})
 							mu.Unlock()
 						}
 					}
 				case n < 63: // replays: the same key and body, or the same key with another body
 					mu.Lock()
-					var idem, body string
+					var r replay
 					if len(replays) > 0 {
-						r := replays[rng.IntN(len(replays))]
-						idem, body = r.idem, r.body
+						r = replays[rng.IntN(len(replays))]
 					}
 					mu.Unlock()
-					if idem != "" {
+					if r.idem != "" {
 						if rng.IntN(4) == 0 {
-							body = string(jobBody("Changed "+suite.RandomHex(3), 10))
+							r.body = string(jobBody("Changed "+suite.RandomHex(3), 10))
 						}
-						do(ctx, tl, "POST", gw+"/v2/jobs", []byte(body), "X-API-Key", importer, "Idempotency-Key", idem)
+						do(ctx, tl, "POST", gw+"/v2/jobs", []byte(r.body), "X-API-Key", r.key, "Idempotency-Key", r.idem)
 					}
 				case n < 67: // unpublish, twice for some
 					mu.Lock()
-					var id int64
+					var j owned
 					if len(created) > 0 {
-						id = created[rng.IntN(len(created))]
+						j = created[rng.IntN(len(created))]
 					}
 					mu.Unlock()
-					if id > 0 {
-						do(ctx, tl, "POST", gw+"/v2/jobs/unpublish", fmt.Appendf(nil, `{"job_id":%d}`, id), "X-API-Key", importer)
+					if j.id > 0 {
+						do(ctx, tl, "POST", gw+"/v2/jobs/unpublish", fmt.Appendf(nil, `{"job_id":%d}`, j.id), "X-API-Key", j.key)
 					}
 				case n < 72: // public posts: past their per-IP limit, 429s
 					switch rng.IntN(3) {
