@@ -109,6 +109,10 @@ soak: ## Mixed traffic with injected faults for SOAK_DURATION (default 5m), then
 	@bash scripts/deps.sh
 	SOAK_DURATION=$(SOAK_DURATION) go test -count=1 -v -timeout 2h -run '^TestSoak$$' $(MODULE)/tests/reliability
 
+.PHONY: test-cluster
+test-cluster: ## Build and start a single-node Kubernetes here, install the chart and drive it (docs/kubernetes.md), then remove it all
+	@bash scripts/cluster.sh
+
 BENCH_JOBS ?= 100000
 BENCH_ARGS ?=
 

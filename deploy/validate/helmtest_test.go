@@ -31,8 +31,12 @@ while [ $# -gt 0 ]; do
 done
 case "$url" in
   */readyz)
-    svc=${url#http://}; svc=${svc%%:*}
-    case " $FAKE_NOT_READY " in *" $svc "*) code=503 body=not-ready ;; *) code=200 body=ok ;; esac ;;
+    svc=${url#http://}; port=${svc#*:}; port=${port%%/*}; svc=${svc%%:*}
+    # /readyz answers where the readiness probe looks: the API port of an
+    # API, the admin port of a worker (elsewhere: 404, as the services do).
+    case " $FAKE_APIS " in *" $svc "*) want=8080 ;; *) want=9090 ;; esac
+    if [ "$port" != "$want" ]; then code=404 body='not found'
+    else case " $FAKE_NOT_READY " in *" $svc "*) code=503 body=not-ready ;; *) code=200 body=ok ;; esac; fi ;;
   */v2/health)
     if [ -n "$key" ]; then code=200 body=$FAKE_HEALTH
     else code=${FAKE_HEALTH_NOKEY_CODE:-401} body='{"success":false,"status":401,"error":{"code":"unauthorized"}}'; fi ;;
@@ -77,7 +81,11 @@ func runHelmTest(t *testing.T, pod *corev1.Pod, env ...string) (string, bool) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("/bin/sh", "-ec", c.Args[0])
-	cmd.Env = append([]string{"PATH=" + bin + ":" + os.Getenv("PATH")}, env...)
+	apiNames := make([]string, len(apis))
+	for i, a := range apis {
+		apiNames[i] = name(a)
+	}
+	cmd.Env = append([]string{"PATH=" + bin + ":" + os.Getenv("PATH"), "FAKE_APIS=" + strings.Join(apiNames, " ")}, env...)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {

@@ -2,13 +2,7 @@ package reliability
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,57 +53,8 @@ func TestRollingRestartUnderLoadLosesNothing(t *testing.T) {
 		t.Fatalf("no %q in %v", importerKey, sys.Keys)
 	}
 
-	type call struct{ method, path, body string }
-	calls := []call{
-		{"GET", "/v2/jobs", ""}, {"GET", "/v2/cities", ""}, {"GET", "/v2/spaces?limit=5", ""},
-		{"GET", "/v2/blog", ""}, {"GET", "/v2/events", ""}, {"GET", "/v2/vine/jobs", ""}, {"GET", "/v2/health", ""},
-		{"POST", "/v2/jobs", `{"title":"Rollout %d","company":"Tejo","description":"Front desk","job_type":"parttime","tags":"host","city_name":"Lisbon"}`},
-		{"POST", "/v2/feedback", `{"message":"rolling %d","email":"roll@example.org","category":"bug"}`},
-	}
-	var (
-		stop     atomic.Bool
-		total    atomic.Int64
-		mu       sync.Mutex
-		failures []string
-		wg       sync.WaitGroup
-	)
-	const clients = 6
-	for w := 0; w < clients; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			// Even clients keep connections alive; odd ones open one per request.
-			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: w%2 == 1, MaxIdleConnsPerHost: 4}}
-			for i := 0; !stop.Load(); i++ {
-				c := calls[(w+i)%len(calls)]
-				n := total.Add(1)
-				var body io.Reader
-				if c.body != "" {
-					body = strings.NewReader(fmt.Sprintf(c.body, n))
-				}
-				req, _ := http.NewRequest(c.method, gw+c.path, body)
-				req.Header.Set("X-API-Key", k)
-				if body != nil {
-					req.Header.Set("Content-Type", "application/json")
-				}
-				resp, err := client.Do(req)
-				if err != nil {
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("%s %s: %v", c.method, c.path, err))
-					mu.Unlock()
-					continue
-				}
-				raw, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode/100 != 2 {
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("%s %s: %d %.200s", c.method, c.path, resp.StatusCode, raw))
-					mu.Unlock()
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-		}(w)
-	}
+	load := &suite.Load{URL: gw, Key: k, Calls: suite.MixedCalls, Clients: 6, Pause: 5 * time.Millisecond}
+	load.Start()
 
 	// Every API, one replica at a time, as a Deployment's RollingUpdate
 	// with maxUnavailable 0 does (the new pod is ready before the old stops;
@@ -129,14 +74,12 @@ func TestRollingRestartUnderLoadLosesNothing(t *testing.T) {
 		}
 	}
 	time.Sleep(500 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
-	t.Logf("%d restarts in %s under %d requests", restarts, time.Since(started).Round(time.Second), total.Load())
-	if total.Load() < 200 {
-		t.Fatalf("only %d requests: the load did not run", total.Load())
+	load.Stop()
+	t.Logf("%d restarts in %s under %d requests", restarts, time.Since(started).Round(time.Second), load.Total())
+	if load.Total() < 200 {
+		t.Fatalf("only %d requests: the load did not run", load.Total())
 	}
-	if len(failures) > 0 {
-		t.Fatalf("%d of %d requests failed during the rollout, e.g.:\n%s", len(failures), total.Load(),
-			strings.Join(failures[:min(len(failures), 20)], "\n"))
+	if fs := load.Failures(); len(fs) > 0 {
+		t.Fatalf("%d of %d requests failed during the rollout, e.g.:\n%s", len(fs), load.Total(), suite.Summary(fs, 20))
 	}
 }
