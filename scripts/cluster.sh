@@ -446,6 +446,8 @@ EOF
 # stopping this forward, and restore it.
 temporal_forward() {
   stop_pid temporal-forward
+  # and the forked relays of open connections (the workers' gRPC streams).
+  pkill -f "socat TCP-LISTEN:$TEMPORAL_FWD,bind=$NODE_IP" 2>/dev/null || true
   if [ "$1" = on ]; then
     start temporal-forward socat "TCP-LISTEN:$TEMPORAL_FWD,bind=$NODE_IP,fork,reuseaddr" "TCP:127.0.0.1:$TEMPORAL_PORT"
     wait_for 10 "temporal forward" bash -c "exec 3<>/dev/tcp/$NODE_IP/$TEMPORAL_FWD"
@@ -459,7 +461,7 @@ metrics_server_up() {
     --authentication-kubeconfig "$p/admin.kubeconfig" --authorization-kubeconfig "$p/admin.kubeconfig" \
     --bind-address "$NODE_IP" --secure-port 10350 --tls-cert-file "$p/metrics-server.crt" --tls-private-key-file "$p/metrics-server.key" \
     --requestheader-client-ca-file "$p/ca.crt" --requestheader-allowed-names front-proxy-client \
-    --kubelet-insecure-tls --kubelet-preferred-address-types InternalIP --metric-resolution 10s
+    --kubelet-insecure-tls --kubelet-preferred-address-types InternalIP --metric-resolution 15s --kubelet-request-timeout 5s
   kubectl apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Service
@@ -487,6 +489,7 @@ spec:
   groupPriorityMinimum: 100
   versionPriority: 100
 EOF
+  wait_for 90 "the metrics API" kubectl get --raw /apis/metrics.k8s.io/v1beta1
 }
 
 up() {

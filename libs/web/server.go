@@ -151,7 +151,30 @@ func (s *Server) ready(c *fiber.Ctx) error {
 	if s.draining.Load() {
 		return WriteError(c, &Error{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavailable, Message: "shutting down"})
 	}
-	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	results, failed := s.runChecks(c.UserContext())
+	if failed {
+		return WriteError(c, &Error{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavailable,
+			Message: "a dependency is down", Details: results})
+	}
+	return OK(c, http.StatusOK, fiber.Map{"status": "ok", "checks": results})
+}
+
+// Ready is what /readyz answers, as an error: the admin port answers its own
+// /readyz with it (metrics.WithReadiness), so that one port tells every
+// component's readiness (helm test, and the NetworkPolicies keep the API port
+// of a backend to its callers).
+func (s *Server) Ready(ctx context.Context) error {
+	if s.draining.Load() {
+		return errors.New("shutting down")
+	}
+	if results, failed := s.runChecks(ctx); failed {
+		return fmt.Errorf("a dependency is down: %v", results)
+	}
+	return nil
+}
+
+func (s *Server) runChecks(ctx context.Context) (map[string]string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	s.mu.Lock()
 	checks := make(map[string]Check, len(s.checks))
@@ -169,11 +192,7 @@ func (s *Server) ready(c *fiber.Ctx) error {
 		}
 		results[name] = "up"
 	}
-	if failed {
-		return WriteError(c, &Error{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavailable,
-			Message: "a dependency is down", Details: results})
-	}
-	return OK(c, http.StatusOK, fiber.Map{"status": "ok", "checks": results})
+	return results, failed
 }
 
 // recover turns a panic into a 500 envelope and logs the stack once.

@@ -209,9 +209,16 @@ func TestReadiness(t *testing.T) {
 	if r := call(t, "GET", base+"/readyz", nil, nil); r.status != 200 {
 		t.Fatalf("ready: %d", r.status)
 	}
+	// Ready (the admin port's /readyz) says the same.
+	if err := srv.Ready(context.Background()); err != nil {
+		t.Fatalf("Ready while ready: %v", err)
+	}
 	healthy = false
 	if r := call(t, "GET", base+"/readyz", nil, nil); r.status != 503 || r.env.Error.Code != web.CodeServiceUnavailable {
 		t.Fatalf("not ready: %d %s", r.status, r.raw)
+	}
+	if err := srv.Ready(context.Background()); err == nil || !strings.Contains(err.Error(), "db:down") {
+		t.Fatalf("Ready with db down: %v", err)
 	}
 	if r := call(t, "GET", base+"/livez", nil, nil); r.status != 200 {
 		t.Fatalf("live: %d", r.status)

@@ -193,7 +193,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	gw.RunBackground(ctx)
 	go keys.RunLastUsedFlusher(ctx, 10*time.Second)
 	go func() {
-		if err := metrics.ServeAdmin(ctx, cfg.Web.AdminAddr, m.Registry, log); err != nil {
+		if err := metrics.ServeAdmin(ctx, cfg.Web.AdminAddr, m.Registry, log, metrics.WithReadiness(map[string]metrics.Check{"api": srv.Ready})); err != nil {
 			log.Error("admin server", "error", err)
 		}
 	}()
