@@ -25,6 +25,10 @@ K8S_VERSION=v1.37.2
 COREDNS_VERSION=v1.14.7
 HELM_VERSION=v3.22.0
 METRICS_SERVER_VERSION=v0.8.0
+# The NetworkPolicy enforcer: kube-router's firewall alone (iptables + ipset).
+# The SIG's kube-network-policies was the first choice; this kernel has no
+# nftables queue expression, which it needs (docs/kubernetes.md).
+KUBE_ROUTER_VERSION=v2.1.0
 # The pause container's source ships in the kubernetes module.
 PAUSE_IMAGE=registry.k8s.io/pause:3.10-coworkjobs
 
@@ -71,6 +75,7 @@ install_packages() {
   command -v conntrack >/dev/null || missing+=(conntrack)
   command -v buildah >/dev/null || missing+=(buildah)
   command -v socat >/dev/null || missing+=(socat)
+  command -v ipset >/dev/null || missing+=(ipset)
   command -v gcc >/dev/null || missing+=(gcc libc6-dev)
   command -v openssl >/dev/null || missing+=(openssl)
   command -v curl >/dev/null || missing+=(curl)
@@ -114,6 +119,11 @@ build_tools() {
     log "building metrics-server $METRICS_SERVER_VERSION"
     GOWORK=off CGO_ENABLED=0 GOBIN=$CACHE/gobin go install -trimpath -ldflags="-s -w" "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
     mv "$CACHE/gobin/metrics-server" "$gobin/metrics-server-$METRICS_SERVER_VERSION"
+  fi
+  if [ ! -x "$gobin/kube-router-$KUBE_ROUTER_VERSION" ]; then
+    log "building kube-router $KUBE_ROUTER_VERSION"
+    GOWORK=off CGO_ENABLED=0 GOBIN=$CACHE/gobin go install -trimpath -ldflags="-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
+    mv "$CACHE/gobin/kube-router" "$gobin/kube-router-$KUBE_ROUTER_VERSION"
   fi
   ln -sf "helm-$HELM_VERSION" "$gobin/helm"
   if [ ! -x "$CACHE/pause" ]; then
@@ -243,8 +253,9 @@ make_pki() {
   cert coredns coredns ""
   cert front-proxy-client front-proxy-client ""
   cert metrics-server metrics-server "" "DNS:metrics-server.kube-system.svc,IP:$NODE_IP"
+  cert kube-router kube-router ""
   local n
-  for n in admin controller-manager scheduler kube-proxy kubelet coredns; do kubeconfig "$n"; done
+  for n in admin controller-manager scheduler kube-proxy kubelet coredns kube-router; do kubeconfig "$n"; done
   openssl genrsa -out "$D/pki/sa.key" 2048 2>/dev/null
   openssl rsa -in "$D/pki/sa.key" -pubout -out "$D/pki/sa.pub" 2>/dev/null
 }
@@ -325,7 +336,8 @@ control_plane_up() {
     --bind-address 127.0.0.1 --use-service-account-credentials \
     --service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
     --cluster-signing-cert-file "$p/ca.crt" --cluster-signing-key-file "$p/ca.key" \
-    --service-cluster-ip-range "$SVC_CIDR" --allocate-node-cidrs=false \
+    --service-cluster-ip-range "$SVC_CIDR" \
+    --allocate-node-cidrs --cluster-cidr "$POD_CIDR" --node-cidr-mask-size 24 \
     --horizontal-pod-autoscaler-sync-period 5s --leader-elect=false
   start kube-scheduler kube-scheduler --kubeconfig "$p/scheduler.kubeconfig" \
     --authentication-kubeconfig "$p/scheduler.kubeconfig" --authorization-kubeconfig "$p/scheduler.kubeconfig" \
@@ -454,6 +466,30 @@ temporal_forward() {
   fi
 }
 
+# NetworkPolicies enforced by kube-router's firewall on the host (its router
+# and service proxy off: the bridge and kube-proxy do that), no port opened.
+netpol_up() {
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: coworkjobs-test-kube-router}
+rules:
+- {apiGroups: [""], resources: [namespaces, pods, services, nodes, endpoints], verbs: [get, list, watch]}
+- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [get, list, watch]}
+- {apiGroups: [networking.k8s.io], resources: [networkpolicies], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: coworkjobs-test-kube-router}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: coworkjobs-test-kube-router}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: kube-router}]
+EOF
+  start kube-router "kube-router-$KUBE_ROUTER_VERSION" --kubeconfig "$D/pki/kube-router.kubeconfig" \
+    --hostname-override "$NODE" --run-firewall=true --run-router=false --run-service-proxy=false \
+    --enable-cni=false --enable-ipv6=false --health-port 0 --metrics-port 0 --iptables-sync-period 30s
+  wait_for 60 "kube-router's firewall" bash -c "iptables-save | grep -q '^:KUBE-ROUTER-'"
+}
+
 metrics_server_up() {
   # metrics-server for the HPA, on the host behind a selector-less Service.
   local p=$D/pki
@@ -511,6 +547,7 @@ up() {
   control_plane_up
   node_up
   rbac_up
+  netpol_up
   deps_up
   metrics_server_up
   log "cluster up: export KUBECONFIG=$KUBECONFIG (scripts/cluster.sh env)"
@@ -542,7 +579,7 @@ down() {
     for _ in $(seq 1 60); do [ -z "$(ctr_ tasks ls -q 2>/dev/null)" ] && break; sleep 0.5; done
   fi
   local n
-  for n in metrics-server temporal-forward kube-proxy kubelet coredns kube-scheduler kube-controller-manager kube-apiserver etcd redis temporal; do
+  for n in metrics-server kube-router temporal-forward kube-proxy kubelet coredns kube-scheduler kube-controller-manager kube-apiserver etcd redis temporal; do
     stop_pid "$n"
   done
   # Containers the kubelet did not remove: kill their tasks, then containerd.
@@ -557,7 +594,11 @@ down() {
   fi
   # Network: kube-proxy's chains, the pods' namespaces, the bridge.
   if [ -x "$BIN/kube-proxy" ]; then "$BIN/kube-proxy" --cleanup >/dev/null 2>&1 || true; fi
+  if [ -x "$CACHE/bin/kube-router-$KUBE_ROUTER_VERSION" ]; then
+    "$CACHE/bin/kube-router-$KUBE_ROUTER_VERSION" --cleanup-config >/dev/null 2>&1 || true
+  fi
   clean_chains
+  clean_ipsets
   for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^cni-' || true); do
     ip netns delete "$n" 2>/dev/null || true
   done
@@ -585,12 +626,21 @@ clean_chains() {
   done
 }
 
+# kube-router's ipsets, once no rule refers to them.
+clean_ipsets() {
+  local set
+  command -v ipset >/dev/null || return 0
+  for set in $(ipset list -n 2>/dev/null | grep '^KUBE-' || true); do ipset destroy "$set" 2>/dev/null || true; done
+}
+
 # Fails when anything the cluster made is still there.
 leftovers() {
   local left=()
-  pgrep -f "$D/|coredns-$COREDNS_VERSION|metrics-server-$METRICS_SERVER_VERSION" >/dev/null && left+=("processes: $(pgrep -af "$D/|coredns-$COREDNS_VERSION|metrics-server-$METRICS_SERVER_VERSION" | head -5 | tr '\n' ';')")
+  local procs="$D/|coredns-$COREDNS_VERSION|metrics-server-$METRICS_SERVER_VERSION|kube-router-$KUBE_ROUTER_VERSION"
+  pgrep -f "$procs" >/dev/null && left+=("processes: $(pgrep -af "$procs" | head -5 | tr '\n' ';')")
   ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("bridge $BRIDGE")
   { iptables-save; ip6tables-save; } 2>/dev/null | grep -qE '^:(KUBE-|CNI-)' && left+=("iptables chains: $({ iptables-save; ip6tables-save; } 2>/dev/null | grep -oE '^:(KUBE-|CNI-)[^ ]+' | sort -u | head -5 | tr '\n' ' ')")
+  ipset list -n 2>/dev/null | grep -q '^KUBE-' && left+=("ipsets: $(ipset list -n | grep '^KUBE-' | head -3 | tr '\n' ' ')")
   grep -q " $D" /proc/mounts && left+=("mounts under $D")
   ip netns list 2>/dev/null | grep -q '^cni-' && left+=("network namespaces cni-*")
   [ -e "$D" ] && left+=("$D")

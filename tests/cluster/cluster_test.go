@@ -67,6 +67,7 @@ func TestCluster(t *testing.T) {
 		name string
 		fn   func(*testing.T)
 	}{
+		{"only the gateway reaches a backend's API", c.networkPolicies},
 		{"rolling restart under load loses nothing", c.rollingRestart},
 		{"a scaled-out jobs pod gets its share", c.scaleOut},
 		{"HPA scale-out gets its share", c.hpaScaleOut},
@@ -305,6 +306,33 @@ workers:
 		t.Fatalf("GET %s/v2: %v %v", c.gateway, err, resp)
 	}
 	_ = resp.Body.Close()
+}
+
+// --- network policies ------------------------------------------------------------
+
+// The chart's NetworkPolicies, enforced by kube-network-policies: a pod that is
+// not the gateway reaches no backend's API port, while the admin ports and the
+// gateway answer it (so the refusals are the policies, not a broken network).
+// Everything else in the scenario runs with the policies enforced.
+func (c *cluster) networkPolicies(t *testing.T) {
+	kubectl(t, "run", "intruder", "--image=coworkjobs/cluster-tools:"+env.tag, "--image-pull-policy=Never",
+		"--restart=Never", "--labels=app=intruder", "--command", "--", "sleep", "600")
+	defer func() { _, _ = try(time.Minute, "kubectl", "-n", ns, "delete", "pod", "intruder", "--grace-period=1") }()
+	kubectl(t, "wait", "--for=condition=Ready", "pod/intruder", "--timeout=90s")
+	probe := func(url string) error {
+		_, err := try(30*time.Second, "kubectl", "-n", ns, "exec", "intruder", "--", "curl", "-sS", "-o", "/dev/null", "--max-time", "3", url)
+		return err
+	}
+	for _, url := range []string{"http://" + release + "-jobs:9090/readyz", "http://" + release + "-gateway:8080/v2"} {
+		if err := probe(url); err != nil {
+			t.Fatalf("control: %s does not answer the pod (%v): the network, not the policies", url, err)
+		}
+	}
+	for _, b := range []string{"jobs", "directory", "content", "community"} {
+		if err := probe("http://" + release + "-" + b + ":8080/readyz"); err == nil {
+			t.Errorf("%s's API port answered a pod that is not the gateway", b)
+		}
+	}
 }
 
 // --- rolling restart -------------------------------------------------------------
