@@ -104,33 +104,27 @@ build_tools() {
     (cd tools/cluster/k8s && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
       go build -trimpath -ldflags="$ldflags" -o "$BIN/" "${want[@]}")
   fi
-  local gobin=$CACHE/bin
-  if [ ! -x "$gobin/coredns-$COREDNS_VERSION" ]; then
-    log "building CoreDNS $COREDNS_VERSION"
-    GOWORK=off CGO_ENABLED=0 GOBIN=$CACHE/gobin go install -trimpath -ldflags="-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
-    mv "$CACHE/gobin/coredns" "$gobin/coredns-$COREDNS_VERSION"
-  fi
-  if [ ! -x "$gobin/helm-$HELM_VERSION" ]; then
-    log "building helm $HELM_VERSION"
-    GOWORK=off CGO_ENABLED=0 GOBIN=$CACHE/gobin go install -trimpath -ldflags="-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-    mv "$CACHE/gobin/helm" "$gobin/helm-$HELM_VERSION"
-  fi
-  if [ ! -x "$gobin/metrics-server-$METRICS_SERVER_VERSION" ]; then
-    log "building metrics-server $METRICS_SERVER_VERSION"
-    GOWORK=off CGO_ENABLED=0 GOBIN=$CACHE/gobin go install -trimpath -ldflags="-s -w" "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
-    mv "$CACHE/gobin/metrics-server" "$gobin/metrics-server-$METRICS_SERVER_VERSION"
-  fi
-  if [ ! -x "$gobin/kube-router-$KUBE_ROUTER_VERSION" ]; then
-    log "building kube-router $KUBE_ROUTER_VERSION"
-    GOWORK=off CGO_ENABLED=0 GOBIN=$CACHE/gobin go install -trimpath -ldflags="-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
-    mv "$CACHE/gobin/kube-router" "$gobin/kube-router-$KUBE_ROUTER_VERSION"
-  fi
-  ln -sf "helm-$HELM_VERSION" "$gobin/helm"
+  go_tool coredns "$COREDNS_VERSION" github.com/coredns/coredns
+  go_tool helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm
+  go_tool metrics-server "$METRICS_SERVER_VERSION" sigs.k8s.io/metrics-server/cmd/metrics-server
+  go_tool kube-router "$KUBE_ROUTER_VERSION" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+  ln -sf "helm-$HELM_VERSION" "$CACHE/bin/helm"
   if [ ! -x "$CACHE/pause" ]; then
     local src
     src=$(cd tools/cluster/k8s && GOWORK=off go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c
     gcc -Os -static -o "$CACHE/pause" -DVERSION=3.10-coworkjobs "$src"
   fi
+}
+
+# go_tool NAME VERSION PACKAGE: go install PACKAGE@VERSION once, kept as
+# CACHE/bin/NAME-VERSION (a version bump builds the new one beside it).
+go_tool() {
+  local name=$1 version=$2 pkg=$3
+  [ -x "$CACHE/bin/$name-$version" ] && return 0
+  log "building $name $version"
+  rm -rf "$CACHE/gobin"
+  GOWORK=off CGO_ENABLED=0 GOBIN=$CACHE/gobin go install -trimpath -ldflags="-s -w" "$pkg@$version"
+  mv "$CACHE/gobin/$(basename "$pkg")" "$CACHE/bin/$name-$version"
 }
 
 # The services' static binaries, as the Dockerfiles build them.
