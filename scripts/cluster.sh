@@ -190,8 +190,9 @@ stop_pid() {
   if kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    # etcd 3.4's apiserver clients can hold the apiserver up: SIGKILL then.
-    kill -KILL "$pid" 2>/dev/null || true
+    # etcd 3.4's apiserver clients can hold the apiserver up: SIGKILL then
+    # (only while it lives: an ended pid may be reused).
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
   fi
   rm -f "$D/run/$name.pid"
 }

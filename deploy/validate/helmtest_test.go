@@ -179,7 +179,16 @@ func TestChartUninstallDeletesTheTestPod(t *testing.T) {
 	if !reflect.DeepEqual(roles[0].Rules, want) {
 		t.Errorf("cleanup Role rules %+v, want only delete of %s", roles[0].Rules, test.Name)
 	}
-	for _, o := range []metav1.Object{cleanup, roles[0], find[*rbacv1.RoleBinding](r.objs)[0], cleanup} {
+	var account metav1.Object
+	for _, sa := range find[*corev1.ServiceAccount](r.objs) {
+		if sa.Name == cleanup.Spec.ServiceAccountName {
+			account = sa
+		}
+	}
+	if account == nil {
+		t.Fatalf("no ServiceAccount %q for the cleanup pod", cleanup.Spec.ServiceAccountName)
+	}
+	for _, o := range []metav1.Object{account, roles[0], find[*rbacv1.RoleBinding](r.objs)[0], cleanup} {
 		if o.GetAnnotations()["helm.sh/hook"] != "pre-delete" || o.GetAnnotations()["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded" {
 			t.Errorf("%s: annotations %v, want a pre-delete hook deleted once it succeeded", o.GetName(), o.GetAnnotations())
 		}
