@@ -776,6 +776,69 @@ func TestChartExistingSecret(t *testing.T) {
 	}
 }
 
+// config.upstreamBalance: by default the gateway pools connections to the
+// backends' Services and no headless Service exists; with dns each backend
+// gets a headless Service selecting its API pods, and the gateway (only it:
+// the jobs API's directory client keeps the ConfigMap's Service URL) is
+// pointed at them.
+func TestChartUpstreamBalance(t *testing.T) {
+	headless := func(r rendered) map[string]*corev1.Service {
+		m := map[string]*corev1.Service{}
+		for _, s := range find[*corev1.Service](r.objs) {
+			if s.Spec.ClusterIP == corev1.ClusterIPNone {
+				m[s.Name] = s
+			}
+		}
+		return m
+	}
+	def := render(t, "")
+	if got := envOf(deployments(def.objs)["gateway"])["UPSTREAM_BALANCE"].Value; got != "connection" {
+		t.Errorf("default UPSTREAM_BALANCE %q, want connection", got)
+	}
+	if h := headless(def); len(h) != 0 {
+		t.Errorf("headless Services by default: %v", h)
+	}
+
+	r := renderValues(t, "upstreamBalance dns", map[string]any{"config": map[string]any{"upstreamBalance": "dns"}})
+	h := headless(r)
+	if len(h) != len(backends) {
+		t.Errorf("%d headless Services, want one per backend (%d)", len(h), len(backends))
+	}
+	ds := deployments(r.objs)
+	gw := envOf(ds["gateway"])
+	if got := gw["UPSTREAM_BALANCE"].Value; got != "dns" {
+		t.Errorf("UPSTREAM_BALANCE %q, want dns", got)
+	}
+	for _, b := range backends {
+		name := release + "-coworkjobs-" + b + "-headless"
+		svc, ok := h[name]
+		if !ok {
+			t.Errorf("no headless Service %s", name)
+			continue
+		}
+		pods := ds[b].Spec.Template.Labels
+		if sel := labels.SelectorFromSet(svc.Spec.Selector); len(svc.Spec.Selector) == 0 || !sel.Matches(labels.Set(pods)) {
+			t.Errorf("%s selects %v, not the %s pods (%v)", name, svc.Spec.Selector, b, pods)
+		}
+		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort.StrVal != "http" {
+			t.Errorf("%s ports %+v, want 8080 -> http", name, svc.Spec.Ports)
+		}
+		url := strings.ToUpper(b) + "_URL"
+		if got, want := gw[url].Value, "http://"+name+":8080"; got != want {
+			t.Errorf("gateway %s %q, want %q", url, got, want)
+		}
+		if e, ok := envOf(ds[b])[url]; ok {
+			t.Errorf("%s's own %s overridden to %q", b, url, e.Value)
+		}
+	}
+	if got := configMapData(t, r)["DIRECTORY_URL"]; got != "http://"+release+"-coworkjobs-directory:8080" {
+		t.Errorf("ConfigMap DIRECTORY_URL %q: the jobs API's directory client must keep the Service", got)
+	}
+	if _, err := renderChart(t, map[string]any{"config": map[string]any{"extraEnv": map[string]any{"UPSTREAM_BALANCE": "dns"}}}, nil); err == nil {
+		t.Error("UPSTREAM_BALANCE in config.extraEnv was accepted (config.upstreamBalance sets it)")
+	}
+}
+
 func TestChartSchemaRejectsBadValues(t *testing.T) {
 	ch, err := loader.Load(chartDir(t))
 	if err != nil {
@@ -786,6 +849,7 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		"unknownAPI":          {"apis": map[string]any{"gatway": map[string]any{"replicaCount": 1}}},
 		"negativeReplicas":    {"apis": map[string]any{"jobs": map[string]any{"replicaCount": -1}}},
 		"badLogLevel":         {"config": map[string]any{"logLevel": "verbose"}},
+		"badUpstreamBalance":  {"config": map[string]any{"upstreamBalance": "random"}},
 		"shortSecret":         {"secrets": map[string]any{"internalIdentitySecret": "short"}},
 		"badPullPolicy":       {"image": map[string]any{"pullPolicy": "Sometimes"}},
 		"extraEnvAsMap":       {"extraEnv": map[string]any{"A": "b"}},

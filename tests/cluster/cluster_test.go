@@ -71,6 +71,7 @@ func TestCluster(t *testing.T) {
 		{"rolling restart under load loses nothing", c.rollingRestart},
 		{"a scaled-out jobs pod gets its share", c.scaleOut},
 		{"HPA scale-out gets its share", c.hpaScaleOut},
+		{"per-request balancing (dns): rollout and scale-out", c.dnsBalance},
 		{"no-op upgrade replaces no pod", c.noopUpgrade},
 		{"killed backend pod", c.killPod},
 		{"workers without Temporal are not ready", c.temporalCut},
@@ -399,30 +400,49 @@ func (c *cluster) rollingRestart(t *testing.T) {
 
 // --- scaling ---------------------------------------------------------------------
 
+// scrape calls each for every line of a pod's admin /metrics.
+func scrape(t testing.TB, p pod, each func(line string)) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.IP + ":9090/metrics")
+	if err != nil {
+		t.Fatalf("metrics of %s: %v", p.Name, err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		each(sc.Text())
+	}
+}
+
 // served reads each jobs pod's count of answered /v2/jobs requests from its
 // admin port.
 func served(t testing.TB, ps []pod) map[string]float64 {
 	t.Helper()
 	n := map[string]float64{}
 	for _, p := range ps {
-		resp, err := http.Get("http://" + p.IP + ":9090/metrics")
-		if err != nil {
-			t.Fatalf("metrics of %s: %v", p.Name, err)
-		}
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
+		scrape(t, p, func(line string) {
 			if !strings.HasPrefix(line, `http_requests_total{`) || !strings.Contains(line, `route="/v2/jobs"`) {
-				continue
+				return
 			}
 			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
 				n[p.Name] += v
 			}
-		}
-		_ = resp.Body.Close()
+		})
 	}
 	return n
+}
+
+// gauge reads one series of a pod's admin /metrics (0 when absent).
+func gauge(t testing.TB, p pod, series string) float64 {
+	t.Helper()
+	v := 0.0
+	scrape(t, p, func(line string) {
+		if s, ok := strings.CutPrefix(line, series+" "); ok {
+			v, _ = strconv.ParseFloat(s, 64)
+		}
+	})
+	return v
 }
 
 // readJobs keeps clients keep-alive readers of GET /v2/jobs until stop.
@@ -449,14 +469,23 @@ func (c *cluster) share(t *testing.T, want int, settle time.Duration) {
 		}
 		return len(ready) == want, fmt.Sprintf("%d ready", len(ready))
 	})
+	atReady := served(t, ready)
 	time.Sleep(settle)
 	before := served(t, ready)
 	time.Sleep(20 * time.Second)
 	after := served(t, ready)
-	total := 0.0
+	total, early := 0.0, 0.0
 	for _, p := range ready {
 		total += after[p.Name] - before[p.Name]
+		early += before[p.Name] - atReady[p.Name]
 	}
+	// The settling window is reported, not judged: it shows how soon each
+	// balance mode reaches a new pod (docs/kubernetes.md compares them).
+	var first []string
+	for _, p := range ready {
+		first = append(first, fmt.Sprintf("%.2f", (before[p.Name]-atReady[p.Name])/max(early, 1)))
+	}
+	t.Logf("shares in the first %s after readiness (%.0f requests): %s", settle, early, strings.Join(first, " / "))
 	if total < 500 {
 		t.Fatalf("only %.0f requests reached the jobs pods", total)
 	}
@@ -468,10 +497,14 @@ func (c *cluster) share(t *testing.T, want int, settle time.Duration) {
 			t.Errorf("pod %s answered %.1f%% of %.0f requests, under half its share (%.1f%%)", p.Name, 100*s, total, 100/float64(want))
 		}
 	}
-	t.Logf("shares over 20 s after %s (%.0f requests): %s", settle, total, strings.Join(shares, ", "))
+	t.Logf("shares over 20 s after %s (%.0f requests, %.0f/s): %s", settle, total, total/20, strings.Join(shares, ", "))
 }
 
-func (c *cluster) scaleOut(t *testing.T) {
+func (c *cluster) scaleOut(t *testing.T) { c.scaleOutThen(t, func() {}) }
+
+// scaleOutThen is scaleOut; scaled runs once the shares are measured, before
+// the scale-in.
+func (c *cluster) scaleOutThen(t *testing.T, scaled func()) {
 	load := c.readJobs(20)
 	load.Start()
 	defer load.Stop()
@@ -479,6 +512,7 @@ func (c *cluster) scaleOut(t *testing.T) {
 	kubectl(t, "scale", "deployment", release+"-jobs", "--replicas=3")
 	// Within 30 s of the new pod's readiness: 10 s to settle, 20 measured.
 	c.share(t, 3, 10*time.Second)
+	scaled()
 	if fs := load.Failures(); len(fs) > 0 {
 		t.Errorf("%d requests failed while scaling:\n%s", len(fs), suite.Summary(fs, 10))
 	}
@@ -535,6 +569,46 @@ func (c *cluster) hpaScaleOut(t *testing.T) {
 	if fs := load.Failures(); len(fs) > 0 {
 		t.Errorf("%d requests failed while the HPA scaled:\n%s", len(fs), suite.Summary(fs, 10))
 	}
+}
+
+// dnsBalance runs the rollout and the scale-out again with the gateway
+// balancing each request over the backends' headless Services
+// (config.upstreamBalance=dns) instead of aged connections to their cluster
+// IPs (the chart's default), so the two are measured in one run.
+func (c *cluster) dnsBalance(t *testing.T) {
+	helm(t, "upgrade", release, env.chart, "-f", c.values, "--set", "config.upstreamBalance=dns", "--wait", "--timeout", "5m")
+	defer func() {
+		helm(t, "upgrade", release, env.chart, "-f", c.values, "--wait", "--timeout", "5m")
+		c.settled(t)
+	}()
+	c.settled(t)
+	if got := kubectl(t, "get", "deployment", release+"-gateway", "-o",
+		`jsonpath={.spec.template.spec.containers[0].env[?(@.name=="UPSTREAM_BALANCE")].value}`); got != "dns" {
+		t.Fatalf("the gateway's UPSTREAM_BALANCE is %q after the upgrade", got)
+	}
+	endpoints := func(t *testing.T, want int) {
+		t.Helper()
+		eventually(t, 30*time.Second, fmt.Sprintf("every gateway balancing jobs over %d addresses", want), func() (bool, string) {
+			var seen []string
+			for _, p := range pods(t, "app.kubernetes.io/component=gateway") {
+				if p.Deleting {
+					continue
+				}
+				v := gauge(t, p, `gateway_upstream_endpoints{backend="jobs"}`)
+				seen = append(seen, fmt.Sprintf("%s=%g", p.Name, v))
+				if v != float64(want) {
+					return false, strings.Join(seen, " ")
+				}
+			}
+			return len(seen) > 0, strings.Join(seen, " ")
+		})
+	}
+	endpoints(t, 2)
+	t.Run("rolling restart under load loses nothing", c.rollingRestart)
+	t.Run("a scaled-out jobs pod gets its share", func(t *testing.T) {
+		c.scaleOutThen(t, func() { endpoints(t, 3) })
+		endpoints(t, 2)
+	})
 }
 
 // --- upgrades ----------------------------------------------------------------------

@@ -261,7 +261,7 @@ Settings the chart owns and computes with (the grace period depends on the
 shutdown durations): an env entry of the operator's must not set them.
 */}}
 {{- define "coworkjobs.checkReservedEnv" -}}
-{{- $reserved := list "SHUTDOWN_DRAIN_DELAY" "SHUTDOWN_TIMEOUT" "ADMIN_ADDR" "HTTP_ADDR" -}}
+{{- $reserved := list "SHUTDOWN_DRAIN_DELAY" "SHUTDOWN_TIMEOUT" "ADMIN_ADDR" "HTTP_ADDR" "UPSTREAM_BALANCE" -}}
 {{- $names := keys (.Values.config.extraEnv | default dict) -}}
 {{- range .Values.extraEnv }}{{ $names = append $names .name }}{{ end -}}
 {{- range $_, $c := merge (dict) .Values.apis .Values.workers -}}
@@ -270,7 +270,7 @@ shutdown durations): an env entry of the operator's must not set them.
 {{- end -}}
 {{- range $reserved -}}
 {{- if has . $names -}}
-{{- fail (printf "%s is set by the chart (shutdown.*, and the ports the probes use): remove it from config.extraEnv, extraEnv and the components' env" .) -}}
+{{- fail (printf "%s is set by the chart (shutdown.*, config.upstreamBalance, and the ports the probes use): remove it from config.extraEnv, extraEnv and the components' env" .) -}}
 {{- end -}}
 {{- end -}}
 {{- end }}

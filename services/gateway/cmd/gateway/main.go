@@ -50,6 +50,11 @@ type appConfig struct {
 	// UpstreamMaxConnAge bounds a pooled backend connection's life, so that
 	// replicas added behind a Service get their share (BackendOptions).
 	UpstreamMaxConnAge time.Duration `env:"UPSTREAM_MAX_CONN_AGE" envDefault:"10s"`
+	// UpstreamBalance is connection (pool to the URL's host, e.g. a Service's
+	// cluster IP) or dns (resolve the host every UpstreamResolveInterval, e.g.
+	// a headless Service, and balance each request over its addresses).
+	UpstreamBalance         string        `env:"UPSTREAM_BALANCE" envDefault:"connection"`
+	UpstreamResolveInterval time.Duration `env:"UPSTREAM_RESOLVE_INTERVAL" envDefault:"1s"`
 
 	WriteLimitPerMinute  int `env:"WRITE_RATE_LIMIT_PER_MINUTE" envDefault:"120"`
 	PublicLimitPerMinute int `env:"PUBLIC_POST_RATE_LIMIT_PER_MINUTE" envDefault:"10"`
@@ -84,6 +89,12 @@ func (c appConfig) Validate() error {
 	}
 	if c.UpstreamMaxConns < 1 {
 		errs = append(errs, errors.New("UPSTREAM_MAX_CONNS must be positive"))
+	}
+	if c.UpstreamBalance != gatewayapp.BalanceConnection && c.UpstreamBalance != gatewayapp.BalanceDNS {
+		errs = append(errs, fmt.Errorf("UPSTREAM_BALANCE must be %s or %s", gatewayapp.BalanceConnection, gatewayapp.BalanceDNS))
+	}
+	if c.UpstreamResolveInterval < 100*time.Millisecond {
+		errs = append(errs, errors.New("UPSTREAM_RESOLVE_INTERVAL must be at least 100ms"))
 	}
 	if c.UpstreamMaxConnAge < 0 {
 		errs = append(errs, errors.New("UPSTREAM_MAX_CONN_AGE must not be negative (0 keeps connections for ever)"))
@@ -164,7 +175,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 		gatewayapp.BackendContent: cfg.ContentURL, gatewayapp.BackendCommunity: cfg.CommunityURL,
 	} {
 		b, err := gatewayapp.NewBackend(name, u, gatewayapp.BackendOptions{
-			Timeout: cfg.UpstreamTimeout, MaxConns: cfg.UpstreamMaxConns, MaxConnAge: cfg.UpstreamMaxConnAge})
+			Timeout: cfg.UpstreamTimeout, MaxConns: cfg.UpstreamMaxConns, MaxConnAge: cfg.UpstreamMaxConnAge,
+			Balance: cfg.UpstreamBalance, ResolveEvery: cfg.UpstreamResolveInterval, Log: log})
 		if err != nil {
 			return err
 		}

@@ -74,6 +74,13 @@ func Routes(app *fiber.App, cfg Config) (*App, error) {
 	}, []string{"class", "outcome", "store"})
 	if cfg.Registry != nil {
 		cfg.Registry.MustRegister(a.limitHit, a.health.up)
+		for name, b := range cfg.Backends {
+			cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name:        "gateway_upstream_endpoints",
+				Help:        "Addresses the gateway balances a backend's requests over (UPSTREAM_BALANCE=dns: the last resolve; else 1).",
+				ConstLabels: prometheus.Labels{"backend": name},
+			}, func() float64 { return float64(b.Endpoints()) }))
+		}
 	}
 	app.Use(cors.New(cors.Config{
 		AllowOrigins:  cfg.CORSAllowOrigins,
@@ -385,9 +392,13 @@ func (a *App) info(c *fiber.Ctx) error {
 	})
 }
 
-// RunBackground starts the gateway's background work (health polling).
+// RunBackground starts the gateway's background work (health polling, and
+// resolving the addresses of backends balanced by DNS).
 func (a *App) RunBackground(ctx context.Context) {
 	go a.health.run(ctx)
+	for _, b := range a.cfg.Backends {
+		go b.run(ctx)
+	}
 }
 
 // DocPath writes a Fiber route path as the OpenAPI document does:

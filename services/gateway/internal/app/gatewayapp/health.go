@@ -72,7 +72,7 @@ func (h *healthChecker) refresh(ctx context.Context) healthSnapshot {
 			req := fasthttp.AcquireRequest()
 			resp := fasthttp.AcquireResponse()
 			req.SetRequestURI("http://" + b.host + "/readyz")
-			if err := b.client.DoTimeout(req, resp, 800*time.Millisecond); err == nil && resp.StatusCode() == http.StatusOK {
+			if err := b.pool.DoTimeout(req, resp, 800*time.Millisecond); err == nil && resp.StatusCode() == http.StatusOK {
 				status = "up"
 			}
 			fasthttp.ReleaseRequest(req)

@@ -2,9 +2,11 @@ package gatewayapp
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -21,60 +23,117 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/web"
 )
 
-// Backend is one upstream service with a pooled, bounded connection set: the
+// Backend is one upstream service with pooled, bounded connections: the
 // gateway reuses connections (no dial per request) and never opens more than
-// MaxConns to one backend, so overload queues instead of growing memory.
+// MaxConns to one address, so overload queues instead of growing memory.
 // Answers up to streamThreshold are read whole; larger or chunked ones (the
 // unpaginated job list) are streamed to the client as they arrive, so the
 // gateway holds a few buffers per request whatever the size of the answer.
 type Backend struct {
 	Name    string
 	host    string
-	client  *fasthttp.HostClient
+	pool    upstream
+	set     *endpointSet // BalanceDNS only
 	timeout time.Duration
+}
+
+// upstream sends one request: a single pool (BalanceConnection) or a pool
+// per resolved address (BalanceDNS).
+type upstream interface {
+	DoTimeout(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error
+	CloseIdleConnections()
 }
 
 // BackendOptions bound the pooled client of one backend.
 type BackendOptions struct {
 	Timeout  time.Duration // per request, dial and wait for a free connection included
-	MaxConns int
+	MaxConns int           // per address
 	// MaxConnAge closes a pooled connection (with Connection: close on its
 	// last request, so nothing fails) once it is this old; 0 keeps it for
 	// ever. Behind a Kubernetes Service kube-proxy balances connections, not
 	// requests: without an age limit a replica added by the HPA gets none of
 	// the gateway's traffic until something breaks the pool.
 	MaxConnAge time.Duration
+	// Balance is BalanceConnection (the default) or BalanceDNS.
+	Balance string
+	// ResolveEvery is how often BalanceDNS resolves the host again.
+	ResolveEvery time.Duration
+	Log          *slog.Logger
+	// lookup replaces the process' resolver (tests).
+	lookup func(ctx context.Context, host string) ([]string, error)
 }
 
 // NewBackend parses rawURL (http://host:port) and builds the pooled client.
+// With BalanceDNS the host is resolved once here (a failure leaves the
+// backend without addresses until RunBackground resolves it again).
 func NewBackend(name, rawURL string, o BackendOptions) (*Backend, error) {
-	timeout := o.Timeout
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("backend %s: invalid URL %q", name, rawURL)
 	}
-	b := &Backend{
-		Name: name,
-		host: u.Host,
-		client: &fasthttp.HostClient{
-			Addr:                          u.Host,
+	newClient := func(addr string) *fasthttp.HostClient {
+		c := &fasthttp.HostClient{
+			Addr:                          addr,
 			IsTLS:                         u.Scheme == "https",
 			MaxConns:                      o.MaxConns,
 			MaxConnDuration:               o.MaxConnAge,
-			MaxConnWaitTimeout:            timeout,
+			MaxConnWaitTimeout:            o.Timeout,
 			MaxIdleConnDuration:           30 * time.Second,
-			ReadTimeout:                   timeout,
-			WriteTimeout:                  timeout,
+			ReadTimeout:                   o.Timeout,
+			WriteTimeout:                  o.Timeout,
 			NoDefaultUserAgentHeader:      true,
 			DisableHeaderNamesNormalizing: true,
 			DisablePathNormalizing:        true,
 			StreamResponseBody:            true,
 			MaxResponseBodySize:           streamThreshold,
-		},
-		timeout: timeout,
+		}
+		c.RetryIf = func(req *fasthttp.Request) bool { return retryIf(c, req) }
+		return c
 	}
-	b.client.RetryIf = b.retryIf
+	b := &Backend{Name: name, host: u.Host, timeout: o.Timeout}
+	switch o.Balance {
+	case "", BalanceConnection:
+		b.pool = newClient(u.Host)
+	case BalanceDNS:
+		port := u.Port()
+		if port == "" {
+			port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
+		}
+		if o.ResolveEvery <= 0 {
+			return nil, fmt.Errorf("backend %s: resolve interval must be positive", name)
+		}
+		log := o.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		lookup := o.lookup
+		if lookup == nil {
+			lookup = lookupHost
+		}
+		b.set = &endpointSet{host: u.Hostname(), port: port, newClient: newClient, lookup: lookup, log: log,
+			name: name, every: o.ResolveEvery}
+		b.set.refresh(context.Background())
+		b.pool = b.set
+	default:
+		return nil, fmt.Errorf("backend %s: unknown balance mode %q (want %s or %s)", name, o.Balance, BalanceConnection, BalanceDNS)
+	}
 	return b, nil
+}
+
+// run keeps a BalanceDNS backend's addresses current until ctx ends.
+func (b *Backend) run(ctx context.Context) {
+	if b.set != nil {
+		b.set.run(ctx)
+	}
+}
+
+// Endpoints is how many addresses requests are balanced over: those of the
+// last resolve with BalanceDNS, else 1.
+func (b *Backend) Endpoints() int {
+	if b.set != nil {
+		return b.set.Len()
+	}
+	return 1
 }
 
 // retryIf runs when a request failed on its connection. On a pooled one that
@@ -87,8 +146,8 @@ func NewBackend(name, rawURL string, o BackendOptions) (*Backend, error) {
 // does not say which error it was: after a timeout (the request's whole
 // deadline, so no retry follows) the idle connections go too, which costs a
 // few dials later.
-func (b *Backend) retryIf(req *fasthttp.Request) bool {
-	b.client.CloseIdleConnections()
+func retryIf(c *fasthttp.HostClient, req *fasthttp.Request) bool {
+	c.CloseIdleConnections()
 	return req.Header.IsGet() || req.Header.IsHead()
 }
 
@@ -156,7 +215,7 @@ func (a *App) forwardWith(c *fiber.Ctx, b *Backend, id identity.Identity, keepCo
 	telemetry.InjectFastHTTP(ctx, &req.Header)
 
 	up := fasthttp.AcquireResponse()
-	if err := b.client.DoTimeout(req, up, b.timeout); err != nil {
+	if err := b.pool.DoTimeout(req, up, b.timeout); err != nil {
 		fasthttp.ReleaseResponse(up)
 		span.SetStatus(codes.Error, err.Error())
 		return upstreamError(b.Name, err)

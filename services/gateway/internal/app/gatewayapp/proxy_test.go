@@ -61,7 +61,7 @@ func TestAbandonedStreamClosesItsBackendConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.client.MaxIdleConnDuration = time.Hour // no idle sweep closes a pooled connection during the test
+	b.pool.(*fasthttp.HostClient).MaxIdleConnDuration = time.Hour // no idle sweep closes a pooled connection during the test
 	codec, err := identity.NewCodec("proxy-test-secret-0123456789abcdef")
 	if err != nil {
 		t.Fatal(err)
