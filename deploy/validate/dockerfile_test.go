@@ -8,10 +8,11 @@ import (
 	"testing"
 )
 
-// Each service has a Dockerfile that builds every command of the service from
-// the repository root and runs as non-root on a minimal base; the build
-// context (.dockerignore) keeps what the builds need.
-func TestDockerfiles(t *testing.T) {
+// One Dockerfile at the root builds any service's image (ARG SERVICE): every
+// command of the service, non-root on a minimal base, the service's API
+// server as the entrypoint; the build context (.dockerignore) keeps what the
+// builds need.
+func TestDockerfile(t *testing.T) {
 	root := repoRoot(t)
 	ignore, err := os.ReadFile(filepath.Join(root, ".dockerignore"))
 	if err != nil {
@@ -22,27 +23,25 @@ func TestDockerfiles(t *testing.T) {
 			t.Errorf(".dockerignore does not keep %s", keep)
 		}
 	}
+	if old, _ := filepath.Glob(filepath.Join(root, "services", "*", "Dockerfile")); len(old) > 0 {
+		t.Errorf("per-service Dockerfiles beside the root one: %v", old)
+	}
+	lines := dockerfileLines(t, filepath.Join(root, "Dockerfile"))
 	for _, svc := range apis {
 		t.Run(svc, func(t *testing.T) {
-			path := filepath.Join(root, "services", svc, "Dockerfile")
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
 			var from []string
-			var user, entry string
+			var user, entry, link string
+			args := map[string]bool{} // the ARGs declared in the current stage
 			builds, tagged := false, false
-			sc := bufio.NewScanner(f)
-			for sc.Scan() {
-				line := strings.TrimSpace(sc.Text())
+			expand := strings.NewReplacer("${SERVICE}", svc, "$SERVICE", svc)
+			for _, line := range lines {
 				fields := strings.Fields(line)
-				if len(fields) == 0 || strings.HasPrefix(line, "#") {
-					continue
-				}
 				switch strings.ToUpper(fields[0]) {
 				case "FROM":
 					from = append(from, fields[1])
+					args = map[string]bool{}
+				case "ARG":
+					args[strings.SplitN(fields[1], "=", 2)[0]] = true
 				case "USER":
 					user = fields[1]
 				case "ENTRYPOINT":
@@ -52,14 +51,20 @@ func TestDockerfiles(t *testing.T) {
 						continue
 					}
 					for _, src := range fields[1 : len(fields)-1] {
-						matches, _ := filepath.Glob(filepath.Join(root, src))
+						matches, _ := filepath.Glob(filepath.Join(root, expand.Replace(src)))
 						if len(matches) == 0 {
-							t.Errorf("COPY %s: nothing there", src)
+							t.Errorf("COPY %s: nothing there for %s", src, svc)
 						}
 					}
 				}
+				if strings.Contains(line, "SERVICE") && !strings.HasPrefix(line, "ARG ") && !args["SERVICE"] {
+					t.Errorf("uses SERVICE in a stage that does not declare it: %s", line)
+				}
 				if strings.Contains(line, "go build") && strings.Contains(line, "./cmd/...") && strings.Contains(line, "-o /out/") {
 					builds = true
+				}
+				if i := strings.Index(line, "ln -s "); i >= 0 {
+					link = strings.Join(strings.Fields(expand.Replace(line[i:]))[2:4], " ")
 				}
 				if strings.HasPrefix(line, "ENV ") && strings.Contains(line, "-tags=grpcnotrace") {
 					tagged = true
@@ -77,20 +82,52 @@ func TestDockerfiles(t *testing.T) {
 			if !tagged {
 				t.Error("does not build with -tags=grpcnotrace (GO_TAGS in the Makefile)")
 			}
-			if entry != `["/app/`+svc+`"]` {
-				t.Errorf("ENTRYPOINT %s", entry)
+			// The exec-form ENTRYPOINT is fixed; the link it runs names the
+			// service's main command.
+			if entry != `["/app/entrypoint"]` || link != svc+" /out/entrypoint" {
+				t.Errorf("ENTRYPOINT %s runs %q, want the link to %s", entry, link, svc)
 			}
-			cmds, _ := os.ReadDir(filepath.Join(root, "services", svc, "cmd"))
-			if len(cmds) == 0 {
-				t.Error("no commands")
+			if fi, err := os.Stat(filepath.Join(root, "services", svc, "cmd", svc)); err != nil || !fi.IsDir() {
+				t.Errorf("no main command cmd/%s", svc)
 			}
 		})
 	}
 }
 
+// dockerfileLines reads a Dockerfile's instructions, continuation lines
+// joined, comments and blank lines left out.
+func dockerfileLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	var cur strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if cur.Len() == 0 && (line == "" || strings.HasPrefix(line, "#")) {
+			continue
+		}
+		if more, ok := strings.CutSuffix(line, `\`); ok {
+			cur.WriteString(more + " ")
+			continue
+		}
+		cur.WriteString(line)
+		out = append(out, cur.String())
+		cur.Reset()
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // Every way the services are built uses the grpcnotrace tag: without it the
 // binaries are a third larger, and so is their resident memory (GO_TAGS in
-// the Makefile says why). The Dockerfiles are checked above.
+// the Makefile says why). The Dockerfile is checked above.
 func TestBuildsUseGRPCNoTrace(t *testing.T) {
 	root := repoRoot(t)
 	for file, want := range map[string]string{

@@ -4,6 +4,7 @@ package logx
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -11,17 +12,29 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// New returns a JSON logger tagged with the service name.
+// New returns a JSON logger tagged with the service name, at level (debug,
+// info, warn or error; anything else is info).
 func New(service, level string) *slog.Logger {
 	return NewTo(os.Stdout, service, level)
 }
 
 // NewTo is New writing to w (tests capture the output).
 func NewTo(w io.Writer, service, level string) *slog.Logger {
-	var lv slog.Level
+	lv := new(slog.LevelVar)
 	_ = lv.UnmarshalText([]byte(level))
 	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})
-	return slog.New(Handler{h}).With("service", service)
+	return slog.New(Handler{Handler: h, level: lv}).With("service", service)
+}
+
+// SetLevel changes the level of a logger New made, and of every logger
+// derived from it: a command builds its logger before it reads LOG_LEVEL
+// with the rest of its configuration (libs/service).
+func SetLevel(log *slog.Logger, level string) error {
+	h, ok := log.Handler().(Handler)
+	if !ok || h.level == nil {
+		return errors.New("not a logger of logx.New")
+	}
+	return h.level.UnmarshalText([]byte(level))
 }
 
 type requestIDKey struct{}
@@ -39,7 +52,10 @@ func RequestID(ctx context.Context) string {
 
 // Handler wraps a slog.Handler and adds, from the record's context, the
 // request id and the current span's trace and span ids.
-type Handler struct{ slog.Handler }
+type Handler struct {
+	slog.Handler
+	level *slog.LevelVar // the level New set, for SetLevel
+}
 
 // Handle implements slog.Handler.
 func (h Handler) Handle(ctx context.Context, r slog.Record) error {
@@ -56,11 +72,13 @@ func (h Handler) Handle(ctx context.Context, r slog.Record) error {
 
 // WithAttrs implements slog.Handler.
 func (h Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return Handler{h.Handler.WithAttrs(attrs)}
+	return Handler{h.Handler.WithAttrs(attrs), h.level}
 }
 
 // WithGroup implements slog.Handler.
-func (h Handler) WithGroup(name string) slog.Handler { return Handler{h.Handler.WithGroup(name)} }
+func (h Handler) WithGroup(name string) slog.Handler {
+	return Handler{h.Handler.WithGroup(name), h.level}
+}
 
 func hasAttr(r slog.Record, key string) bool {
 	found := false

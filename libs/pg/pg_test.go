@@ -15,9 +15,7 @@ import (
 
 var dbURL string
 
-func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("libs_pg", m.Run, func(u string) { dbURL = u }))
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.MainURL(m, "libs_pg", &dbURL)) }
 
 var migrations = fstest.MapFS{
 	"00001_init.sql": {Data: []byte("-- +goose Up\nCREATE TABLE things (id int PRIMARY KEY, name text UNIQUE);\n-- +goose Down\nDROP TABLE things;\n")},

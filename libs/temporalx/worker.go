@@ -32,6 +32,13 @@ type Worker struct {
 	polling atomic.Bool
 }
 
+// NewWorker is a Worker on taskQueue whose workers register their workflows
+// and activities with register(r, acts), the function the tests register
+// with too.
+func NewWorker[A any](c client.Client, taskQueue string, register func(worker.Registry, A), acts A, log *slog.Logger) *Worker {
+	return &Worker{Client: c, TaskQueue: taskQueue, Log: log, Register: func(r worker.Registry) { register(r, acts) }}
+}
+
 // ErrNotPolling is Ready's answer until the worker has started.
 var ErrNotPolling = errors.New("temporal worker not started yet: Temporal unreachable")
 

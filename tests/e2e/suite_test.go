@@ -7,8 +7,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,7 +15,6 @@ import (
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/api/contract"
-	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
 
@@ -30,32 +27,15 @@ var s struct {
 	env     []string
 }
 
-var dbURL string
-
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(0)
-	}
-	os.Exit(pgtest.Main("e2e", func() int {
-		defer suite.Cleanup()
-		sys, err := suite.Start(context.Background(), suite.Options{Name: "e2e", DatabaseURL: dbURL, Keys: true})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: start:", err)
-			return 1
-		}
-		defer sys.Stop()
+	os.Exit(suite.Main(m, suite.Options{Name: "e2e", Keys: true}, func(sys *suite.Suite) error {
 		s.gateway, s.keys, s.bin, s.env = sys.URL["gateway"], sys.Keys, sys.Bin, sys.Env
 		s.direct = map[string]string{}
 		for _, name := range []string{"jobs", "directory", "content", "community"} {
 			s.direct[name] = sys.URL[name]
 		}
-		code := m.Run()
-		if code != 0 {
-			sys.DumpLogs(os.Stderr)
-		}
-		return code
-	}, func(u string) { dbURL = u }))
+		return nil
+	}))
 }
 
 func randomHex(n int) string { return suite.RandomHex(n) }
@@ -78,15 +58,7 @@ func (r reply) into(t *testing.T, v any) {
 
 var httpClient = &http.Client{Timeout: 15 * time.Second}
 
-var checker = mustChecker()
-
-func mustChecker() *contract.Checker {
-	c, err := contract.New()
-	if err != nil {
-		panic(err)
-	}
-	return c
-}
+var checker = contract.MustNew()
 
 // call sends a request (key "" sends none) and checks the answer against the
 // OpenAPI document.
@@ -106,22 +78,12 @@ func send(t *testing.T, check bool, method, url, key, body string, hdr ...string
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
+	if key != "" {
+		hdr = append([]string{"X-API-Key", key}, hdr...)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, err := suite.NewRequest(ctx, method, url, suite.Body(body), hdr...)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("X-API-Key", key)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -270,6 +271,23 @@ func StartTemporal(ctx context.Context, bin string) (*Process, error) {
 			// how fast workflows start.
 			"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=off"}
 	})
+}
+
+// Temporal runs a Temporal dev server (StartTemporal with TemporalCLI) for
+// test t and removes it when t ends.
+func Temporal(t testing.TB) *Process {
+	t.Helper()
+	ctx := context.Background()
+	cli, err := TemporalCLI(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := StartTemporal(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Remove)
+	return p
 }
 
 // Start starts the process (again) and waits until its port accepts

@@ -11,21 +11,17 @@
 package reliability
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
 
@@ -55,39 +51,25 @@ var generous = []string{"READ_RATE_LIMIT_PER_MINUTE=0", "PUBLIC_READ_RATE_LIMIT_
 	"PUBLIC_POST_RATE_LIMIT_PER_MINUTE=100000", "WRITE_RATE_LIMIT_PER_MINUTE=100000"}
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(0)
-	}
-	os.Exit(pgtest.Main("reliability", func() int {
-		defer suite.Cleanup()
-		defer stopPrivate()
-		ctx := context.Background()
-		// Stripe configured (never called: every hostile webhook is refused
-		// at its signature), so that its webhook route is served and fuzzed.
-		sys, err := suite.Start(ctx, suite.Options{Name: "reliability", DatabaseURL: dbURL, Keys: true,
-			Env: append([]string{"STRIPE_SECRET_KEY=sk_test_reliability", "STRIPE_WEBHOOK_SECRET=whsec_reliability",
-				"STRIPE_API_BASE=http://127.0.0.1:1"}, generous...)})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "reliability: start:", err)
-			return 1
-		}
-		defer sys.Stop()
+	// Stripe configured (never called: every hostile webhook is refused at
+	// its signature), so that its webhook route is served and fuzzed.
+	o := suite.Options{Name: "reliability", Keys: true,
+		Env: append([]string{"STRIPE_SECRET_KEY=sk_test_reliability", "STRIPE_WEBHOOK_SECRET=whsec_reliability",
+			"STRIPE_API_BASE=http://127.0.0.1:1"}, generous...)}
+	code := suite.Main(m, o, func(sys *suite.Suite) error {
 		shared = sys
-		if db, err = pgxpool.New(ctx, dbURL); err != nil {
-			fmt.Fprintln(os.Stderr, "reliability: db:", err)
-			return 1
+		var err error
+		if db, err = pgxpool.New(context.Background(), sys.DatabaseURL()); err != nil {
+			return fmt.Errorf("db: %w", err)
 		}
-		defer db.Close()
-		code := m.Run()
-		if code != 0 {
-			sys.DumpLogs(os.Stderr)
-		}
-		return code
-	}, func(u string) { dbURL = u }))
+		return nil
+	})
+	stopPrivate()
+	if db != nil {
+		db.Close()
+	}
+	os.Exit(code)
 }
-
-var dbURL string
 
 // key returns a demo key of the shared system.
 func key(t testing.TB, kind string) string {
@@ -173,23 +155,9 @@ var client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 func send(method, url string, body []byte, hdr ...string) reply {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, err := suite.NewRequest(ctx, method, url, body, hdr...)
 	if err != nil {
 		return reply{err: err}
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		if strings.EqualFold(hdr[i], "Host") {
-			req.Host = hdr[i+1]
-			continue
-		}
-		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	return readReply(client.Do(req))
 }
@@ -210,11 +178,7 @@ func readReply(resp *http.Response, err error) reply {
 // not the envelope.
 func do(t testing.TB, method, url, body string, hdr ...string) reply {
 	t.Helper()
-	var b []byte
-	if body != "" {
-		b = []byte(body)
-	}
-	r := send(method, url, b, hdr...)
+	r := send(method, url, suite.Body(body), hdr...)
 	if p := r.envelopeProblem(); p != "" {
 		t.Fatalf("%s %s: %s: %s", method, url, p, r)
 	}

@@ -2,7 +2,6 @@ package reliability
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -32,21 +31,12 @@ func TestRollingRestartUnderLoadLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = db.Drop() }()
+	t.Cleanup(func() { _ = db.Drop() })
 	ctx := context.Background()
-	sys, err := suite.Start(ctx, suite.Options{Name: "rollout", DatabaseURL: db.URL, Keys: true, Replicas: 2,
+	sys := suite.StartTest(t, suite.Options{Name: "rollout", DatabaseURL: db.URL, Keys: true, Replicas: 2,
 		// Ten processes: small pools keep the machine's PostgreSQL (shared
 		// with the other test packages) below its max_connections.
 		Env: append([]string{"SHUTDOWN_DRAIN_DELAY=" + drainDelay.String(), "DB_MAX_CONNS=3"}, generous...)})
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	defer sys.Stop()
-	defer func() {
-		if t.Failed() {
-			sys.DumpLogs(os.Stderr)
-		}
-	}()
 	gw := sys.URL["gateway"]
 	k := sys.Keys[importerKey]
 	if k == "" {

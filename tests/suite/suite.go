@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +25,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 )
 
 // APIs are the HTTP services in the order they must start: the directory
@@ -84,6 +85,9 @@ type Suite struct {
 	replicas  map[string][]string // API name -> its replica process names
 	balancers []*balancer
 }
+
+// DatabaseURL is the database the system runs on.
+func (s *Suite) DatabaseURL() string { return s.opts.DatabaseURL }
 
 // Replicas returns the process names of API name: its replicas with
 // Options.Replicas, otherwise name itself.
@@ -465,16 +469,7 @@ func waitReady(ctx context.Context, url string, exited <-chan struct{}, limit ti
 
 // Envelope is the body every answer of the API shares, decoded loosely so
 // tests can look at data and error details in their own shapes.
-type Envelope struct {
-	Success bool            `json:"success"`
-	Status  int             `json:"status"`
-	Data    json.RawMessage `json:"data"`
-	Error   *struct {
-		Code    string          `json:"code"`
-		Message string          `json:"message"`
-		Details json.RawMessage `json:"details"`
-	} `json:"error"`
-}
+type Envelope = webtest.Envelope
 
 // FreeAddr returns a loopback address with a port nobody listens on now.
 //

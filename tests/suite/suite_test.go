@@ -7,18 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
 
 var dbURL string
 
-func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("suite", func() int {
-		defer suite.Cleanup()
-		return m.Run()
-	}, func(u string) { dbURL = u }))
-}
+func TestMain(m *testing.M) { os.Exit(suite.MainDB(m, "suite", &dbURL, nil)) }
 
 // A killed process is gone (its port refuses), and Start brings it back on
 // the same address: what the fault tests rely on.

@@ -8,13 +8,19 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"regexp"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coworkjobs/coworkjobs/libs/pg"
 )
 
 // BaseURL is the server the throwaway databases are created on:
@@ -84,4 +90,86 @@ func Main(prefix string, run func() int, setURL func(string)) int {
 		fmt.Fprintln(os.Stderr, "pgtest: drop:", err)
 	}
 	return code
+}
+
+// MainURL is Main for a package whose tests need only the database's URL,
+// kept in *dsn while they run.
+func MainURL(m *testing.M, prefix string, dsn *string) int {
+	return Main(prefix, m.Run, func(u string) { *dsn = u })
+}
+
+// Schema is the part of a service's database its tests need: the schema its
+// tables live in, its embedded migrations and the options of the pool the
+// tests open.
+type Schema struct {
+	Name       string
+	Migrations fs.FS
+	Pool       pg.Options
+}
+
+// Migrated is a package's throwaway database with a schema's migrations
+// applied, and a pool on it.
+type Migrated struct {
+	URL  string
+	Pool *pgxpool.Pool
+}
+
+// MainMigrated is the body of the TestMain of a package whose tests share one
+// migrated database: it creates the database, opens a pool with s applied,
+// calls setup (nil: nothing more to prepare) and runs the tests, then closes
+// the pool and drops the database. A set-up error fails the run.
+func MainMigrated(m *testing.M, prefix string, s Schema, setup func(Migrated) error) int {
+	var dsn string
+	return Main(prefix, func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		pool, err := openMigrated(ctx, dsn, s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
+			return 1
+		}
+		defer pool.Close()
+		if setup != nil {
+			if err := setup(Migrated{URL: dsn, Pool: pool}); err != nil {
+				fmt.Fprintln(os.Stderr, "pgtest: setup:", err)
+				return 1
+			}
+		}
+		return m.Run()
+	}, func(u string) { dsn = u })
+}
+
+// SetPool is the setup of MainMigrated for tests that need only the pool:
+// it keeps it in *pool.
+func SetPool(pool **pgxpool.Pool) func(Migrated) error {
+	return func(db Migrated) error {
+		*pool = db.Pool
+		return nil
+	}
+}
+
+// Open opens a pool on the database at dsn with s applied, closed when t
+// ends: for a test that wants a schema of its own in the package's database.
+func Open(t testing.TB, dsn string, s Schema) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := openMigrated(ctx, dsn, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func openMigrated(ctx context.Context, dsn string, s Schema) (*pgxpool.Pool, error) {
+	pool, err := pg.Open(ctx, dsn, s.Name, s.Pool)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", s.Name, err)
+	}
+	if err := pg.Migrate(ctx, pool, s.Name, s.Migrations, slog.New(slog.DiscardHandler)); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("migrate %s: %w", s.Name, err)
+	}
+	return pool, nil
 }

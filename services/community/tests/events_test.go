@@ -52,7 +52,7 @@ func seedEvents(ctx context.Context) error {
 func slugs(t *testing.T, r response) ([]string, web.Pagination) {
 	t.Helper()
 	var l eventapp.List
-	r.data(t, &l)
+	r.Env.Into(t, &l)
 	out := []string{}
 	for _, e := range l.Events {
 		out = append(out, e.Slug)
@@ -101,14 +101,14 @@ func TestEventsShapeAndPagination(t *testing.T) {
 		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	var l eventapp.List
-	r.data(t, &l)
+	r.Env.Into(t, &l)
 	want := web.Pagination{Total: 5, Limit: 2, Offset: 2, CurrentCount: 2, TotalPages: 3, CurrentPage: 2, HasNext: true, HasPrevious: true}
 	if l.Pagination != want {
 		t.Fatalf("pagination %+v, want %+v", l.Pagination, want)
 	}
 	// berlin-1 carries its zone's offset and venue facts.
 	r = do(t, req{method: "GET", path: "/v2/events?city=berlin&per_page=1", id: &identity.Identity{Kind: identity.KindLive}})
-	r.data(t, &l)
+	r.Env.Into(t, &l)
 	e := l.Events[0]
 	start, err := time.Parse(time.RFC3339, e.StartsAt)
 	if err != nil {
@@ -169,7 +169,7 @@ func TestEventsErrors(t *testing.T) {
 		if r.Status != http.StatusUnprocessableEntity || r.Env.Error.Code != "validation_error" {
 			t.Fatalf("status %d: %s", r.Status, r.Body)
 		}
-		d := r.details(t)
+		d := r.Env.Problems(t)
 		for _, want := range []string{"city", "space", "from", "to", "page", "per_page"} {
 			if !contains(d, want+" must") {
 				t.Errorf("no problem about %s in %v", want, d)
@@ -178,7 +178,7 @@ func TestEventsErrors(t *testing.T) {
 	})
 	t.Run("list422ToBeforeFrom", func(t *testing.T) {
 		r := do(t, req{method: "GET", path: "/v2/events?from=2026-05-10&to=2026-05-01", id: reader})
-		if r.Status != http.StatusUnprocessableEntity || !contains(r.details(t), "to must not be before from") {
+		if r.Status != http.StatusUnprocessableEntity || !contains(r.Env.Problems(t), "to must not be before from") {
 			t.Fatalf("status %d: %s", r.Status, r.Body)
 		}
 	})
@@ -210,7 +210,7 @@ func TestEventsFeed(t *testing.T) {
 			t.Fatalf("status %d: %s", r.Status, r.Body)
 		}
 		var f eventapp.Feed
-		r.data(t, &f)
+		r.Env.Into(t, &f)
 		if f.Version != "vine/1" || f.FeedURL != baseURL+"/v2/vine/events" || len(f.Items) != 3 {
 			t.Fatalf("feed %+v", f)
 		}
@@ -234,7 +234,7 @@ func TestEventsFeed(t *testing.T) {
 	t.Run("feed422Limit", func(t *testing.T) {
 		for _, q := range []string{"0", "51", "ten"} {
 			r := do(t, req{method: "GET", path: "/v2/vine/events?limit=" + q, id: &public})
-			if r.Status != http.StatusUnprocessableEntity || !contains(r.details(t), "limit must be") {
+			if r.Status != http.StatusUnprocessableEntity || !contains(r.Env.Problems(t), "limit must be") {
 				t.Fatalf("limit=%s: status %d: %s", q, r.Status, r.Body)
 			}
 		}

@@ -31,7 +31,7 @@ func TestFeedbackCreate(t *testing.T) {
 				t.Fatalf("status %d: %s", r.Status, r.Body)
 			}
 			var c feedbackapp.Created
-			r.data(t, &c)
+			r.Env.Into(t, &c)
 			if c.ID <= 0 || c.Category != tc.wantCategory || c.CreatedAt == "" {
 				t.Fatalf("created %+v", c)
 			}
@@ -77,7 +77,7 @@ func TestFeedbackErrors(t *testing.T) {
 				t.Fatalf("status %d: %s", r.Status, r.Body)
 			}
 			if tc.status == 422 {
-				d := r.details(t)
+				d := r.Env.Problems(t)
 				if len(d) != len(tc.want) {
 					t.Fatalf("details %v, want %d problems", d, len(tc.want))
 				}

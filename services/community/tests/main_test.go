@@ -4,10 +4,8 @@ package tests
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -18,9 +16,9 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/api/contract"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/app/communityapp"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 	"github.com/coworkjobs/coworkjobs/services/community/migrations"
@@ -36,7 +34,6 @@ const (
 )
 
 var (
-	dbURL  string
 	pool   *pgxpool.Pool
 	srv    *web.Server
 	codec  *identity.Codec
@@ -44,32 +41,17 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("community_http", func() int {
-		ctx := context.Background()
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		var err error
-		pool, err = pg.Open(ctx, dbURL, "community", pg.Options{})
-		if err != nil {
-			panic(err)
-		}
-		defer pool.Close()
-		if err := pg.Migrate(ctx, pool, "community", migrations.FS, log); err != nil {
-			panic(err)
-		}
+	schema := pgtest.Schema{Name: "community", Migrations: migrations.FS}
+	os.Exit(pgtest.MainMigrated(m, "community_http", schema, func(db pgtest.Migrated) error {
+		pool = db.Pool
 		codec, _ = identity.NewCodec(identitySecret)
 		signer, _ = newsletterbus.NewSigner(tokenSecret)
-		cfg := web.Config{HTTPAddr: "127.0.0.1:0", BodyLimitBytes: 1 << 20, ReadTimeout: 5 * time.Second,
-			WriteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second,
-			ShutdownTimeout: time.Second, Concurrency: 64}
-		srv = web.New(cfg, log, "community")
+		srv = web.New(webtest.Config(), slog.New(slog.DiscardHandler), "community")
 		communityapp.Routes(srv.App, communityapp.Config{Pool: pool, Codec: codec, PublicBaseURL: baseURL,
 			Signer: signer, ConsentVersion: "test-v1", ResendInterval: 10 * time.Minute})
 		srv.Fallback()
-		if err := seedEvents(ctx); err != nil {
-			panic(err)
-		}
-		return m.Run()
-	}, func(u string) { dbURL = u }))
+		return seedEvents(context.Background())
+	}))
 }
 
 // caller builds a signed identity header value.
@@ -87,41 +69,8 @@ func caller(t *testing.T, id identity.Identity) string {
 
 var public = identity.Identity{Kind: identity.KindPublic, ClientIP: "203.0.113.7"}
 
-type response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-	Env    struct {
-		Success bool            `json:"success"`
-		Status  int             `json:"status"`
-		Data    json.RawMessage `json:"data"`
-		Error   *struct {
-			Code    string          `json:"code"`
-			Message string          `json:"message"`
-			Details json.RawMessage `json:"details"`
-		} `json:"error"`
-	}
-}
-
-// details returns the 422 problem list.
-func (r response) details(t *testing.T) []string {
-	t.Helper()
-	if r.Env.Error == nil {
-		t.Fatalf("no error in %s", r.Body)
-	}
-	var d []string
-	if err := json.Unmarshal(r.Env.Error.Details, &d); err != nil {
-		t.Fatalf("details of %s: %v", r.Body, err)
-	}
-	return d
-}
-
-func (r response) data(t *testing.T, dst any) {
-	t.Helper()
-	if err := json.Unmarshal(r.Env.Data, dst); err != nil {
-		t.Fatalf("data of %s: %v", r.Body, err)
-	}
-}
+// response is one answer of the app.
+type response = webtest.Reply
 
 type req struct {
 	method, path, body, contentType string
@@ -145,23 +94,7 @@ func do(t *testing.T, r req) response {
 	for k, v := range r.header {
 		hr.Header.Set(k, v)
 	}
-	res, err := srv.App.Test(hr, 10000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	out := response{Status: res.StatusCode, Header: res.Header}
-	out.Body, _ = io.ReadAll(res.Body)
-	// Every answer of a documented route must be what api/openapi.yaml promises.
-	if err := checker.CheckServed(hr, res.StatusCode, res.Header, out.Body); err != nil {
-		t.Errorf("contract: %v", err)
-	}
-	if len(out.Body) > 0 {
-		if err := json.Unmarshal(out.Body, &out.Env); err != nil {
-			t.Fatalf("%s %s: body is not an envelope: %s", r.method, r.path, out.Body)
-		}
-	}
-	return out
+	return webtest.Do(t, srv.App, checker, hr)
 }
 
 func contains(list []string, sub string) bool {

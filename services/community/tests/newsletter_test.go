@@ -17,7 +17,7 @@ func subscribe(t *testing.T, body string) (response, newsletterapp.Subscription)
 	r := do(t, req{method: "POST", path: "/v2/newsletters/subscribe", body: body, contentType: "application/json", id: &public})
 	var s newsletterapp.Subscription
 	if r.Env.Success {
-		r.data(t, &s)
+		r.Env.Into(t, &s)
 	}
 	return r, s
 }
@@ -113,7 +113,7 @@ func TestSubscribeErrors(t *testing.T) {
 				t.Fatalf("status %d: %s", r.Status, r.Body)
 			}
 			if tc.status == 422 {
-				d := r.details(t)
+				d := r.Env.Problems(t)
 				if len(d) != len(tc.want) {
 					t.Fatalf("details %v", d)
 				}
@@ -145,20 +145,20 @@ func TestConfirmAndUnsubscribe(t *testing.T) {
 		r := do(t, req{method: "GET", path: path, id: &public})
 		var s newsletterapp.Subscription
 		if r.Env.Success {
-			r.data(t, &s)
+			r.Env.Into(t, &s)
 		}
 		return r, s
 	}
 	t.Run("confirm422Tampered", func(t *testing.T) {
 		r, _ := get("/v2/newsletters/confirm?token=" + url.QueryEscape(tok[:len(tok)-3]+"AAA"))
-		if r.Status != 422 || !contains(r.details(t), "token is invalid") {
+		if r.Status != 422 || !contains(r.Env.Problems(t), "token is invalid") {
 			t.Fatalf("status %d: %s", r.Status, r.Body)
 		}
 	})
 	t.Run("confirm422Expired", func(t *testing.T) {
 		old := signer.ConfirmToken(sub, time.Now().Add(-49*time.Hour), 48*time.Hour)
 		r, _ := get("/v2/newsletters/confirm?token=" + url.QueryEscape(old))
-		if r.Status != 422 || !contains(r.details(t), "token has expired") {
+		if r.Status != 422 || !contains(r.Env.Problems(t), "token has expired") {
 			t.Fatalf("status %d: %s", r.Status, r.Body)
 		}
 	})
@@ -170,7 +170,7 @@ func TestConfirmAndUnsubscribe(t *testing.T) {
 	})
 	t.Run("confirm422Missing", func(t *testing.T) {
 		r, _ := get("/v2/newsletters/confirm")
-		if r.Status != 422 || !contains(r.details(t), "token is required") {
+		if r.Status != 422 || !contains(r.Env.Problems(t), "token is required") {
 			t.Fatalf("status %d: %s", r.Status, r.Body)
 		}
 	})
@@ -215,7 +215,7 @@ func TestConfirmAndUnsubscribe(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("unsubscribe: status %d: %s", r.Status, r.Body)
 	}
-	r.data(t, &s)
+	r.Env.Into(t, &s)
 	if s.Status != "unsubscribed" || subscriber(t, email).Status != "unsubscribed" {
 		t.Fatalf("unsubscribe: %s", r.Body)
 	}

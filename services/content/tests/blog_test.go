@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/web"
 )
 
 type author struct {
@@ -31,23 +32,12 @@ type post struct {
 	HTML        *string  `json:"html"`
 }
 
-type pagination struct {
-	Total        int  `json:"total"`
-	Limit        int  `json:"limit"`
-	Offset       int  `json:"offset"`
-	CurrentCount int  `json:"current_count"`
-	TotalPages   int  `json:"total_pages"`
-	CurrentPage  int  `json:"current_page"`
-	HasNext      bool `json:"has_next"`
-	HasPrevious  bool `json:"has_previous"`
-}
-
 type list struct {
-	Posts      []post     `json:"posts"`
-	Total      int        `json:"total"`
-	Limit      int        `json:"limit"`
-	Offset     int        `json:"offset"`
-	Pagination pagination `json:"pagination"`
+	Posts      []post         `json:"posts"`
+	Total      int            `json:"total"`
+	Limit      int            `json:"limit"`
+	Offset     int            `json:"offset"`
+	Pagination web.Pagination `json:"pagination"`
 }
 
 func slugs(ps []post) []string {
@@ -67,53 +57,53 @@ func TestList(t *testing.T) {
 		total  int
 		limit  int
 		offset int
-		page   pagination
+		page   web.Pagination
 	}{
 		{name: "list200NewestFirstPublishedOnly", query: "",
 			slugs: []string{"alpha", "bravo", "delta", "charlie", "unsafe"}, total: 5, limit: 10,
-			page: pagination{Total: 5, Limit: 10, CurrentCount: 5, TotalPages: 1, CurrentPage: 1}},
+			page: web.Pagination{Total: 5, Limit: 10, CurrentCount: 5, TotalPages: 1, CurrentPage: 1}},
 		{name: "list200LimitOffset", query: "?limit=2&offset=1",
 			slugs: []string{"bravo", "delta"}, total: 5, limit: 2, offset: 1,
-			page: pagination{Total: 5, Limit: 2, Offset: 1, CurrentCount: 2, TotalPages: 3, CurrentPage: 1, HasNext: true, HasPrevious: true}},
+			page: web.Pagination{Total: 5, Limit: 2, Offset: 1, CurrentCount: 2, TotalPages: 3, CurrentPage: 1, HasNext: true, HasPrevious: true}},
 		{name: "list200LastPage", query: "?limit=2&offset=4",
 			slugs: []string{"unsafe"}, total: 5, limit: 2, offset: 4,
-			page: pagination{Total: 5, Limit: 2, Offset: 4, CurrentCount: 1, TotalPages: 3, CurrentPage: 3, HasPrevious: true}},
+			page: web.Pagination{Total: 5, Limit: 2, Offset: 4, CurrentCount: 1, TotalPages: 3, CurrentPage: 3, HasPrevious: true}},
 		{name: "list200OffsetPastEnd", query: "?offset=40",
 			slugs: []string{}, total: 5, limit: 10, offset: 40,
-			page: pagination{Total: 5, Limit: 10, Offset: 40, TotalPages: 1, CurrentPage: 5, HasPrevious: true}},
+			page: web.Pagination{Total: 5, Limit: 10, Offset: 40, TotalPages: 1, CurrentPage: 5, HasPrevious: true}},
 		{name: "list200MaxLimit", query: "?limit=50&offset=0",
 			slugs: []string{"alpha", "bravo", "delta", "charlie", "unsafe"}, total: 5, limit: 50,
-			page: pagination{Total: 5, Limit: 50, CurrentCount: 5, TotalPages: 1, CurrentPage: 1}},
+			page: web.Pagination{Total: 5, Limit: 50, CurrentCount: 5, TotalPages: 1, CurrentPage: 1}},
 		{name: "list200CategoryBySlug", query: "?category=careers",
 			slugs: []string{"alpha", "charlie"}, total: 2, limit: 10,
-			page: pagination{Total: 2, Limit: 10, CurrentCount: 2, TotalPages: 1, CurrentPage: 1}},
+			page: web.Pagination{Total: 2, Limit: 10, CurrentCount: 2, TotalPages: 1, CurrentPage: 1}},
 		{name: "list200CategoryByName", query: "?category=COMMUNITY",
 			slugs: []string{"bravo", "charlie"}, total: 2, limit: 10,
-			page: pagination{Total: 2, Limit: 10, CurrentCount: 2, TotalPages: 1, CurrentPage: 1}},
+			page: web.Pagination{Total: 2, Limit: 10, CurrentCount: 2, TotalPages: 1, CurrentPage: 1}},
 		{name: "list200Tag", query: "?tag=hiring",
 			slugs: []string{"alpha", "delta"}, total: 2, limit: 10,
-			page: pagination{Total: 2, Limit: 10, CurrentCount: 2, TotalPages: 1, CurrentPage: 1}},
+			page: web.Pagination{Total: 2, Limit: 10, CurrentCount: 2, TotalPages: 1, CurrentPage: 1}},
 		{name: "list200TagPaged", query: "?tag=events&limit=1&offset=1",
 			slugs: []string{"bravo"}, total: 2, limit: 1, offset: 1,
-			page: pagination{Total: 2, Limit: 1, Offset: 1, CurrentCount: 1, TotalPages: 2, CurrentPage: 2, HasPrevious: true}},
+			page: web.Pagination{Total: 2, Limit: 1, Offset: 1, CurrentCount: 1, TotalPages: 2, CurrentPage: 2, HasPrevious: true}},
 		{name: "list200CategoryAndTag", query: "?category=careers&tag=events",
 			slugs: []string{"alpha"}, total: 1, limit: 10,
-			page: pagination{Total: 1, Limit: 10, CurrentCount: 1, TotalPages: 1, CurrentPage: 1}},
+			page: web.Pagination{Total: 1, Limit: 10, CurrentCount: 1, TotalPages: 1, CurrentPage: 1}},
 		{name: "list200UnknownCategoryEmpty", query: "?category=nope",
 			slugs: []string{}, total: 0, limit: 10,
-			page: pagination{Limit: 10, CurrentPage: 1}},
+			page: web.Pagination{Limit: 10, CurrentPage: 1}},
 		{name: "list200IgnoresApiKeyParameter", query: "?api_key=svc_live_x&limit=1",
 			slugs: []string{"alpha"}, total: 5, limit: 1,
-			page: pagination{Total: 5, Limit: 1, CurrentCount: 1, TotalPages: 5, CurrentPage: 1, HasNext: true}},
+			page: web.Pagination{Total: 5, Limit: 1, CurrentCount: 1, TotalPages: 5, CurrentPage: 1, HasNext: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			resp, env := get(t, "/v2/blog"+tc.query)
-			if resp.StatusCode != http.StatusOK || !env.Success || env.Status != 200 {
-				t.Fatalf("status %d, envelope %+v", resp.StatusCode, env.Error)
+			resp := get(t, "/v2/blog"+tc.query)
+			if resp.Status != http.StatusOK || !resp.Env.Success || resp.Env.Status != 200 {
+				t.Fatalf("status %d, envelope %s", resp.Status, resp.Body)
 			}
-			l := decode[list](t, env.Data)
+			l := decode[list](t, resp.Env.Data)
 			if got := slugs(l.Posts); !slices.Equal(got, tc.slugs) {
 				t.Errorf("slugs = %v, want %v", got, tc.slugs)
 			}
@@ -134,12 +124,12 @@ func TestList(t *testing.T) {
 
 func TestListShape(t *testing.T) {
 	t.Parallel()
-	_, env := get(t, "/v2/blog?limit=1")
+	resp := get(t, "/v2/blog?limit=1")
 	var raw struct {
 		Posts []map[string]json.RawMessage `json:"posts"`
 	}
-	if err := json.Unmarshal(env.Data, &raw); err != nil || len(raw.Posts) != 1 {
-		t.Fatalf("decode: %v %s", err, env.Data)
+	if err := json.Unmarshal(resp.Env.Data, &raw); err != nil || len(raw.Posts) != 1 {
+		t.Fatalf("decode: %v %s", err, resp.Env.Data)
 	}
 	var keys []string
 	for k := range raw.Posts[0] {
@@ -150,7 +140,7 @@ func TestListShape(t *testing.T) {
 	if !slices.Equal(keys, want) {
 		t.Errorf("list item keys = %v, want %v", keys, want)
 	}
-	p := decode[list](t, env.Data).Posts[0]
+	p := decode[list](t, resp.Env.Data).Posts[0]
 	if p.Title != "Alpha" || p.SlugURL != "alpha" {
 		t.Errorf("post = %+v", p)
 	}
@@ -171,13 +161,13 @@ func TestListShape(t *testing.T) {
 	}
 
 	// A post without categories or tags still has arrays, never null.
-	_, env = get(t, "/v2/blog?tag=hiring&offset=1")
+	resp = get(t, "/v2/blog?tag=hiring&offset=1")
 	var rawDelta struct {
 		Posts []map[string]json.RawMessage `json:"posts"`
 	}
-	_ = json.Unmarshal(env.Data, &rawDelta)
+	_ = json.Unmarshal(resp.Env.Data, &rawDelta)
 	if len(rawDelta.Posts) != 1 || string(rawDelta.Posts[0]["categories"]) != "[]" {
-		t.Errorf("delta categories = %s, want []", env.Data)
+		t.Errorf("delta categories = %s, want []", resp.Env.Data)
 	}
 }
 
@@ -207,12 +197,12 @@ func TestList422(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			resp, env := get(t, "/v2/blog"+tc.query)
-			if resp.StatusCode != http.StatusUnprocessableEntity || env.Success || env.Error == nil || env.Error.Code != "validation_error" {
-				t.Fatalf("status %d, envelope %+v", resp.StatusCode, env)
+			resp := get(t, "/v2/blog"+tc.query)
+			if resp.Status != http.StatusUnprocessableEntity || resp.Env.Success || resp.Env.Error == nil || resp.Env.Error.Code != "validation_error" {
+				t.Fatalf("status %d, envelope %s", resp.Status, resp.Body)
 			}
-			if !slices.Equal(env.Error.Details, tc.details) {
-				t.Errorf("details = %q, want %q", env.Error.Details, tc.details)
+			if !slices.Equal(resp.Env.Problems(t), tc.details) {
+				t.Errorf("details = %q, want %q", resp.Env.Problems(t), tc.details)
 			}
 		})
 	}
@@ -220,11 +210,11 @@ func TestList422(t *testing.T) {
 
 func TestSlug(t *testing.T) {
 	t.Parallel()
-	resp, env := get(t, "/v2/blog?slug=alpha")
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d %+v", resp.StatusCode, env.Error)
+	resp := get(t, "/v2/blog?slug=alpha")
+	if resp.Status != http.StatusOK {
+		t.Fatalf("status %d %s", resp.Status, resp.Body)
 	}
-	p := decode[post](t, env.Data)
+	p := decode[post](t, resp.Env.Data)
 	if p.Title != "Alpha" || p.SlugURL != "alpha" || p.ReadingTime != 1 || len(p.Authors) != 2 ||
 		!slices.Equal(p.Categories, []string{"Careers"}) || !slices.Equal(p.Tags, []string{"Events", "Hiring"}) {
 		t.Errorf("post = %+v", p)
@@ -233,9 +223,9 @@ func TestSlug(t *testing.T) {
 		t.Errorf("html = %v", p.HTML)
 	}
 	// The list's other parameters have no effect on a slug look-up.
-	resp, env = get(t, "/v2/blog?slug=alpha&category=community&limit=1&offset=3")
-	if resp.StatusCode != http.StatusOK || decode[post](t, env.Data).SlugURL != "alpha" {
-		t.Errorf("slug with list parameters: %d %s", resp.StatusCode, env.Data)
+	resp = get(t, "/v2/blog?slug=alpha&category=community&limit=1&offset=3")
+	if resp.Status != http.StatusOK || decode[post](t, resp.Env.Data).SlugURL != "alpha" {
+		t.Errorf("slug with list parameters: %d %s", resp.Status, resp.Env.Data)
 	}
 }
 
@@ -249,9 +239,9 @@ func TestSlug404(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			resp, env := get(t, "/v2/blog?slug="+tc.slug)
-			if resp.StatusCode != http.StatusNotFound || env.Error == nil || env.Error.Code != "not_found" || env.Success {
-				t.Errorf("status %d envelope %+v", resp.StatusCode, env)
+			resp := get(t, "/v2/blog?slug="+tc.slug)
+			if resp.Status != http.StatusNotFound || resp.Env.Error == nil || resp.Env.Error.Code != "not_found" || resp.Env.Success {
+				t.Errorf("status %d envelope %s", resp.Status, resp.Body)
 			}
 		})
 	}
@@ -259,11 +249,11 @@ func TestSlug404(t *testing.T) {
 
 func TestSlugSanitisedBody(t *testing.T) {
 	t.Parallel()
-	resp, env := get(t, "/v2/blog?slug=unsafe")
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", resp.StatusCode)
+	resp := get(t, "/v2/blog?slug=unsafe")
+	if resp.Status != http.StatusOK {
+		t.Fatalf("status %d", resp.Status)
 	}
-	p := decode[post](t, env.Data)
+	p := decode[post](t, resp.Env.Data)
 	if p.HTML == nil {
 		t.Fatal("no html")
 	}
@@ -310,9 +300,9 @@ func TestIdentity401(t *testing.T) {
 			if tc.header != "" {
 				h[identity.Header] = tc.header
 			}
-			resp, env, _ := do(t, http.MethodGet, tc.path, h)
-			if resp.StatusCode != http.StatusUnauthorized || env.Error == nil || env.Error.Code != "unauthorized" {
-				t.Errorf("status %d envelope %+v", resp.StatusCode, env)
+			resp := do(t, http.MethodGet, tc.path, h)
+			if resp.Status != http.StatusUnauthorized || resp.Env.Error == nil || resp.Env.Error.Code != "unauthorized" {
+				t.Errorf("status %d envelope %s", resp.Status, resp.Body)
 			}
 		})
 	}
@@ -329,13 +319,13 @@ func identityWithOtherSecret() (string, error) {
 func TestRoutes(t *testing.T) {
 	t.Parallel()
 	h := map[string]string{identity.Header: publicIdentity(t)}
-	resp, env, _ := do(t, http.MethodPost, "/v2/blog", h)
-	if resp.StatusCode != http.StatusMethodNotAllowed || env.Error == nil || env.Error.Code != "method_not_allowed" {
-		t.Errorf("POST /v2/blog: %d %+v", resp.StatusCode, env)
+	resp := do(t, http.MethodPost, "/v2/blog", h)
+	if resp.Status != http.StatusMethodNotAllowed || resp.Env.Error == nil || resp.Env.Error.Code != "method_not_allowed" {
+		t.Errorf("POST /v2/blog: %d %s", resp.Status, resp.Body)
 	}
-	resp, env, _ = do(t, http.MethodGet, "/v2/blog/alpha", h)
-	if resp.StatusCode != http.StatusNotFound || env.Error == nil || env.Error.Code != "not_found" {
-		t.Errorf("GET /v2/blog/alpha: %d %+v", resp.StatusCode, env)
+	resp = do(t, http.MethodGet, "/v2/blog/alpha", h)
+	if resp.Status != http.StatusNotFound || resp.Env.Error == nil || resp.Env.Error.Code != "not_found" {
+		t.Errorf("GET /v2/blog/alpha: %d %s", resp.Status, resp.Body)
 	}
 }
 
@@ -345,8 +335,8 @@ func TestAnyCallerKindReadsTheBlog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, env, _ := do(t, http.MethodGet, "/v2/blog", map[string]string{identity.Header: v})
-	if resp.StatusCode != http.StatusOK || decode[list](t, env.Data).Total != 5 {
-		t.Errorf("a space-scoped key sees the same public blog: %d %s", resp.StatusCode, env.Data)
+	resp := do(t, http.MethodGet, "/v2/blog", map[string]string{identity.Header: v})
+	if resp.Status != http.StatusOK || decode[list](t, resp.Env.Data).Total != 5 {
+		t.Errorf("a space-scoped key sees the same public blog: %d %s", resp.Status, resp.Env.Data)
 	}
 }

@@ -9,34 +9,26 @@ import (
 	"testing"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/web"
 )
 
+// feedItem is a blog feed item: the fields every feed item has and the
+// post's own.
 type feedItem struct {
-	ID            string   `json:"id"`
-	URL           string   `json:"url"`
-	Title         string   `json:"title"`
-	Summary       string   `json:"summary"`
-	DatePublished string   `json:"date_published"`
-	Tags          []string `json:"tags"`
-	Post          *struct {
+	web.FeedItem
+	Post *struct {
 		Authors     []author `json:"authors"`
 		ReadingTime int      `json:"reading_time"`
 	} `json:"_post"`
 }
 
-type feed struct {
-	Version     string     `json:"version"`
-	Title       string     `json:"title"`
-	FeedURL     string     `json:"feed_url"`
-	HomePageURL string     `json:"home_page_url"`
-	Items       []feedItem `json:"items"`
-}
+type feed = web.Feed[feedItem]
 
 func TestFeed(t *testing.T) {
 	t.Parallel()
-	resp, env := get(t, "/v2/vine/blog")
-	if resp.StatusCode != http.StatusOK || !env.Success {
-		t.Fatalf("status %d %+v", resp.StatusCode, env.Error)
+	resp := get(t, "/v2/vine/blog")
+	if resp.Status != http.StatusOK || !resp.Env.Success {
+		t.Fatalf("status %d %s", resp.Status, resp.Body)
 	}
 	if cc := resp.Header.Get("Cache-Control"); cc != "public, max-age=60" {
 		t.Errorf("Cache-Control = %q", cc)
@@ -44,7 +36,7 @@ func TestFeed(t *testing.T) {
 	if et := resp.Header.Get("ETag"); !strings.HasPrefix(et, `W/"`) {
 		t.Errorf("ETag = %q, want a weak tag", et)
 	}
-	f := decode[feed](t, env.Data)
+	f := decode[feed](t, resp.Env.Data)
 	if f.Version != "vine/1" || f.FeedURL != baseURL+"/v2/vine/blog" || f.HomePageURL != baseURL+"/blog" || f.Title == "" {
 		t.Errorf("feed header = %+v", f)
 	}
@@ -68,7 +60,7 @@ func TestFeed(t *testing.T) {
 	var raw struct {
 		Items []map[string]json.RawMessage `json:"items"`
 	}
-	_ = json.Unmarshal(env.Data, &raw)
+	_ = json.Unmarshal(resp.Env.Data, &raw)
 	var keys []string
 	for k := range raw.Items[0] {
 		keys = append(keys, k)
@@ -95,18 +87,18 @@ func TestFeedLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			resp, env := get(t, "/v2/vine/blog"+tc.query)
-			if resp.StatusCode != tc.status {
-				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			resp := get(t, "/v2/vine/blog"+tc.query)
+			if resp.Status != tc.status {
+				t.Fatalf("status %d, want %d", resp.Status, tc.status)
 			}
 			if tc.status == 422 {
-				if env.Error == nil || env.Error.Code != "validation_error" ||
-					!slices.Equal(env.Error.Details, []string{"limit must be an integer from 1 to 50"}) {
-					t.Errorf("envelope %+v", env.Error)
+				if resp.Env.Error == nil || resp.Env.Error.Code != "validation_error" ||
+					!slices.Equal(resp.Env.Problems(t), []string{"limit must be an integer from 1 to 50"}) {
+					t.Errorf("envelope %s", resp.Body)
 				}
 				return
 			}
-			if n := len(decode[feed](t, env.Data).Items); n != tc.items {
+			if n := len(decode[feed](t, resp.Env.Data).Items); n != tc.items {
 				t.Errorf("items = %d, want %d", n, tc.items)
 			}
 		})
@@ -115,23 +107,23 @@ func TestFeedLimit(t *testing.T) {
 
 func TestFeedETag304(t *testing.T) {
 	t.Parallel()
-	resp, _ := get(t, "/v2/vine/blog?limit=3")
+	resp := get(t, "/v2/vine/blog?limit=3")
 	etag := resp.Header.Get("ETag")
 	if etag == "" {
 		t.Fatal("no ETag")
 	}
 	h := map[string]string{identity.Header: publicIdentity(t), "If-None-Match": etag}
-	resp, _, body := do(t, http.MethodGet, "/v2/vine/blog?limit=3", h)
-	if resp.StatusCode != http.StatusNotModified || len(body) != 0 || resp.Header.Get("ETag") != etag {
-		t.Errorf("matching If-None-Match: status %d, body %q, ETag %q", resp.StatusCode, body, resp.Header.Get("ETag"))
+	resp = do(t, http.MethodGet, "/v2/vine/blog?limit=3", h)
+	if resp.Status != http.StatusNotModified || len(resp.Body) != 0 || resp.Header.Get("ETag") != etag {
+		t.Errorf("matching If-None-Match: status %d, body %q, ETag %q", resp.Status, resp.Body, resp.Header.Get("ETag"))
 	}
 	h["If-None-Match"] = `W/"something-else"`
-	resp, _, _ = do(t, http.MethodGet, "/v2/vine/blog?limit=3", h)
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("stale If-None-Match: status %d, want 200", resp.StatusCode)
+	resp = do(t, http.MethodGet, "/v2/vine/blog?limit=3", h)
+	if resp.Status != http.StatusOK {
+		t.Errorf("stale If-None-Match: status %d, want 200", resp.Status)
 	}
 	// Another limit is another document with another tag.
-	resp, _ = get(t, "/v2/vine/blog?limit=2")
+	resp = get(t, "/v2/vine/blog?limit=2")
 	if resp.Header.Get("ETag") == etag {
 		t.Error("different feed contents share an ETag")
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +21,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/app/blogapp"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/business/postbus"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/business/postbus/stores/postdb"
@@ -32,40 +32,25 @@ import (
 var checker = contract.MustNew()
 
 const (
-	schema  = "content"
 	secret  = "test-secret-test-secret-test-secret-0123"
 	baseURL = "https://coworkjobs.example"
 )
 
 var (
-	dbURL string
 	pool  *pgxpool.Pool
 	srv   *web.Server
 	codec *identity.Codec
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("content_http", func() int {
-		if err := setup(); err != nil {
-			fmt.Fprintln(os.Stderr, "setup:", err)
-			return 1
-		}
-		defer pool.Close()
-		return m.Run()
-	}, func(u string) { dbURL = u }))
+	os.Exit(pgtest.MainMigrated(m, "content_http", pgtest.Schema{Name: "content", Migrations: migrations.FS, Pool: pg.Options{MaxConns: 4}}, setup))
 }
 
-func setup() error {
+func setup(db pgtest.Migrated) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pool = db.Pool
 	var err error
-	if pool, err = pg.Open(ctx, dbURL, schema, pg.Options{MaxConns: 4}); err != nil {
-		return err
-	}
-	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
-		return err
-	}
 	if codec, err = identity.NewCodec(secret); err != nil {
 		return err
 	}
@@ -75,9 +60,7 @@ func setup() error {
 			return err
 		}
 	}
-	cfg := web.Config{BodyLimitBytes: 1 << 20, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
-		IdleTimeout: time.Minute, RequestTimeout: 5 * time.Second, ShutdownTimeout: time.Second, Concurrency: 64}
-	srv = web.New(cfg, log, schema)
+	srv = web.New(webtest.Config(), slog.New(slog.DiscardHandler), "content")
 	blogapp.Routes(srv.App.Group("/v2", codec.Middleware()), bus, blogapp.Config{PublicBaseURL: baseURL + "/", FeedMaxAge: 60})
 	srv.Fallback()
 	return nil
@@ -136,18 +119,6 @@ func fixtures(now time.Time) []postbus.NewPost {
 	}
 }
 
-// envelope is a response body.
-type envelope struct {
-	Success bool            `json:"success"`
-	Status  int             `json:"status"`
-	Data    json.RawMessage `json:"data"`
-	Error   *struct {
-		Code    string   `json:"code"`
-		Message string   `json:"message"`
-		Details []string `json:"details"`
-	} `json:"error"`
-}
-
 // publicIdentity is what the gateway forwards for a public route.
 func publicIdentity(t *testing.T) string {
 	t.Helper()
@@ -159,39 +130,19 @@ func publicIdentity(t *testing.T) string {
 }
 
 // do sends a request through the app; headers may carry the identity.
-func do(t *testing.T, method, target string, headers map[string]string) (*http.Response, envelope, []byte) {
+func do(t *testing.T, method, target string, headers map[string]string) webtest.Reply {
 	t.Helper()
 	req := httptest.NewRequest(method, target, nil)
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := srv.App.Test(req, 10_000)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, target, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Every answer of a documented route must be what api/openapi.yaml promises.
-	if err := checker.CheckServed(req, resp.StatusCode, resp.Header, raw); err != nil {
-		t.Errorf("contract: %v", err)
-	}
-	var env envelope
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &env); err != nil {
-			t.Fatalf("%s %s: body is not an envelope: %v: %s", method, target, err, raw)
-		}
-	}
-	return resp, env, raw
+	return webtest.Do(t, srv.App, checker, req)
 }
 
 // get is a public GET through the gateway's identity.
-func get(t *testing.T, target string) (*http.Response, envelope) {
+func get(t *testing.T, target string) webtest.Reply {
 	t.Helper()
-	resp, env, _ := do(t, http.MethodGet, target, map[string]string{identity.Header: publicIdentity(t)})
-	return resp, env
+	return do(t, http.MethodGet, target, map[string]string{identity.Header: publicIdentity(t)})
 }
 
 func decode[T any](t *testing.T, raw json.RawMessage) T {

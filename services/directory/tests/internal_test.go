@@ -128,8 +128,8 @@ func TestResolveCity422(t *testing.T) {
 			if status != http.StatusUnprocessableEntity || env.Error == nil || env.Error.Code != "validation_error" {
 				t.Fatalf("status %d, body %+v", status, env)
 			}
-			if !reflect.DeepEqual(env.Error.Details, tc.details) {
-				t.Fatalf("details %q, want %q", env.Error.Details, tc.details)
+			if !reflect.DeepEqual(env.Problems(t), tc.details) {
+				t.Fatalf("details %q, want %q", env.Problems(t), tc.details)
 			}
 		})
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/app/dirapp"
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/business/dirbus"
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/business/dirbus/stores/dirdb"
@@ -40,39 +41,19 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var url string
-	os.Exit(pgtest.Main("directory_http", func() int {
-		if err := setup(url); err != nil {
-			fmt.Fprintln(os.Stderr, "setup:", err)
-			return 1
-		}
-		defer pool.Close()
-		return m.Run()
-	}, func(u string) { url = u }))
+	os.Exit(pgtest.MainMigrated(m, "directory_http", pgtest.Schema{Name: "directory", Migrations: migrations.FS, Pool: pg.Options{MaxConns: 8}}, setup))
 }
 
-func setup(url string) error {
-	ctx := context.Background()
-	log := logx.NewTo(io.Discard, "directory", "error")
-	var err error
-	pool, err = pg.Open(ctx, url, "directory", pg.Options{MaxConns: 8})
-	if err != nil {
-		return err
-	}
-	if err := pg.Migrate(ctx, pool, "directory", migrations.FS, log); err != nil {
-		return err
-	}
-	if _, err := pool.Exec(ctx, fixtures); err != nil {
+func setup(db pgtest.Migrated) error {
+	pool = db.Pool
+	if _, err := pool.Exec(context.Background(), fixtures); err != nil {
 		return fmt.Errorf("fixtures: %w", err)
 	}
-	codec, err = identity.NewCodec(secret)
-	if err != nil {
+	var err error
+	if codec, err = identity.NewCodec(secret); err != nil {
 		return err
 	}
-	srv := web.New(web.Config{
-		HTTPAddr: "127.0.0.1:0", BodyLimitBytes: 1 << 20, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
-		IdleTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second, ShutdownTimeout: time.Second, Concurrency: 256,
-	}, log, "directory")
+	srv := web.New(webtest.Config(), logx.NewTo(io.Discard, "directory", "error"), "directory")
 	dirapp.Routes(srv.App, dirapp.Config{Bus: dirbus.New(dirdb.New(pool)), Codec: codec})
 	srv.Fallback()
 	app = srv.App
@@ -114,17 +95,6 @@ INSERT INTO space_admins (space_id, email, role) VALUES (1, 'owner@spree-loft.ex
 INSERT INTO space_photos (space_id, position, url, caption) VALUES (1, 0, 'https://img.example.com/1.jpg', 'desk');
 `
 
-type envelope struct {
-	Success bool            `json:"success"`
-	Status  int             `json:"status"`
-	Data    json.RawMessage `json:"data"`
-	Error   *struct {
-		Code    string   `json:"code"`
-		Message string   `json:"message"`
-		Details []string `json:"details"`
-	} `json:"error"`
-}
-
 var (
 	liveKey   = &identity.Identity{Kind: identity.KindLive, KeyID: 1, Scopes: []string{"read"}}
 	spaceKey1 = &identity.Identity{Kind: identity.KindRestricted, KeyID: 2, SpaceID: 1, Scopes: []string{"read"}}
@@ -133,7 +103,7 @@ var (
 )
 
 // get sends GET path with the identity signed (nil: no identity header).
-func get(t *testing.T, path string, id *identity.Identity) (int, envelope) {
+func get(t *testing.T, path string, id *identity.Identity) (int, webtest.Envelope) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	if id != nil {
@@ -146,34 +116,23 @@ func get(t *testing.T, path string, id *identity.Identity) (int, envelope) {
 	return do(t, req)
 }
 
-func do(t *testing.T, req *http.Request) (int, envelope) {
+// do sends req through the app: every answer must be an envelope that
+// repeats the HTTP status.
+func do(t *testing.T, req *http.Request) (int, webtest.Envelope) {
 	t.Helper()
-	resp, err := app.Test(req, -1)
-	if err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	r := webtest.Do(t, app, checker, req)
+	if len(r.Body) == 0 {
+		t.Fatalf("%s %s: empty body, want an envelope", req.Method, req.URL)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
+	if r.Env.Status != r.Status {
+		t.Fatalf("envelope status %d != HTTP status %d", r.Env.Status, r.Status)
 	}
-	// Every answer of a documented route must be what api/openapi.yaml promises.
-	if err := checker.CheckServed(req, resp.StatusCode, resp.Header, body); err != nil {
-		t.Errorf("contract: %v", err)
-	}
-	var env envelope
-	if err := json.Unmarshal(body, &env); err != nil {
-		t.Fatalf("%s %s: body is not an envelope: %v: %s", req.Method, req.URL, err, body)
-	}
-	if env.Status != resp.StatusCode {
-		t.Fatalf("envelope status %d != HTTP status %d", env.Status, resp.StatusCode)
-	}
-	return resp.StatusCode, env
+	return r.Status, r.Env
 }
 
 // data decodes the envelope's data into a slice of generic objects, so that
 // tests see the JSON types exactly as a client does.
-func objects(t *testing.T, env envelope) []map[string]any {
+func objects(t *testing.T, env webtest.Envelope) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	if err := json.Unmarshal(env.Data, &out); err != nil {

@@ -159,8 +159,8 @@ func TestQueryValidation(t *testing.T) {
 			if status != http.StatusUnprocessableEntity || env.Success || env.Error == nil || env.Error.Code != "validation_error" {
 				t.Fatalf("status %d, body %+v", status, env)
 			}
-			if !slices.Equal(env.Error.Details, tc.details) {
-				t.Fatalf("details = %q, want %q", env.Error.Details, tc.details)
+			if !slices.Equal(env.Problems(t), tc.details) {
+				t.Fatalf("details = %q, want %q", env.Problems(t), tc.details)
 			}
 		})
 	}
@@ -245,7 +245,7 @@ func TestSpacesNearDistance(t *testing.T) {
 		"?near=95,13.4&radius_km=5":      "near must be LAT,LON",
 	} {
 		status, env := get(t, "/v2/spaces"+query, liveKey)
-		if status != http.StatusUnprocessableEntity || env.Error == nil || !slices.ContainsFunc(env.Error.Details, func(d string) bool { return strings.Contains(d, problem) }) {
+		if status != http.StatusUnprocessableEntity || env.Error == nil || !slices.ContainsFunc(env.Problems(t), func(d string) bool { return strings.Contains(d, problem) }) {
 			t.Errorf("%s: %d %+v, want 422 naming %q", query, status, env.Error, problem)
 		}
 	}

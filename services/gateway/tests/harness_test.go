@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -30,7 +29,6 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
-	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/web"
@@ -56,24 +54,16 @@ func envOr(k, def string) string {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("gateway", func() int {
-		pool, err := pg.Open(context.Background(), dbURL, "gateway", pg.Options{})
-		if err != nil {
-			panic(err)
-		}
-		if err := pg.Migrate(context.Background(), pool, "gateway", migrations.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-			panic(err)
-		}
-		testPool = pool
-		defer pool.Close()
-		// The gateway binary built for the process tests goes with them.
-		defer func() {
-			if binPath != "" {
-				_ = os.RemoveAll(filepath.Dir(binPath))
-			}
-		}()
-		return m.Run()
-	}, func(u string) { dbURL = u }))
+	schema := pgtest.Schema{Name: "gateway", Migrations: migrations.FS}
+	code := pgtest.MainMigrated(m, "gateway", schema, func(db pgtest.Migrated) error {
+		dbURL, testPool = db.URL, db.Pool
+		return nil
+	})
+	// The gateway binary built for the process tests goes with them.
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
 }
 
 var testPool *pgxpool.Pool
@@ -291,6 +281,27 @@ func (r response) data(t *testing.T, into any) {
 	if err := json.Unmarshal(b, into); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// postConcurrently sends n POST /v2/jobs at once, spread over bases in
+// turn, and counts the answers by status.
+func postConcurrently(t *testing.T, n int, hdr map[string]string, bases ...string) map[int]int {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := do(t, "POST", bases[i%len(bases)]+"/v2/jobs", `{}`, hdr)
+			mu.Lock()
+			codes[r.status]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return codes
 }
 
 var client = &http.Client{Timeout: 10 * time.Second}

@@ -105,25 +105,7 @@ func TestTwoGatewayProcessesShareOneBudget(t *testing.T) {
 	b := startProcess(t, backend, prefix)
 	g := &gateway{keys: keybus.New(keyStore(), nil, 0)}
 	_, raw := g.newKey(t, keybus.NewKey{Scopes: []string{"jobs:write"}})
-	hdr := map[string]string{"X-API-Key": raw}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	codes := map[int]int{}
-	for i := range 160 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			base := a.base
-			if i%2 == 1 {
-				base = b.base
-			}
-			r := do(t, "POST", base+"/v2/jobs", `{}`, hdr)
-			mu.Lock()
-			codes[r.status]++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	codes := postConcurrently(t, 160, map[string]string{"X-API-Key": raw}, a.base, b.base)
 	if codes[201] != 120 || codes[429] != 40 || len(codes) != 2 {
 		t.Fatalf("status counts across both processes: %v; want 120 × 201 and 40 × 429", codes)
 	}

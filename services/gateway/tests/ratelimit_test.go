@@ -147,38 +147,10 @@ func TestTwoGatewaysShareOneBudget(t *testing.T) {
 	a := startGateway(t, gatewayOpts{backendURL: backend, prefix: prefix})
 	b := startGateway(t, gatewayOpts{backendURL: backend, prefix: prefix})
 	_, raw := a.newKey(t, keybus.NewKey{Scopes: []string{"write"}})
-	hdr := map[string]string{"X-API-Key": raw}
-	var wg sync.WaitGroup
-	var passed, limited, other sync.Map
-	for i := range 150 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			base := a.base
-			if i%2 == 1 {
-				base = b.base
-			}
-			r := do(t, "POST", base+"/v2/jobs", `{}`, hdr)
-			switch r.status {
-			case 201:
-				passed.Store(i, true)
-			case 429:
-				limited.Store(i, true)
-			default:
-				other.Store(i, r.status)
-			}
-		}()
+	codes := postConcurrently(t, 150, map[string]string{"X-API-Key": raw}, a.base, b.base)
+	if codes[201] != 120 || codes[429] != 30 || len(codes) != 2 {
+		t.Fatalf("status counts across both gateways: %v; want 120 × 201 and 30 × 429", codes)
 	}
-	wg.Wait()
-	if n, l, o := count(&passed), count(&limited), count(&other); n != 120 || l != 30 || o != 0 {
-		t.Fatalf("passed %d, limited %d, other %d; want 120/30/0", n, l, o)
-	}
-}
-
-func count(m *sync.Map) int {
-	n := 0
-	m.Range(func(any, any) bool { n++; return true })
-	return n
 }
 
 func TestPublicPostsLimitedPerIP(t *testing.T) {

@@ -16,11 +16,9 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobpages"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
 )
 
 // serveJobs runs the jobs service with its pages on a loopback port until
@@ -32,11 +30,10 @@ func serveJobs(t *testing.T) string {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	dir := dirclient.New(dirURL, codec, dirclient.Options{Timeout: 2 * time.Second})
-	bus := jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: base, DefaultInvEmail: defInv})
-	srv := web.New(web.Config{HTTPAddr: ln.Addr().String(), BodyLimitBytes: 1 << 20, ReadTimeout: 5 * time.Second,
-		WriteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
-		ShutdownTimeout: time.Second, Concurrency: 64}, testLog, "jobs")
+	bus := newBus(base, dirURL)
+	cfg := webtest.Config()
+	cfg.HTTPAddr = ln.Addr().String()
+	srv := web.New(cfg, testLog, "jobs")
 	jobapp.Routes(srv.App, jobapp.Config{Log: testLog, Bus: bus, Codec: codec})
 	jobpages.Routes(srv.App, jobpages.Config{Log: testLog, Bus: bus, Secret: pagesSecret})
 	srv.Fallback()

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,7 +204,7 @@ func TestCreateValidation(t *testing.T) {
 			}
 			for _, d := range tc.details {
 				if !r.hasDetail(d) {
-					t.Errorf("details %q lack %q", r.Env.Error.Details, d)
+					t.Errorf("details %s lack %q", r.Env.Error.Details, d)
 				}
 			}
 		})
@@ -229,7 +230,7 @@ func TestCreateIntegersAreJSONNumbers(t *testing.T) {
 			r := do(t, appFlat, "POST", "/v2/jobs", body, &key)
 			want := tc.field + " must be an integer (a JSON number, not a string)"
 			if r.Status != 422 || r.Env.Error == nil || r.Env.Error.Code != "validation_error" ||
-				len(r.Env.Error.Details) != 1 || r.Env.Error.Details[0] != want {
+				!slices.Equal(r.Env.Problems(t), []string{want}) {
 				t.Fatalf("%s=%s: want 422 %q, got %d %s", tc.field, tc.value, want, r.Status, r.Body)
 			}
 		})

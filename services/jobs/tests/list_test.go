@@ -8,21 +8,13 @@ import (
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/web"
 )
 
 type listData struct {
 	Jobs       []map[string]any `json:"jobs"`
 	Total      int              `json:"total"`
-	Pagination *struct {
-		Total        int  `json:"total"`
-		Limit        int  `json:"limit"`
-		Offset       int  `json:"offset"`
-		CurrentCount int  `json:"current_count"`
-		TotalPages   int  `json:"total_pages"`
-		CurrentPage  int  `json:"current_page"`
-		HasNext      bool `json:"has_next"`
-		HasPrevious  bool `json:"has_previous"`
-	} `json:"pagination"`
+	Pagination *web.Pagination  `json:"pagination"`
 }
 
 // seedCity creates n active jobs in a city owned by test (via the API) and
@@ -305,23 +297,13 @@ func TestFeed(t *testing.T) {
 	if r.Status != 200 || r.Header.Get("ETag") == "" || !strings.Contains(r.Header.Get("Cache-Control"), "max-age=60") {
 		t.Fatalf("%d %v %s", r.Status, r.Header, r.Body)
 	}
-	var f struct {
-		Version     string `json:"version"`
-		FeedURL     string `json:"feed_url"`
-		HomePageURL string `json:"home_page_url"`
-		Items       []struct {
-			ID            string   `json:"id"`
-			URL           string   `json:"url"`
-			Title         string   `json:"title"`
-			Summary       string   `json:"summary"`
-			DatePublished string   `json:"date_published"`
-			Tags          []string `json:"tags"`
-			Job           struct {
-				Company, CityName, JobType string
-				IsRemote                   bool `json:"is_remote"`
-			} `json:"_job"`
-		} `json:"items"`
-	}
+	var f web.Feed[struct {
+		web.FeedItem
+		Job struct {
+			Company, CityName, JobType string
+			IsRemote                   bool `json:"is_remote"`
+		} `json:"_job"`
+	}]
 	r.data(t, &f)
 	if f.Version != "vine/1" || f.FeedURL != baseURL+"/v2/vine/jobs" || len(f.Items) != 2 {
 		t.Fatalf("%s", r.Body)

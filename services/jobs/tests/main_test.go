@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"sort"
@@ -21,10 +19,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/api/contract"
+	"github.com/coworkjobs/coworkjobs/api/dirapi"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
@@ -39,7 +39,6 @@ const (
 )
 
 var (
-	dbURL     string
 	pool      *pgxpool.Pool
 	codec     *identity.Codec
 	dirURL    string
@@ -51,25 +50,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("jobs_http", func() int {
-		if err := setup(); err != nil {
-			fmt.Fprintln(os.Stderr, "setup:", err)
-			return 1
-		}
-		defer pool.Close()
-		return m.Run()
-	}, func(u string) { dbURL = u }))
+	os.Exit(pgtest.MainMigrated(m, "jobs_http", pgtest.Schema{Name: "jobs", Migrations: migrations.FS, Pool: pg.Options{MaxConns: 20}}, setup))
 }
 
-func setup() error {
+func setup(db pgtest.Migrated) error {
+	pool = db.Pool
 	var err error
-	pool, err = pg.Open(bgContext, dbURL, "jobs", pg.Options{MaxConns: 20})
-	if err != nil {
-		return err
-	}
-	if err := pg.Migrate(bgContext, pool, "jobs", migrations.FS, testLog); err != nil {
-		return err
-	}
 	codec, err = identity.NewCodec(secret)
 	if err != nil {
 		return err
@@ -83,12 +69,16 @@ func setup() error {
 	return nil
 }
 
-func newApp(paginated bool, directoryURL string) *fiber.App {
+// newBus is the business layer on the package's database, with the
+// directory at directoryURL and public pages under base.
+func newBus(base, directoryURL string) *jobbus.Business {
 	dir := dirclient.New(directoryURL, codec, dirclient.Options{Timeout: 2 * time.Second})
-	bus := jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv})
-	srv := web.New(web.Config{HTTPAddr: "127.0.0.1:0", BodyLimitBytes: 1 << 20, ReadTimeout: 5 * time.Second,
-		WriteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
-		ShutdownTimeout: time.Second, Concurrency: 1024}, testLog, "jobs")
+	return jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: base, DefaultInvEmail: defInv})
+}
+
+func newApp(paginated bool, directoryURL string) *fiber.App {
+	bus := newBus(baseURL, directoryURL)
+	srv := web.New(webtest.Config(), testLog, "jobs")
 	jobapp.Routes(srv.App, jobapp.Config{Log: testLog, Bus: bus, Codec: codec, PaginationEnabled: paginated})
 	srv.Fallback()
 	return srv.App
@@ -96,33 +86,23 @@ func newApp(paginated bool, directoryURL string) *fiber.App {
 
 // ---- the directory's documented internal contract, served with fixed data over real HTTP ----
 
-type fxCity struct {
-	ID        int64   `json:"id"`
-	Name      string  `json:"name"`
-	Slug      string  `json:"slug"`
-	Confirmed bool    `json:"confirmed"`
-	Latitude  float64 `json:"latitude"`
-	Longitude float64 `json:"longitude"`
-	Country   string  `json:"country_code"`
+// fxCity and fxSpace build the directory's wire shapes (api/dirapi).
+func fxCity(id int64, name, slug string, confirmed bool, lat, lon float64, country string) dirapi.City {
+	return dirapi.City{ID: id, Name: name, Slug: slug, Confirmed: confirmed, Latitude: lat, Longitude: lon, CountryCode: country}
 }
 
-type fxSpace struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	Slug      string `json:"slug"`
-	Confirmed bool   `json:"confirmed"`
-	IsPro     bool   `json:"is_pro"`
-	CityID    int64  `json:"city_id"`
+func fxSpace(id int64, name, slug string, confirmed, pro bool, cityID int64) dirapi.Space {
+	return dirapi.Space{ID: id, Name: name, Slug: slug, Confirmed: confirmed, IsPro: pro, CityID: cityID}
 }
 
 // Fixed cities; ids 1000-9999 are generated ("City 1234", slug city-1234,
 // confirmed) so that tests can own a city each.
-var fxCities = []fxCity{
-	{1, "Berlin", "berlin", true, 52.520008, 13.404954, "DE"},
-	{2, "Bern", "bern", true, 46.947974, 7.447447, "CH"},
-	{3, "Paris", "paris", true, 48.856613, 2.352222, "FR"},
-	{4, "Hidden Town", "hidden-town", false, 10, 10, "DE"},
-	{5, "Bergen", "bergen", true, 60.391263, 5.322054, "NO"},
+var fxCities = []dirapi.City{
+	fxCity(1, "Berlin", "berlin", true, 52.520008, 13.404954, "DE"),
+	fxCity(2, "Bern", "bern", true, 46.947974, 7.447447, "CH"),
+	fxCity(3, "Paris", "paris", true, 48.856613, 2.352222, "FR"),
+	fxCity(4, "Hidden Town", "hidden-town", false, 10, 10, "DE"),
+	fxCity(5, "Bergen", "bergen", true, 60.391263, 5.322054, "NO"),
 }
 
 // fxCoords places a generated city on a grid: ids that differ by one lie
@@ -132,7 +112,7 @@ func fxCoords(id int64) (lat, lon float64) {
 	return 10 + float64(id%90)*0.5, -170 + float64(id/90)*3.3
 }
 
-func cityByID(id int64) (fxCity, bool) {
+func cityByID(id int64) (dirapi.City, bool) {
 	for _, c := range fxCities {
 		if c.ID == id {
 			return c, true
@@ -140,27 +120,27 @@ func cityByID(id int64) (fxCity, bool) {
 	}
 	if id >= 1000 && id < 10000 {
 		lat, lon := fxCoords(id)
-		return fxCity{id, "City " + strconv.FormatInt(id, 10), "city-" + strconv.FormatInt(id, 10), true, lat, lon, "PT"}, true
+		return fxCity(id, "City "+strconv.FormatInt(id, 10), "city-"+strconv.FormatInt(id, 10), true, lat, lon, "PT"), true
 	}
-	return fxCity{}, false
+	return dirapi.City{}, false
 }
 
 // Spaces: 10 pro confirmed, 11 confirmed not pro, 12 unconfirmed; ids
 // 1000-1999 are pro confirmed spaces and 2000-2999 confirmed non-pro ones.
-func spaceByID(id int64) (fxSpace, bool) {
+func spaceByID(id int64) (dirapi.Space, bool) {
 	switch {
 	case id == 10:
-		return fxSpace{10, "Factory Berlin", "factory-berlin", true, true, 1}, true
+		return fxSpace(10, "Factory Berlin", "factory-berlin", true, true, 1), true
 	case id == 11:
-		return fxSpace{11, "Betahaus", "betahaus", true, false, 1}, true
+		return fxSpace(11, "Betahaus", "betahaus", true, false, 1), true
 	case id == 12:
-		return fxSpace{12, "Unconfirmed Hub", "unconfirmed-hub", false, false, 3}, true
+		return fxSpace(12, "Unconfirmed Hub", "unconfirmed-hub", false, false, 3), true
 	case id >= 1000 && id < 2000:
-		return fxSpace{id, "Pro Space " + strconv.FormatInt(id, 10), "pro-" + strconv.FormatInt(id, 10), true, true, 1}, true
+		return fxSpace(id, "Pro Space "+strconv.FormatInt(id, 10), "pro-"+strconv.FormatInt(id, 10), true, true, 1), true
 	case id >= 2000 && id < 3000:
-		return fxSpace{id, "Space " + strconv.FormatInt(id, 10), "space-" + strconv.FormatInt(id, 10), true, false, 1}, true
+		return fxSpace(id, "Space "+strconv.FormatInt(id, 10), "space-"+strconv.FormatInt(id, 10), true, false, 1), true
 	}
-	return fxSpace{}, false
+	return dirapi.Space{}, false
 }
 
 func startDirectoryFixture() (string, error) {
@@ -183,7 +163,7 @@ func startDirectoryFixture() (string, error) {
 			return web.OK(c, 200, fiber.Map{"result": "resolved", "city": city})
 		}
 		lname := strings.ToLower(name)
-		var prefix []fxCity
+		var prefix []dirapi.City
 		for _, ct := range fxCities {
 			if !ct.Confirmed {
 				continue
@@ -218,7 +198,7 @@ func startDirectoryFixture() (string, error) {
 	internal.Get("/catalog", func(c *fiber.Ctx) error {
 		sp10, _ := spaceByID(10)
 		sp11, _ := spaceByID(11)
-		return web.OK(c, 200, fiber.Map{"cities": fxCities, "spaces": []fxSpace{sp10, sp11}})
+		return web.OK(c, 200, fiber.Map{"cities": fxCities, "spaces": []dirapi.Space{sp10, sp11}})
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -230,45 +210,23 @@ func startDirectoryFixture() (string, error) {
 
 // ---- request helpers ----
 
-type resp struct {
-	Status int
-	Header http.Header
-	Body   []byte
-	Env    struct {
-		Success bool            `json:"success"`
-		Status  int             `json:"status"`
-		Data    json.RawMessage `json:"data"`
-		Error   *struct {
-			Code    string     `json:"code"`
-			Message string     `json:"message"`
-			Details detailList `json:"details"`
-		} `json:"error"`
-	}
-}
-
-// detailList is the 422's list of problems; the object details of other
-// answers (a refused transition's) are read from Body instead.
-type detailList []string
-
-func (d *detailList) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '[' {
-		return json.Unmarshal(b, (*[]string)(d))
-	}
-	return nil
-}
+// resp is one answer of the app.
+type resp struct{ webtest.Reply }
 
 func (r resp) data(t *testing.T, dst any) {
 	t.Helper()
-	if err := json.Unmarshal(r.Env.Data, dst); err != nil {
-		t.Fatalf("decode data: %v\n%s", err, r.Body)
-	}
+	r.Env.Into(t, dst)
 }
 
+// hasDetail says whether the answer's list of problems names sub; the object
+// details of other answers (a refused transition's) hold no list.
 func (r resp) hasDetail(sub string) bool {
 	if r.Env.Error == nil {
 		return false
 	}
-	for _, d := range r.Env.Error.Details {
+	var list []string
+	_ = json.Unmarshal(r.Env.Error.Details, &list)
+	for _, d := range list {
 		if strings.Contains(d, sub) {
 			return true
 		}
@@ -301,27 +259,7 @@ func do(t *testing.T, app *fiber.App, method, path string, body string, id *iden
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := app.Test(req, 30_000)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	var r resp
-	r.Status, r.Header = res.StatusCode, res.Header
-	r.Body, err = io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("read body: %v", err)
-	}
-	// Every answer of a documented route must be what api/openapi.yaml promises.
-	if err := checker.CheckServed(req, r.Status, r.Header, r.Body); err != nil {
-		t.Errorf("contract: %v", err)
-	}
-	if len(r.Body) > 0 {
-		if err := json.Unmarshal(r.Body, &r.Env); err != nil {
-			t.Fatalf("%s %s: body is not the envelope: %v\n%s", method, path, err, r.Body)
-		}
-	}
-	return r
+	return resp{webtest.Do(t, app, checker, req)}
 }
 
 func jsonBody(t *testing.T, v any) string {

@@ -19,11 +19,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobpages"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/invoicepay"
 )
@@ -38,11 +36,8 @@ func newPagesApp(base string, provider payment.Provider, secret []byte) *fiber.A
 }
 
 func newPagesAppLog(base string, provider payment.Provider, secret []byte, log *slog.Logger) *fiber.App {
-	dir := dirclient.New(dirURL, codec, dirclient.Options{Timeout: 2 * time.Second})
-	bus := jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: base, DefaultInvEmail: defInv})
-	srv := web.New(web.Config{HTTPAddr: "127.0.0.1:0", BodyLimitBytes: 1 << 20, ReadTimeout: 5 * time.Second,
-		WriteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
-		ShutdownTimeout: time.Second, Concurrency: 1024}, log, "jobs")
+	bus := newBus(base, dirURL)
+	srv := web.New(webtest.Config(), log, "jobs")
 	jobapp.Routes(srv.App, jobapp.Config{Log: log, Bus: bus, Codec: codec})
 	jobpages.Routes(srv.App, jobpages.Config{Log: log, Bus: bus, Payments: provider, Secret: secret})
 	srv.Fallback()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/payapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
@@ -34,9 +35,7 @@ func newPayApp(t *testing.T) *fiber.App {
 		t.Fatal(err)
 	}
 	bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv})
-	srv := web.New(web.Config{HTTPAddr: "127.0.0.1:0", BodyLimitBytes: 1 << 20, ReadTimeout: 5 * time.Second,
-		WriteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
-		ShutdownTimeout: time.Second, Concurrency: 64}, testLog, "jobs")
+	srv := web.New(webtest.Config(), testLog, "jobs")
 	payapp.Routes(srv.App, payapp.Config{Log: testLog, Bus: bus, Codec: codec, Stripe: sp})
 	srv.Fallback()
 	return srv.App

@@ -19,31 +19,20 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
-	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/tests/faults"
 	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
 
 var dbURL string
 
-func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("e2e_mail", m.Run, func(u string) { dbURL = u }))
-}
+func TestMain(m *testing.M) { os.Exit(suite.MainDB(m, "e2e_mail", &dbURL, nil)) }
 
 func TestPosterMailsThroughTemporal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Temporal")
 	}
 	ctx := context.Background()
-	cli, err := faults.TemporalCLI(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	temporal, err := faults.StartTemporal(ctx, cli)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(temporal.Remove)
+	temporal := faults.Temporal(t)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -58,19 +47,10 @@ func TestPosterMailsThroughTemporal(t *testing.T) {
 	t.Cleanup(stopCatcher)
 	go func() { _ = catcher.Serve(cctx, ln) }()
 
-	sys, err := suite.Start(ctx, suite.Options{
+	sys := suite.StartTest(t, suite.Options{
 		Name: "mail", DatabaseURL: dbURL, Keys: true, Workers: []string{"jobs-worker"},
 		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "SMTP_URL=smtp://" + ln.Addr().String(),
 			"JOBS_RELAY_INTERVAL=200ms", "JOBS_REMIND_BEFORE=72h"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			sys.DumpLogs(os.Stderr)
-		}
-		sys.Stop()
 	})
 	db, err := pgxpool.New(ctx, dbURL)
 	if err != nil {

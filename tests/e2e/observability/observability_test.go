@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,7 +32,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/coworkjobs/coworkjobs/api/contract"
-	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
 
@@ -113,7 +111,6 @@ func (r *receiver) all() []span {
 }
 
 var (
-	dbURL  string
 	otlp   = &receiver{}
 	logDir string
 	urls   map[string]string // API base URLs
@@ -124,61 +121,37 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(0)
-	}
-	os.Exit(pgtest.Main("observability", func() int {
-		defer suite.Cleanup()
-		collector := httptest.NewServer(otlp)
-		defer collector.Close()
-		sys, err := suite.Start(context.Background(), suite.Options{
-			Name: "obs", DatabaseURL: dbURL, Admin: true, Keys: true,
-			// The jobs worker starts without Temporal (lazy client) and serves /metrics.
-			Workers: []string{"jobs-worker"},
-			Seeds:   [][]string{{"directory-seed", "demo"}},
-			// No Temporal: port 1 refuses at once (TestWorkerWithoutTemporalIsNotReady).
-			Env: []string{"LOG_LEVEL=info", "ACCESS_LOG=true", "TEMPORAL_ADDRESS=127.0.0.1:1",
-				"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
-				"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=", "OTEL_TRACES_SAMPLER=", "OTEL_SDK_DISABLED="},
-		})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "observability: start:", err)
-			return 1
-		}
-		defer sys.Stop()
+	collector := httptest.NewServer(otlp)
+	code := suite.Main(m, suite.Options{
+		Name: "obs", Admin: true, Keys: true,
+		// The jobs worker starts without Temporal (lazy client) and serves /metrics.
+		Workers: []string{"jobs-worker"},
+		Seeds:   [][]string{{"directory-seed", "demo"}},
+		// No Temporal: port 1 refuses at once (TestWorkerWithoutTemporalIsNotReady).
+		Env: []string{"LOG_LEVEL=info", "ACCESS_LOG=true", "TEMPORAL_ADDRESS=127.0.0.1:1",
+			"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+			"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=", "OTEL_TRACES_SAMPLER=", "OTEL_SDK_DISABLED="},
+	}, func(sys *suite.Suite) error {
 		urls, admins, keys, logDir = sys.URL, sys.Admin, sys.Keys, sys.LogDir
 		if keys["trusted importer"] == "" {
-			fmt.Fprintf(os.Stderr, "observability: no trusted importer key in %v\n", keys)
-			return 1
+			return fmt.Errorf("no trusted importer key in %v", keys)
 		}
-		code := m.Run()
-		if code != 0 {
-			sys.DumpLogs(os.Stderr)
-		}
-		return code
-	}, func(u string) { dbURL = u }))
+		return nil
+	})
+	collector.Close()
+	os.Exit(code)
 }
 
 func randomHex(n int) string { return suite.RandomHex(n) }
 
-func send(t *testing.T, method, url, body string, hdr map[string]string) *http.Response {
+// send makes one request; hdr is name, value pairs.
+func send(t *testing.T, method, url, body string, hdr ...string) *http.Response {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, err := suite.NewRequest(ctx, method, url, suite.Body(body), hdr...)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -240,7 +213,7 @@ func isDB(s span) bool {
 // jobs service makes) with its queries.
 func TestOneRequestIsOneTraceAcrossServicesAndDatabases(t *testing.T) {
 	body := fmt.Sprintf(`{"title":"Trace %s","company":"Tejo","description":"Front desk","job_type":"parttime","tags":"host","city_name":"Lisbon"}`, randomHex(4))
-	resp := send(t, "POST", urls["gateway"]+"/v2/jobs", body, map[string]string{"X-API-Key": keys["trusted importer"]})
+	resp := send(t, "POST", urls["gateway"]+"/v2/jobs", body, "X-API-Key", keys["trusted importer"])
 	if resp.StatusCode != 201 {
 		t.Fatalf("create: %d", resp.StatusCode)
 	}
@@ -295,12 +268,12 @@ var logLine = regexp.MustCompile(`^\{.*\}$`)
 func TestKeysNeverInSpansOrLogsAndRequestLinesCarryTraceIDs(t *testing.T) {
 	key := keys["trusted importer"]
 	var rids []string
-	for _, hdr := range []map[string]string{{"X-API-Key": key}, {"Authorization": "Bearer " + key}, {}} {
+	for _, hdr := range [][]string{{"X-API-Key", key}, {"Authorization", "Bearer " + key}, {}} {
 		url := urls["gateway"] + "/v2/jobs?job_type=parttime"
 		if len(hdr) == 0 {
 			url += "&api_key=" + key
 		}
-		resp := send(t, "GET", url, "", hdr)
+		resp := send(t, "GET", url, "", hdr...)
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET with %v: %d", hdr, resp.StatusCode)
 		}
@@ -308,7 +281,7 @@ func TestKeysNeverInSpansOrLogsAndRequestLinesCarryTraceIDs(t *testing.T) {
 	}
 	// A bad key in the query form, too.
 	bad := "svc_live_" + randomHex(20)
-	send(t, "GET", urls["gateway"]+"/v2/jobs?api_key="+bad, "", nil)
+	send(t, "GET", urls["gateway"]+"/v2/jobs?api_key="+bad, "")
 	gatewayTraces := map[string]string{} // request id → trace id
 	for _, rid := range rids {
 		tid, _ := traceOf(t, rid, func(spans []span) bool {
@@ -378,10 +351,10 @@ var routeLabel = regexp.MustCompile(`route="([^"]*)"`)
 // Every service's /metrics is promlint clean, and routes are templates: an
 // unknown path with ids in it becomes "unmatched", never a label of its own.
 func TestMetricsPromlintCleanAndBounded(t *testing.T) {
-	send(t, "GET", urls["gateway"]+"/v2/jobs/12345/nothing-here?api_key=x", "", nil)
-	send(t, "GET", urls["gateway"]+"/random-"+randomHex(4), "", nil)
+	send(t, "GET", urls["gateway"]+"/v2/jobs/12345/nothing-here?api_key=x", "")
+	send(t, "GET", urls["gateway"]+"/random-"+randomHex(4), "")
 	for _, path := range []string{"/v2/blog", "/v2/events"} {
-		if resp := send(t, "GET", urls["gateway"]+path, "", map[string]string{"X-API-Key": keys["trusted importer"]}); resp.StatusCode != 200 {
+		if resp := send(t, "GET", urls["gateway"]+path, "", "X-API-Key", keys["trusted importer"]); resp.StatusCode != 200 {
 			t.Fatalf("GET %s: %d", path, resp.StatusCode)
 		}
 	}

@@ -9,23 +9,12 @@
 package prometheus
 
 import (
-	"flag"
 	"os"
 	"testing"
 
-	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
 
 var dbURL string
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(0)
-	}
-	os.Exit(pgtest.Main("prom", func() int {
-		defer suite.Cleanup()
-		return m.Run()
-	}, func(u string) { dbURL = u }))
-}
+func TestMain(m *testing.M) { os.Exit(suite.MainDB(m, "prom", &dbURL, nil)) }

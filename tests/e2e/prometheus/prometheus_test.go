@@ -41,39 +41,20 @@ const release = "coworkjobs-"
 
 func TestPrometheusUnderTraffic(t *testing.T) {
 	needPrometheus(t)
-	ctx := context.Background()
 	began := time.Now()
 
 	// Temporal, so that the workers run workflows and activities and their
 	// panels have data; a mail catcher, so that the opt-in workflows finish.
-	cli, err := faults.TemporalCLI(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	temporal, err := faults.StartTemporal(ctx, cli)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(temporal.Remove)
+	temporal := faults.Temporal(t)
 	t.Logf("Temporal up after %s", time.Since(began).Round(100*time.Millisecond))
 	smtp := startMailCatcher(t)
 	t.Logf("Temporal, the built commands and the mail catcher ready after %s", time.Since(began).Round(100*time.Millisecond))
 
-	sys, err := suite.Start(ctx, suite.Options{
+	sys := suite.StartTest(t, suite.Options{
 		Name: "prom", DatabaseURL: dbURL, Admin: true, Keys: true,
 		Workers: []string{"jobs-worker", "community-worker"},
 		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "SMTP_URL=smtp://" + smtp,
 			"JOBS_SWEEP_INTERVAL=2s", "JOBS_RELAY_INTERVAL=200ms", "OUTBOX_POLL_INTERVAL=200ms", "NEWSLETTER_CONFIRM_WINDOW=3s"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			sys.DumpLogs(os.Stderr)
-		}
-		sys.Stop()
-		_ = os.RemoveAll(sys.LogDir)
 	})
 	p := startPrometheus(t, sys.Admin)
 	t.Logf("suite, Temporal and Prometheus up in %s", time.Since(began).Round(time.Second))

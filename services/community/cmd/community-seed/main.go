@@ -14,9 +14,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/coworkjobs/coworkjobs/libs/config"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
-	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus/stores/eventdb"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/seed"
@@ -25,24 +26,10 @@ import (
 
 const schema = "community"
 
-type seedConfig struct {
-	LogLevel    string `env:"LOG_LEVEL" envDefault:"info"`
-	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/coworkjobs?sslmode=disable"`
-}
-
-func (c seedConfig) Validate() error {
-	if c.DatabaseURL == "" {
-		return errors.New("DATABASE_URL is empty")
-	}
-	return nil
-}
-
 func main() {
-	log := logx.New("community-seed", os.Getenv("LOG_LEVEL"))
-	if err := run(context.Background(), os.Args[1:], log, os.Stderr); err != nil {
-		log.Error("seed failed", "error", err)
-		os.Exit(1)
-	}
+	service.Main("community-seed", func(ctx context.Context, log *slog.Logger) error {
+		return run(ctx, os.Args[1:], log, os.Stderr)
+	})
 }
 
 func run(ctx context.Context, args []string, log *slog.Logger, usage io.Writer) error {
@@ -50,24 +37,14 @@ func run(ctx context.Context, args []string, log *slog.Logger, usage io.Writer) 
 		fmt.Fprintln(usage, "usage: community-seed demo")
 		return errors.New("unknown or missing command")
 	}
-	var cfg seedConfig
-	if err := config.Parse(&cfg); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: 2})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
-		return err
-	}
-	n, err := seed.LoadDemo(ctx, eventbus.New(eventdb.New(pool)), time.Now())
-	if err != nil {
-		return err
-	}
-	log.Info("demo events loaded", "events", n)
-	return nil
+	spec := service.Spec{Schema: schema, Migrations: migrations.FS, Timeout: time.Minute,
+		Defaults: map[string]string{"DB_MAX_CONNS": "2"}}
+	return service.RunTool(ctx, log, spec, func(ctx context.Context, pool *pgxpool.Pool, _ *config.Common) error {
+		n, err := seed.LoadDemo(ctx, eventbus.New(eventdb.New(pool)), time.Now())
+		if err != nil {
+			return err
+		}
+		log.Info("demo events loaded", "events", n)
+		return nil
+	})
 }

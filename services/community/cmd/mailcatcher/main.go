@@ -10,51 +10,41 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
+	"github.com/coworkjobs/coworkjobs/libs/service"
 )
 
 type catcherConfig struct {
-	LogLevel string `env:"LOG_LEVEL" envDefault:"info"`
-	Addr     string `env:"MAILCATCHER_ADDR" envDefault:"127.0.0.1:1025"`
-	Dir      string `env:"MAILCATCHER_DIR" envDefault:".run/mail"`
+	config.Base
+	Addr string `env:"MAILCATCHER_ADDR" envDefault:"127.0.0.1:1025"`
+	Dir  string `env:"MAILCATCHER_DIR" envDefault:".run/mail"`
 }
 
 func (c catcherConfig) Validate() error {
+	var unset error
 	if c.Addr == "" || c.Dir == "" {
-		return errors.New("MAILCATCHER_ADDR and MAILCATCHER_DIR must be set")
+		unset = errors.New("MAILCATCHER_ADDR and MAILCATCHER_DIR must be set")
 	}
-	return nil
+	return errors.Join(c.Base.Validate(), unset)
 }
 
-func main() {
-	log := logx.New("mailcatcher", os.Getenv("LOG_LEVEL"))
-	if err := run(context.Background(), log); err != nil {
-		log.Error("stopped", "error", err)
-		os.Exit(1)
-	}
-}
+func main() { service.Main("mailcatcher", run) }
 
 func run(ctx context.Context, log *slog.Logger) error {
-	var cfg catcherConfig
-	if err := config.Parse(&cfg); err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	c, err := mailcatcher.New(cfg.Dir, log)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
-	}
-	log.Info("mailcatcher started", "addr", ln.Addr().String(), "dir", cfg.Dir)
-	return c.Serve(ctx, ln)
+	return service.RunTool(ctx, log, service.Spec{}, func(ctx context.Context, _ *pgxpool.Pool, cfg *catcherConfig) error {
+		c, err := mailcatcher.New(cfg.Dir, log)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", cfg.Addr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		}
+		log.Info("mailcatcher started", "addr", ln.Addr().String(), "dir", cfg.Dir)
+		return c.Serve(ctx, ln)
+	})
 }

@@ -2,13 +2,12 @@ package seed_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus/stores/eventdb"
@@ -16,22 +15,14 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/community/migrations"
 )
 
-var dbURL string
+var pool *pgxpool.Pool
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("community_seed", m.Run, func(u string) { dbURL = u }))
+	os.Exit(pgtest.MainMigrated(m, "community_seed", pgtest.Schema{Name: "community", Migrations: migrations.FS}, pgtest.SetPool(&pool)))
 }
 
 func TestLoadDemoIsIdempotent(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pg.Open(ctx, dbURL, "community", pg.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, "community", migrations.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		t.Fatal(err)
-	}
 	bus := eventbus.New(eventdb.New(pool))
 	now := time.Now()
 	for i := 0; i < 2; i++ {
@@ -41,7 +32,7 @@ func TestLoadDemoIsIdempotent(t *testing.T) {
 		}
 	}
 	var total, upcoming, past, online, berlin, lisbon, nospace int
-	err = pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE ends_at >= now()), count(*) FILTER (WHERE ends_at < now()),
+	err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE ends_at >= now()), count(*) FILTER (WHERE ends_at < now()),
 		count(*) FILTER (WHERE is_online), count(*) FILTER (WHERE space_id = 1), count(*) FILTER (WHERE space_id = 2),
 		count(*) FILTER (WHERE space_id IS NULL) FROM events`).Scan(&total, &upcoming, &past, &online, &berlin, &lisbon, &nospace)
 	if err != nil {

@@ -12,7 +12,7 @@
 //	    keeps the demo set; -reset empties the directory first, so that ids are
 //	    deterministic too.
 //
-// Environment: DATABASE_URL, LOG_LEVEL.
+// Environment: DATABASE_URL, DB_MAX_CONNS (4), LOG_LEVEL.
 package main
 
 import (
@@ -22,41 +22,24 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/coworkjobs/coworkjobs/libs/config"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
-	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/seed"
 	"github.com/coworkjobs/coworkjobs/services/directory/migrations"
 )
 
 const schema = "directory"
 
-type seedConfig struct {
-	LogLevel    string `env:"LOG_LEVEL" envDefault:"info"`
-	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/coworkjobs?sslmode=disable"`
-}
-
-func (c seedConfig) Validate() error {
-	if c.DatabaseURL == "" {
-		return errors.New("DATABASE_URL is empty")
-	}
-	return nil
-}
-
 const usage = `usage:
   directory-seed demo
   directory-seed synthetic [-cities 2000] [-spaces 20000] [-seed 42] [-reset]`
 
 func main() {
-	log := logx.New("directory-seed", os.Getenv("LOG_LEVEL"))
-	if err := run(context.Background(), log, os.Args[1:]); err != nil {
-		log.Error("seed failed", "error", err)
-		os.Exit(1)
-	}
+	service.Main("directory-seed", func(ctx context.Context, log *slog.Logger) error { return run(ctx, log, os.Args[1:]) })
 }
 
 func run(ctx context.Context, log *slog.Logger, args []string) error {
@@ -90,24 +73,18 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return fmt.Errorf("unknown command %q", args[0])
 	}
 
-	var cfg seedConfig
-	if err := config.Parse(&cfg); err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: 4})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
-		return err
-	}
+	spec := service.Spec{Schema: schema, Migrations: migrations.FS, Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
+	return service.RunTool(ctx, log, spec, func(ctx context.Context, pool *pgxpool.Pool, _ *config.Common) error {
+		return load(ctx, log, pool, args[0], opts)
+	})
+}
 
+// load loads set ("demo" or "synthetic") and logs what it wrote.
+func load(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, set string, opts seed.SyntheticOptions) error {
 	start := time.Now()
 	var stats seed.Stats
-	if args[0] == "demo" {
+	var err error
+	if set == "demo" {
 		stats, err = seed.LoadDemo(ctx, pool)
 	} else {
 		stats, err = seed.LoadSynthetic(ctx, pool, opts)
@@ -115,8 +92,8 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
-	attrs := []any{"set", args[0], "stats", stats.String(), "duration", time.Since(start).String()}
-	if args[0] == "synthetic" {
+	attrs := []any{"set", set, "stats", stats.String(), "duration", time.Since(start).String()}
+	if set == "synthetic" {
 		attrs = append(attrs, "seed", opts.Seed, "reset", opts.Reset)
 	}
 	log.Info("directory seeded", attrs...)

@@ -3,7 +3,6 @@ package seed_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"reflect"
 	"strconv"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/seed"
@@ -20,23 +18,12 @@ import (
 
 var dbURL string
 
-func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("directory_seed", m.Run, func(u string) { dbURL = u }))
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.MainURL(m, "directory_seed", &dbURL)) }
 
 // freshDB gives a test its own migrated schema in the package's database.
 func freshDB(t *testing.T, schema string) *pgxpool.Pool {
 	t.Helper()
-	ctx := context.Background()
-	pool, err := pg.Open(ctx, dbURL, schema, pg.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := pg.Migrate(ctx, pool, schema, migrations.FS, logx.NewTo(io.Discard, "test", "error")); err != nil {
-		t.Fatal(err)
-	}
-	return pool
+	return pgtest.Open(t, dbURL, pgtest.Schema{Name: schema, Migrations: migrations.FS, Pool: pg.Options{MaxConns: 4}})
 }
 
 // fingerprint summarises every row of the directory (timestamps excluded).

@@ -17,16 +17,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/coworkjobs/coworkjobs/libs/config"
-	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus/stores/keydb"
 	"github.com/coworkjobs/coworkjobs/services/gateway/migrations"
 )
-
-type cliConfig struct {
-	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/coworkjobs?sslmode=disable"`
-}
 
 const usage = `usage: gateway-keys <command> [flags]
 
@@ -53,20 +51,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprint(out, usage)
 		return errors.New("a command is required")
 	}
-	var cfg cliConfig
-	if err := config.Parse(&cfg); err != nil {
-		return err
-	}
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, "gateway", pg.Options{MaxConns: 2})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, "gateway", migrations.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		return err
-	}
-	keys := keybus.New(keydb.New(pool), slog.Default(), 0)
+	spec := service.Spec{Schema: "gateway", Migrations: migrations.FS, Defaults: map[string]string{"DB_MAX_CONNS": "2"}}
+	// Silent: what a command says goes to out, its error to stderr.
+	return service.RunTool(ctx, slog.New(slog.DiscardHandler), spec, func(ctx context.Context, pool *pgxpool.Pool, _ *config.Common) error {
+		return command(ctx, keybus.New(keydb.New(pool), slog.Default(), 0), args, out)
+	})
+}
 
+func command(ctx context.Context, keys *keybus.Business, args []string, out io.Writer) error {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "create":

@@ -7,18 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
+	"strconv"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/api"
 	"github.com/coworkjobs/coworkjobs/libs/config"
-	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
-	"github.com/coworkjobs/coworkjobs/libs/metrics"
-	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
+	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
@@ -34,8 +29,7 @@ var version = "2.0.0-dev"
 const schema = "gateway"
 
 type appConfig struct {
-	config.Common
-	Web web.Config
+	config.API
 
 	RedisURL       string `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"`
 	RedisKeyPrefix string `env:"REDIS_KEY_PREFIX" envDefault:"cj:rl:"`
@@ -71,7 +65,7 @@ type appConfig struct {
 }
 
 func (c appConfig) Validate() error {
-	errs := []error{c.Common.Validate(), c.Web.Validate()}
+	errs := []error{c.API.Validate()}
 	if c.WriteLimitPerMinute < 1 || c.PublicLimitPerMinute < 1 {
 		errs = append(errs, errors.New("rate limits must be positive"))
 	}
@@ -102,14 +96,6 @@ func (c appConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-func main() {
-	log := logx.New(schema, os.Getenv("LOG_LEVEL"))
-	if err := run(context.Background(), log); err != nil {
-		log.Error("stopped", "error", err)
-		os.Exit(1)
-	}
-}
-
 // gatewayConcurrency is the gateway's HTTP_CONCURRENCY when none is set,
 // half the backends' 256: each connection it serves holds the request, the
 // backend's answer and their buffers at once (about 130 KiB with the
@@ -118,56 +104,28 @@ func main() {
 // 10 ms each, more than the backends serve behind one gateway.
 const gatewayConcurrency = 128
 
-// parseConfig reads the environment, with the gateway's own default for
-// HTTP_CONCURRENCY (an explicit value wins).
-func parseConfig() (appConfig, error) {
-	var cfg appConfig
-	if err := config.Parse(&cfg); err != nil {
-		return cfg, err
-	}
-	if _, set := os.LookupEnv("HTTP_CONCURRENCY"); !set {
-		cfg.Web.Concurrency = gatewayConcurrency
-	}
-	return cfg, nil
+// spec is the gateway's start-up: its own HTTP_CONCURRENCY default (an
+// explicit value wins), and the public edge's tracing (web.PublicEndpoint).
+func spec() service.Spec {
+	return service.Spec{Name: schema, Version: version, Schema: schema, Migrations: migrations.FS,
+		Defaults:   map[string]string{"HTTP_CONCURRENCY": strconv.Itoa(gatewayConcurrency)},
+		WebOptions: []web.Option{web.PublicEndpoint()}}
 }
 
-func run(ctx context.Context, log *slog.Logger) error {
-	cfg, err := parseConfig()
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+func main() { service.Main(schema, run) }
 
-	shutdownTracing, err := telemetry.Setup(ctx, schema, version, log)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = shutdownTracing(context.Background()) }()
+func run(ctx context.Context, log *slog.Logger) error { return service.Run(ctx, log, spec(), wire) }
 
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns, Tracer: telemetry.PgxTracer()})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
-		return err
-	}
-	if cfg.MigrateOnly {
-		log.Info("migrations applied; MIGRATE_ONLY is set, exiting")
-		return nil
-	}
+// wire builds the gateway on p: Redis, the backends, the keys and the routes.
+func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
+	log := p.Log
 	rdb, err := redisx.Open(cfg.RedisURL)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
+	p.Defer(func() { _ = rdb.Close() })
 	if err := telemetry.InstrumentRedis(rdb); err != nil {
 		return fmt.Errorf("redis tracing: %w", err)
-	}
-	codec, err := identity.NewCodec(cfg.IdentitySecret)
-	if err != nil {
-		return fmt.Errorf("identity: %w", err)
 	}
 	backends := map[string]*gatewayapp.Backend{}
 	for name, u := range map[string]string{
@@ -183,14 +141,9 @@ func run(ctx context.Context, log *slog.Logger) error {
 		backends[name] = b
 	}
 
-	keys := keybus.New(keydb.New(pool), log, cfg.KeyCacheTTL)
-	m := metrics.New()
-	m.Registry.MustRegister(pg.NewPoolCollector(pool))
-	srv := web.New(cfg.Web, log, schema, web.PublicEndpoint())
-	srv.AddCheck("postgres", pg.Check(pool))
-	srv.App.Use(m.Middleware())
-	gw, err := gatewayapp.Routes(srv.App, gatewayapp.Config{
-		Log: log, Keys: keys, Codec: codec, Redis: rdb, Backends: backends, Registry: m.Registry,
+	keys := keybus.New(keydb.New(p.Pool), log, cfg.KeyCacheTTL)
+	gw, err := gatewayapp.Routes(p.API.App, gatewayapp.Config{
+		Log: log, Keys: keys, Codec: p.Codec, Redis: rdb, Backends: backends, Registry: p.Metrics.Registry,
 		Limiter:             ratelimit.New(rdb, cfg.RedisKeyPrefix, cfg.RateLimitWindow, log),
 		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,
 		ReadLimitPerMinute: cfg.ReadLimitPerMinute, PublicReadLimitPerMinute: cfg.PublicReadLimitPerMinute,
@@ -200,14 +153,11 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv.Fallback()
-
 	gw.RunBackground(ctx)
-	go keys.RunLastUsedFlusher(ctx, 10*time.Second)
-	go func() {
-		if err := metrics.ServeAdmin(ctx, cfg.Web.AdminAddr, m.Registry, log, metrics.WithReadiness(map[string]metrics.Check{"api": srv.Ready})); err != nil {
-			log.Error("admin server", "error", err)
-		}
-	}()
-	return srv.Run(ctx)
+	// Waited for, so that its last flush comes before the pool closes.
+	p.Go(func(ctx context.Context) error {
+		keys.RunLastUsedFlusher(ctx, 10*time.Second)
+		return nil
+	})
+	return nil
 }

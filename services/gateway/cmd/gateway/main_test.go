@@ -3,7 +3,16 @@ package main
 import (
 	"os"
 	"testing"
+
+	"github.com/coworkjobs/coworkjobs/libs/config"
 )
+
+// parseConfig reads the environment as the gateway's start-up does.
+func parseConfig() (appConfig, error) {
+	var cfg appConfig
+	err := config.Parse(&cfg, spec().Defaults)
+	return cfg, err
+}
 
 // The gateway serves fewer connections at once than the backends unless told
 // otherwise; an operator's HTTP_CONCURRENCY wins.

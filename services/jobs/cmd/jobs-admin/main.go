@@ -14,9 +14,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
@@ -25,7 +27,7 @@ import (
 )
 
 type cliConfig struct {
-	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/coworkjobs?sslmode=disable"`
+	config.Common
 	// PublicBaseURL builds the job's links in jobbus; mark-paid prints none.
 	PublicBaseURL string `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080"`
 	// backfill-geo reads the directory's catalog.
@@ -68,29 +70,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprint(out, usage)
 		return fmt.Errorf("unknown command %q", args[0])
 	}
-	var cfg cliConfig
-	if err := config.Parse(&cfg); err != nil {
-		return err
-	}
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, "jobs", pg.Options{MaxConns: 2})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, "jobs", migrations.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		return err
-	}
-	if args[0] == "backfill-geo" {
-		return backfillGeo(ctx, cfg, jobdb.New(pool), out)
-	}
-	// No directory client: a payment never resolves a city or a space.
-	bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL})
-	return invoicepay.MarkPaidCommand(ctx, bus, args[1:], out)
+	spec := service.Spec{Schema: "jobs", Migrations: migrations.FS, Defaults: map[string]string{"DB_MAX_CONNS": "2"}}
+	// Silent: what a command says goes to out, its error to stderr.
+	return service.RunTool(ctx, slog.New(slog.DiscardHandler), spec, func(ctx context.Context, pool *pgxpool.Pool, cfg *cliConfig) error {
+		if args[0] == "backfill-geo" {
+			return backfillGeo(ctx, cfg, jobdb.New(pool), out)
+		}
+		// No directory client: a payment never resolves a city or a space.
+		bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL})
+		return invoicepay.MarkPaidCommand(ctx, bus, args[1:], out)
+	})
 }
 
 // backfillGeo gives the jobs of every city in the directory's catalog that
 // city's coordinates.
-func backfillGeo(ctx context.Context, cfg cliConfig, store *jobdb.Store, out io.Writer) error {
+func backfillGeo(ctx context.Context, cfg *cliConfig, store *jobdb.Store, out io.Writer) error {
 	codec, err := identity.NewCodec(cfg.IdentitySecret)
 	if err != nil {
 		return fmt.Errorf("INTERNAL_IDENTITY_SECRET: %w", err)

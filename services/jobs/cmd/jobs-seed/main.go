@@ -26,20 +26,18 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/api/dirapi"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/geo"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
-	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
@@ -52,8 +50,7 @@ const schema = "jobs"
 const syntheticKeyID = -1
 
 type seedConfig struct {
-	LogLevel        string `env:"LOG_LEVEL" envDefault:"info"`
-	DatabaseURL     string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/coworkjobs?sslmode=disable"`
+	config.Common
 	IdentitySecret  string `env:"INTERNAL_IDENTITY_SECRET"`
 	DirectoryURL    string `env:"DIRECTORY_URL" envDefault:"http://127.0.0.1:8082"`
 	PublicBaseURL   string `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080"`
@@ -61,11 +58,7 @@ type seedConfig struct {
 }
 
 func main() {
-	log := logx.New("jobs-seed", os.Getenv("LOG_LEVEL"))
-	if err := run(log, os.Args[1:]); err != nil {
-		log.Error("seed failed", "error", err)
-		os.Exit(1)
-	}
+	service.Main("jobs-seed", func(ctx context.Context, log *slog.Logger) error { return run(ctx, log, os.Args[1:]) })
 }
 
 func usage() error {
@@ -73,37 +66,30 @@ func usage() error {
 		"jobs-seed list-sql [-city SLUG] [-job-type T] [-q TEXT] [-remote] [-space ID] [-limit N -offset N]")
 }
 
-func run(log *slog.Logger, args []string) error {
+func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if len(args) == 0 {
 		return usage()
 	}
 	if args[0] == "list-sql" {
 		return listSQL(os.Stdout, args[1:])
 	}
-	var cfg seedConfig
-	if err := config.Parse(&cfg); err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	spec := service.Spec{Schema: schema, Migrations: migrations.FS, Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
+	return service.RunTool(ctx, log, spec, func(ctx context.Context, pool *pgxpool.Pool, cfg *seedConfig) error {
+		return seedJobs(ctx, log, cfg, pool, args)
+	})
+}
 
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: 4})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
-		return err
-	}
-	catalog := func() (dirclient.Catalog, *dirclient.Client, error) {
+// seedJobs runs the demo or synthetic command args.
+func seedJobs(ctx context.Context, log *slog.Logger, cfg *seedConfig, pool *pgxpool.Pool, args []string) error {
+	catalog := func() (dirapi.Catalog, *dirclient.Client, error) {
 		codec, err := identity.NewCodec(cfg.IdentitySecret)
 		if err != nil {
-			return dirclient.Catalog{}, nil, fmt.Errorf("INTERNAL_IDENTITY_SECRET: %w", err)
+			return dirapi.Catalog{}, nil, fmt.Errorf("INTERNAL_IDENTITY_SECRET: %w", err)
 		}
 		dir := dirclient.New(cfg.DirectoryURL, codec, dirclient.Options{Timeout: 30 * time.Second, CacheTTL: time.Minute})
 		cat, err := dir.Catalog(ctx)
 		if err != nil {
-			return dirclient.Catalog{}, nil, fmt.Errorf("read catalog from %s: %w", cfg.DirectoryURL, err)
+			return dirapi.Catalog{}, nil, fmt.Errorf("read catalog from %s: %w", cfg.DirectoryURL, err)
 		}
 		return cat, dir, nil
 	}
@@ -128,11 +114,11 @@ func run(log *slog.Logger, args []string) error {
 		if *n < 1 {
 			return errors.New("-jobs must be positive")
 		}
-		var cat dirclient.Catalog
+		var cat dirapi.Catalog
 		if *offline {
 			for i := 1; i <= *nCities; i++ {
 				// spread over Europe, about 50 km apart
-				cat.Cities = append(cat.Cities, dirclient.CityDTO{ID: int64(i), Name: "City " + strconv.Itoa(i), Slug: "city-" + strconv.Itoa(i),
+				cat.Cities = append(cat.Cities, dirapi.City{ID: int64(i), Name: "City " + strconv.Itoa(i), Slug: "city-" + strconv.Itoa(i),
 					Confirmed: true, Latitude: 36 + float64(i%50)*0.45, Longitude: -9 + float64(i/50%80)*0.6})
 			}
 		} else {
@@ -156,19 +142,14 @@ var (
 
 // demo creates a few dozen demo jobs through the create rules (a trusted
 // importer posting for each space, so they are active at once).
-func demo(ctx context.Context, log *slog.Logger, bus *jobbus.Business, cat dirclient.Catalog) error {
-	var spaces []dirclient.SpaceDTO
+func demo(ctx context.Context, log *slog.Logger, bus *jobbus.Business, cat dirapi.Catalog) error {
+	var spaces []dirapi.Space
 	for _, s := range cat.Spaces {
 		if s.Confirmed {
 			spaces = append(spaces, s)
 		}
 	}
-	var cities []dirclient.CityDTO
-	for _, c := range cat.Cities {
-		if c.Confirmed {
-			cities = append(cities, c)
-		}
-	}
+	cities := confirmedCities(cat)
 	if len(cities) == 0 {
 		return errors.New("the directory catalog has no confirmed city; seed the directory first")
 	}
@@ -213,22 +194,28 @@ func demo(ctx context.Context, log *slog.Logger, bus *jobbus.Business, cat dircl
 	return nil
 }
 
-// synthetic writes n deterministic jobs with COPY, replacing the previous set.
-func synthetic(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, cat dirclient.Catalog, n int, seed uint64) error {
-	var cities []dirclient.CityDTO
+// confirmedCities returns the catalog's confirmed cities, which jobs may name.
+func confirmedCities(cat dirapi.Catalog) []dirapi.City {
+	var cities []dirapi.City
 	for _, c := range cat.Cities {
 		if c.Confirmed {
 			cities = append(cities, c)
 		}
 	}
+	return cities
+}
+
+// synthetic writes n deterministic jobs with COPY, replacing the previous set.
+func synthetic(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, cat dirapi.Catalog, n int, seed uint64) error {
+	cities := confirmedCities(cat)
 	if len(cities) == 0 {
 		return errors.New("no confirmed city to place jobs in")
 	}
-	cityByID := make(map[int64]dirclient.CityDTO, len(cities))
+	cityByID := make(map[int64]dirapi.City, len(cities))
 	for _, c := range cities {
 		cityByID[c.ID] = c
 	}
-	var spaces []dirclient.SpaceDTO
+	var spaces []dirapi.Space
 	for _, s := range cat.Spaces {
 		if _, ok := cityByID[s.CityID]; ok && s.Confirmed {
 			spaces = append(spaces, s)
@@ -345,14 +332,7 @@ func listSQL(w io.Writer, args []string) error {
 		f.SalaryMin = salaryMin
 	}
 	if f.Sort == "" {
-		switch {
-		case f.Near != nil:
-			f.Sort = jobbus.SortDistance
-		case !f.Search.Empty():
-			f.Sort = jobbus.SortRelevance
-		default:
-			f.Sort = jobbus.SortNewest
-		}
+		f.Sort = f.DefaultSort()
 	}
 	type statement struct {
 		SQL  string `json:"sql"`

@@ -10,18 +10,10 @@ import (
 	"log/slog"
 	"net/mail"
 	"net/url"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
-	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
-	"github.com/coworkjobs/coworkjobs/libs/metrics"
-	"github.com/coworkjobs/coworkjobs/libs/pg"
-	"github.com/coworkjobs/coworkjobs/libs/telemetry"
-	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobpages"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/payapp"
@@ -36,9 +28,39 @@ import (
 
 const schema = "jobs"
 
+func main() { service.Main(schema, run) }
+
+func run(ctx context.Context, log *slog.Logger) error {
+	spec := service.Spec{Name: schema, Schema: schema, Migrations: migrations.FS}
+	return service.Run(ctx, log, spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
+		dir := dirclient.New(cfg.DirectoryURL, p.Codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: cfg.DirectoryCacheTTL})
+		bus := jobbus.New(jobdb.New(p.Pool), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
+		// payments is the provider of paid plans (the pages start payments with it).
+		var payments payment.Provider = invoicepay.Provider{}
+		var stripeProvider *stripepay.Provider
+		if cfg.StripeSecretKey != "" {
+			var err error
+			if stripeProvider, err = stripepay.New(stripepay.Config{SecretKey: cfg.StripeSecretKey,
+				WebhookSecret: cfg.StripeWebhookSecret, APIBase: cfg.StripeAPIBase}); err != nil {
+				return err
+			}
+			payments = stripeProvider
+		}
+		log.Info("payments", "provider", payments.Name())
+
+		app := p.API.App
+		jobapp.Routes(app, jobapp.Config{Log: log, Bus: bus, Codec: p.Codec,
+			PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: p.Metrics.Registry})
+		if stripeProvider != nil {
+			payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
+		}
+		jobpages.Routes(app, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret)})
+		return nil
+	})
+}
+
 type appConfig struct {
-	config.Common
-	Web web.Config
+	config.API
 
 	DirectoryURL      string        `env:"DIRECTORY_URL" envDefault:"http://127.0.0.1:8082"`
 	DirectoryTimeout  time.Duration `env:"DIRECTORY_TIMEOUT" envDefault:"2s"`
@@ -58,7 +80,7 @@ type appConfig struct {
 
 func (c appConfig) Validate() error {
 	var errs []error
-	errs = append(errs, c.Common.Validate(), c.Web.Validate())
+	errs = append(errs, c.API.Validate())
 	for name, v := range map[string]string{"DIRECTORY_URL": c.DirectoryURL, "PUBLIC_BASE_URL": c.PublicBaseURL} {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("%s must be an absolute http(s) URL", name))
@@ -77,77 +99,4 @@ func (c appConfig) Validate() error {
 		errs = append(errs, errors.New("DIRECTORY_TIMEOUT and JOBS_STREAM_TIMEOUT must be positive"))
 	}
 	return errors.Join(errs...)
-}
-
-func main() {
-	log := logx.New(schema, os.Getenv("LOG_LEVEL"))
-	if err := run(context.Background(), log); err != nil {
-		log.Error("stopped", "error", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, log *slog.Logger) error {
-	var cfg appConfig
-	if err := config.Parse(&cfg); err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-
-	shutdownTracing, err := telemetry.Setup(ctx, schema, "", log)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = shutdownTracing(context.Background()) }()
-
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: cfg.DBMaxConns, Tracer: telemetry.PgxTracer()})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, schema, migrations.FS, log); err != nil {
-		return err
-	}
-	if cfg.MigrateOnly {
-		log.Info("migrations applied; MIGRATE_ONLY is set, exiting")
-		return nil
-	}
-	codec, err := identity.NewCodec(cfg.IdentitySecret)
-	if err != nil {
-		return fmt.Errorf("identity: %w", err)
-	}
-	dir := dirclient.New(cfg.DirectoryURL, codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: cfg.DirectoryCacheTTL})
-	bus := jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
-	// payments is the provider of paid plans (the pages start payments with it).
-	var payments payment.Provider = invoicepay.Provider{}
-	var stripeProvider *stripepay.Provider
-	if cfg.StripeSecretKey != "" {
-		if stripeProvider, err = stripepay.New(stripepay.Config{SecretKey: cfg.StripeSecretKey,
-			WebhookSecret: cfg.StripeWebhookSecret, APIBase: cfg.StripeAPIBase}); err != nil {
-			return err
-		}
-		payments = stripeProvider
-	}
-	log.Info("payments", "provider", payments.Name())
-
-	m := metrics.New()
-	m.Registry.MustRegister(pg.NewPoolCollector(pool))
-	srv := web.New(cfg.Web, log, schema)
-	srv.AddCheck("postgres", pg.Check(pool))
-	srv.App.Use(m.Middleware())
-	jobapp.Routes(srv.App, jobapp.Config{Log: log, Bus: bus, Codec: codec,
-		PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: m.Registry})
-	if stripeProvider != nil {
-		payapp.Routes(srv.App, payapp.Config{Log: log, Bus: bus, Codec: codec, Stripe: stripeProvider})
-	}
-	jobpages.Routes(srv.App, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret)})
-	srv.Fallback()
-
-	go func() {
-		if err := metrics.ServeAdmin(ctx, cfg.Web.AdminAddr, m.Registry, log, metrics.WithReadiness(map[string]metrics.Check{"api": srv.Ready})); err != nil {
-			log.Error("admin server", "error", err)
-		}
-	}()
-	return srv.Run(ctx)
 }

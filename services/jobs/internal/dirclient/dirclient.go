@@ -18,6 +18,7 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
+	"github.com/coworkjobs/coworkjobs/api/dirapi"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -86,14 +87,9 @@ func (c *Client) identityHeader() (string, error) {
 	return h, nil
 }
 
+// envelope is the part of libs/web's envelope a 200 answer is read for.
 type envelope struct {
-	Success bool            `json:"success"`
-	Status  int             `json:"status"`
-	Data    json.RawMessage `json:"data"`
-	Error   *struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Data json.RawMessage `json:"data"`
 }
 
 // errNotFound is a 404 of the directory.
@@ -135,40 +131,10 @@ func (c *Client) get(ctx context.Context, path string, dst any) error {
 	return nil
 }
 
-// CityDTO is a city of the internal API.
-type CityDTO struct {
-	ID          int64   `json:"id"`
-	Name        string  `json:"name"`
-	Slug        string  `json:"slug"`
-	Confirmed   bool    `json:"confirmed"`
-	Latitude    float64 `json:"latitude"`
-	Longitude   float64 `json:"longitude"`
-	CountryCode string  `json:"country_code"`
-}
-
-func (d CityDTO) city() jobbus.City {
+// toCity is the directory's city as the jobs service keeps it.
+func toCity(d dirapi.City) jobbus.City {
 	return jobbus.City{ID: d.ID, Name: d.Name, Slug: d.Slug, Confirmed: d.Confirmed, Lat: d.Latitude, Lon: d.Longitude,
 		CountryCode: d.CountryCode}
-}
-
-// SpaceDTO is a space of the internal API.
-type SpaceDTO struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	Slug      string `json:"slug"`
-	Confirmed bool   `json:"confirmed"`
-	IsPro     bool   `json:"is_pro"`
-	CityID    int64  `json:"city_id"`
-}
-
-func (d SpaceDTO) space() jobbus.Space {
-	return jobbus.Space{ID: d.ID, Name: d.Name, Slug: d.Slug, Confirmed: d.Confirmed, IsPro: d.IsPro, CityID: d.CityID}
-}
-
-type resolveDTO struct {
-	Result     string    `json:"result"`
-	City       *CityDTO  `json:"city"`
-	Candidates []CityDTO `json:"candidates"`
 }
 
 // City implements jobbus.Directory.
@@ -176,14 +142,14 @@ func (c *Client) City(ctx context.Context, id int64) (jobbus.City, bool, error) 
 	if v, ok := lookup(c, c.cities, id); ok {
 		return v.v, v.ok, nil
 	}
-	var r resolveDTO
+	var r dirapi.Resolution
 	if err := c.get(ctx, "/internal/cities/resolve?id="+strconv.FormatInt(id, 10), &r); err != nil {
 		return jobbus.City{}, false, err
 	}
 	var city jobbus.City
 	found := r.Result == "resolved" && r.City != nil
 	if found {
-		city = r.City.city()
+		city = toCity(*r.City)
 	}
 	store(c, c.cities, id, cached[jobbus.City]{v: city, ok: found})
 	return city, found, nil
@@ -191,16 +157,16 @@ func (c *Client) City(ctx context.Context, id int64) (jobbus.City, bool, error) 
 
 // ResolveCityName implements jobbus.Directory.
 func (c *Client) ResolveCityName(ctx context.Context, name string) (jobbus.CityResolution, error) {
-	var r resolveDTO
+	var r dirapi.Resolution
 	if err := c.get(ctx, "/internal/cities/resolve?name="+url.QueryEscape(name), &r); err != nil {
 		return jobbus.CityResolution{}, err
 	}
 	out := jobbus.CityResolution{Result: r.Result}
 	if r.City != nil {
-		out.City = r.City.city()
+		out.City = toCity(*r.City)
 	}
 	for _, cd := range r.Candidates {
-		out.Candidates = append(out.Candidates, cd.city())
+		out.Candidates = append(out.Candidates, jobbus.City{ID: cd.ID, Name: cd.Name, Slug: cd.Slug})
 	}
 	if out.Result == "resolved" && r.City == nil {
 		out.Result = "not_found"
@@ -213,7 +179,7 @@ func (c *Client) Space(ctx context.Context, id int64) (jobbus.Space, bool, error
 	if v, ok := lookup(c, c.spaces, id); ok {
 		return v.v, v.ok, nil
 	}
-	var d SpaceDTO
+	var d dirapi.Space
 	err := c.get(ctx, "/internal/spaces/"+strconv.FormatInt(id, 10), &d)
 	if errors.Is(err, errNotFound) {
 		store(c, c.spaces, id, cached[jobbus.Space]{})
@@ -222,20 +188,14 @@ func (c *Client) Space(ctx context.Context, id int64) (jobbus.Space, bool, error
 	if err != nil {
 		return jobbus.Space{}, false, err
 	}
-	sp := d.space()
+	sp := jobbus.Space(d)
 	store(c, c.spaces, id, cached[jobbus.Space]{v: sp, ok: true})
 	return sp, true, nil
 }
 
-// Catalog is every city and space of the directory.
-type Catalog struct {
-	Cities []CityDTO  `json:"cities"`
-	Spaces []SpaceDTO `json:"spaces"`
-}
-
 // Catalog reads the directory's catalog (seeders and generators).
-func (c *Client) Catalog(ctx context.Context) (Catalog, error) {
-	var cat Catalog
+func (c *Client) Catalog(ctx context.Context) (dirapi.Catalog, error) {
+	var cat dirapi.Catalog
 	err := c.get(ctx, "/internal/catalog", &cat)
 	return cat, err
 }

@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/valyala/fasthttp"
+
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 )
 
 // FuzzFilter reads GET /v2/events query strings as the handler does.
@@ -13,18 +14,11 @@ import (
 // from strictly before to, and page bounds; a refused value is a problem and
 // leaves its filter unset, never half-applied.
 func FuzzFilter(f *testing.F) {
-	for _, s := range []string{"city=berlin&space=2&from=2026-01-01&to=2026-01-31&page=2&per_page=50",
+	seeds := []string{"city=berlin&space=2&from=2026-01-01&to=2026-01-31&page=2&per_page=50",
 		"from=2026-02-30", "to=2026-01-01T00:00:00Z&from=2026-01-01", "from=2026-01-01T00:00:00%2B14:00&to=2026-01-01",
 		"space=0", "space=-1", "space=9223372036854775808", "city=Berlin", "page=0&per_page=51", "to=0000-01-01",
-		"from=9999-12-31&to=9999-12-31", "city=a%00", "page=1e2"} {
-		f.Add(s)
-	}
-	app := fiber.New()
-	f.Fuzz(func(t *testing.T, raw string) {
-		var rc fasthttp.RequestCtx
-		rc.Request.SetRequestURI("/v2/events?" + raw)
-		c := app.AcquireCtx(&rc)
-		defer app.ReleaseCtx(c)
+		"from=9999-12-31&to=9999-12-31", "city=a%00", "page=1e2"}
+	webtest.FuzzQuery(f, "/v2/events", seeds, func(t *testing.T, c *fiber.Ctx, raw string) {
 		fl, p, problems := parseFilter(c)
 		if fl.CitySlug != "" && (len(fl.CitySlug) > 100 || !slugRe.MatchString(fl.CitySlug)) {
 			t.Fatalf("%q: city %q accepted", raw, fl.CitySlug)

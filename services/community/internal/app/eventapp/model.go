@@ -66,34 +66,19 @@ func toEvent(e eventbus.Event, base string) Event {
 	return out
 }
 
-func pagination(p eventbus.Page, total, count int) web.Pagination {
-	return web.NewPagination(total, p.Size, p.Offset(), count)
-}
-
 // List is the data of GET /v2/events.
 type List struct {
 	Events     []Event        `json:"events"`
 	Pagination web.Pagination `json:"pagination"`
 }
 
-// Feed is the shared vine feed shape (docs/internal-api.md).
-type Feed struct {
-	Version     string     `json:"version"`
-	Title       string     `json:"title"`
-	FeedURL     string     `json:"feed_url"`
-	HomePageURL string     `json:"home_page_url"`
-	Items       []FeedItem `json:"items"`
-}
+// Feed is the shared feed shape (web.Feed) of events.
+type Feed = web.Feed[FeedItem]
 
 // FeedItem is one feed entry with the _event extension.
 type FeedItem struct {
-	ID            string    `json:"id"`
-	URL           string    `json:"url"`
-	Title         string    `json:"title"`
-	Summary       string    `json:"summary"`
-	DatePublished string    `json:"date_published"`
-	Tags          []string  `json:"tags"`
-	Event         FeedEvent `json:"_event"`
+	web.FeedItem
+	Event FeedEvent `json:"_event"`
 }
 
 // FeedEvent is the _event extension.
@@ -128,8 +113,8 @@ func toFeedItem(e eventbus.Event, base string) FeedItem {
 		tags = []string{}
 	}
 	return FeedItem{
-		ID: "event:" + itoa(e.ID), URL: eventURL(base, e.Slug), Title: e.Title, Summary: summarize(e),
-		DatePublished: e.CreatedAt.UTC().Format(time.RFC3339), Tags: tags,
+		FeedItem: web.FeedItem{ID: "event:" + itoa(e.ID), URL: eventURL(base, e.Slug), Title: e.Title, Summary: summarize(e),
+			DatePublished: e.CreatedAt.UTC().Format(time.RFC3339), Tags: tags},
 		Event: FeedEvent{StartsAt: e.StartsAt.In(loc).Format(time.RFC3339), EndsAt: e.EndsAt.In(loc).Format(time.RFC3339),
 			Timezone: e.Timezone, Online: e.Online, CityName: opt(e.CityName)},
 	}

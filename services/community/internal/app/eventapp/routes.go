@@ -44,7 +44,7 @@ func (h handlers) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := List{Events: make([]Event, len(events)), Pagination: pagination(p, total, len(events))}
+	out := List{Events: make([]Event, len(events)), Pagination: web.NewPagination(total, p.Size, p.Offset(), len(events))}
 	for i, e := range events {
 		out.Events[i] = toEvent(e, h.cfg.PublicBaseURL)
 	}
@@ -62,13 +62,9 @@ func (h handlers) feed(c *fiber.Ctx) error {
 		return err
 	}
 	base := strings.TrimRight(h.cfg.PublicBaseURL, "/")
-	feed := Feed{
-		Version: "vine/1", Title: "coworkjobs: upcoming events",
-		FeedURL: base + "/v2/vine/events", HomePageURL: base + "/events",
-		Items: make([]FeedItem, len(events)),
-	}
+	items := make([]FeedItem, len(events))
 	for i, e := range events {
-		feed.Items[i] = toFeedItem(e, base)
+		items[i] = toFeedItem(e, base)
 	}
-	return web.SendCacheable(c, feed, 60)
+	return web.SendCacheable(c, web.NewFeed("coworkjobs: upcoming events", base+"/v2/vine/events", base+"/events", items), 60)
 }

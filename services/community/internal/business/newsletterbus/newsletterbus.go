@@ -88,12 +88,10 @@ type Decide func(cur *Subscriber) (Plan, error)
 
 // OutboxItem is one relayed message.
 type OutboxItem struct {
-	ID           int64
 	Kind         string
 	SubscriberID int64
 	Email        string
 	RequestSeq   int
-	Attempts     int
 }
 
 // Storer is the storage the rules need.

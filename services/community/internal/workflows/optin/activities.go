@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
+	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 )
 
@@ -18,7 +21,15 @@ type Activities struct {
 	Mail          mailer.Sender
 	PublicBaseURL string
 	// Metrics counts confirmations and timeouts (nil: not counted).
-	Metrics *Metrics
+	Metrics *metrics.Counts
+}
+
+// NewMetrics registers newsletter_optin_outcomes_total{outcome} on reg, for
+// Activities.Metrics.
+func NewMetrics(reg prometheus.Registerer) *metrics.Counts {
+	return metrics.NewCounts(reg, "newsletter_optin_outcomes_total",
+		"Newsletter double opt-ins by outcome (confirmed: subscribed; timed_out: the pending record was removed unconfirmed).",
+		"outcome", "confirmed", "timed_out")
 }
 
 // SendInput asks for a confirmation mail.
@@ -103,7 +114,7 @@ coworkjobs
 func (a *Activities) MarkSubscribed(ctx context.Context, id int64) (bool, error) {
 	ok, err := a.Newsletter.MarkSubscribed(ctx, id)
 	if ok && err == nil {
-		a.Metrics.inc("confirmed")
+		a.Metrics.Add("confirmed", 1)
 	}
 	return ok, err
 }
@@ -140,7 +151,7 @@ func (a *Activities) ExpirePending(ctx context.Context, in ExpireInput) (ExpireR
 		return ExpireResult{}, err
 	}
 	if deleted {
-		a.Metrics.inc("timed_out")
+		a.Metrics.Add("timed_out", 1)
 		return ExpireResult{Deleted: true}, nil
 	}
 	s, err := a.Newsletter.Get(ctx, in.SubscriberID)

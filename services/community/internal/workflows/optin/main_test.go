@@ -2,7 +2,6 @@ package optin
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
-	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus/stores/newsletterdb"
@@ -23,7 +21,6 @@ import (
 const baseURL = "https://coworkjobs.example"
 
 var (
-	dbURL   string
 	pool    *pgxpool.Pool
 	store   *newsletterdb.Store
 	bus     *newsletterbus.Business
@@ -35,42 +32,38 @@ var (
 // TestMain gives the package a throwaway database and a real SMTP catcher on
 // a loopback port; the activities talk to both.
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("community_optin", func() int {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, stopCatcher := context.WithCancel(context.Background())
+	schema := pgtest.Schema{Name: "community", Migrations: migrations.FS}
+	code := pgtest.MainMigrated(m, "community_optin", schema, func(db pgtest.Migrated) error {
+		pool = db.Pool
 		var err error
-		if pool, err = pg.Open(ctx, dbURL, "community", pg.Options{}); err != nil {
-			panic(err)
+		if mailDir, err = os.MkdirTemp("", "community-mail-*"); err != nil {
+			return err
 		}
-		defer pool.Close()
-		if err := pg.Migrate(ctx, pool, "community", migrations.FS, log); err != nil {
-			panic(err)
-		}
-		mailDir, err = os.MkdirTemp("", "community-mail-*")
+		catcher, err := mailcatcher.New(mailDir, slog.New(slog.DiscardHandler))
 		if err != nil {
-			panic(err)
-		}
-		defer os.RemoveAll(mailDir)
-		catcher, err := mailcatcher.New(mailDir, log)
-		if err != nil {
-			panic(err)
+			return err
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			panic(err)
+			return err
 		}
 		go func() { _ = catcher.Serve(ctx, ln) }()
 		sender, err := mailer.New("smtp://"+ln.Addr().String(), "coworkjobs <newsletter@coworkjobs.example>")
 		if err != nil {
-			panic(err)
+			return err
 		}
 		signer, _ = newsletterbus.NewSigner("test-newsletter-secret-0123456789abcdef")
 		store = newsletterdb.New(pool)
 		bus = newsletterbus.New(store, signer, newsletterbus.Config{ConsentVersion: "t1", ResendInterval: 10 * time.Minute})
 		acts = &Activities{Newsletter: bus, Mail: sender, PublicBaseURL: baseURL}
-		return m.Run()
-	}, func(u string) { dbURL = u }))
+		return nil
+	})
+	stopCatcher()
+	if mailDir != "" {
+		_ = os.RemoveAll(mailDir)
+	}
+	os.Exit(code)
 }
 
 // pending creates a pending subscriber through the business rules.

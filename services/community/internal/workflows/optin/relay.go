@@ -7,34 +7,36 @@ import (
 	"log/slog"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 
+	"github.com/coworkjobs/coworkjobs/libs/outbox"
+	"github.com/coworkjobs/coworkjobs/libs/temporalx"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 )
 
 // Outbox is the table the relay drains.
 type Outbox interface {
-	Relay(ctx context.Context, limit int, deliver func(context.Context, newsletterbus.OutboxItem) error) (int, error)
+	OutboxTable() outbox.Table[newsletterbus.OutboxItem]
 }
 
 // Temporal is the part of the Temporal client the relay uses.
 type Temporal interface {
-	SignalWithStartWorkflow(ctx context.Context, workflowID string, signalName string, signalArg any,
-		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
+	temporalx.SignalStarter
 	SignalWorkflow(ctx context.Context, workflowID string, runID string, signalName string, arg any) error
 }
 
-// Relay moves outbox rows to Temporal: a mail request becomes a
-// signal-with-start of the address's workflow (started if absent, signalled
-// to re-send if running), a confirmation becomes the confirm signal.
+// Relay moves outbox rows to Temporal through outbox.Relay: a mail request
+// becomes a signal-with-start of the address's workflow (started if absent,
+// signalled to re-send if running), a confirmation becomes the confirm
+// signal.
 type Relay struct {
 	Outbox        Outbox
 	Temporal      Temporal
 	ConfirmWindow time.Duration
-	Batch         int
 	Log           *slog.Logger
+	Metrics       *outbox.Metrics // nil: not counted
+	Interval      time.Duration   // how often the outbox is polled; default outbox.DefaultInterval
+	Batch         int             // rows per round; default outbox.DefaultBatch
 }
 
 // Deliver hands one outbox row to Temporal.
@@ -42,16 +44,8 @@ func (r *Relay) Deliver(ctx context.Context, it newsletterbus.OutboxItem) error 
 	id := WorkflowID(it.Email)
 	switch it.Kind {
 	case newsletterbus.OutboxRequestMail:
-		_, err := r.Temporal.SignalWithStartWorkflow(ctx, id, SignalResend, ResendSignal{Seq: it.RequestSeq},
-			client.StartWorkflowOptions{
-				ID: id, TaskQueue: TaskQueue,
-				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			},
+		return temporalx.SignalWithStart(ctx, r.Temporal, id, TaskQueue, SignalResend, ResendSignal{Seq: it.RequestSeq},
 			OptIn, Input{SubscriberID: it.SubscriberID, Seq: it.RequestSeq, ConfirmWindow: r.ConfirmWindow})
-		if err != nil {
-			return fmt.Errorf("signal-with-start %s: %w", id, err)
-		}
-		return nil
 	case newsletterbus.OutboxConfirmed:
 		err := r.Temporal.SignalWorkflow(ctx, id, "", SignalConfirm, nil)
 		var nf *serviceerror.NotFound
@@ -66,43 +60,19 @@ func (r *Relay) Deliver(ctx context.Context, it newsletterbus.OutboxItem) error 
 	return fmt.Errorf("unknown outbox kind %q", it.Kind)
 }
 
-func (r *Relay) batch() int {
-	if r.Batch <= 0 {
-		return 50
-	}
-	return r.Batch
+func (r *Relay) relay() *outbox.Relay[newsletterbus.OutboxItem] {
+	return &outbox.Relay[newsletterbus.OutboxItem]{Table: r.Outbox.OutboxTable(), Log: r.Log, Metrics: r.Metrics,
+		Interval: r.Interval, Batch: r.Batch,
+		Deliver: func(ctx context.Context, m outbox.Message[newsletterbus.OutboxItem]) error {
+			return r.Deliver(ctx, m.Payload)
+		}}
 }
 
-// RunOnce drains one batch and returns how many rows were delivered.
+// RunOnce relays one round and returns how many rows were delivered (tests).
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
-	return r.Outbox.Relay(ctx, r.batch(), func(ctx context.Context, it newsletterbus.OutboxItem) error {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		err := r.Deliver(ctx, it)
-		if err != nil && r.Log != nil {
-			r.Log.Warn("outbox delivery failed; will retry", "outbox_id", it.ID, "kind", it.Kind, "attempts", it.Attempts+1, "error", err)
-		}
-		return err
-	})
+	res, err := r.relay().RunOnce(ctx)
+	return res.Delivered, err
 }
 
-// Run drains the outbox every interval until ctx ends; a full batch is
-// followed at once by the next.
-func (r *Relay) Run(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		n, err := r.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil && r.Log != nil {
-			r.Log.Error("outbox relay", "error", err)
-		}
-		if err == nil && n >= r.batch() {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
+// Run relays until ctx ends.
+func (r *Relay) Run(ctx context.Context) error { return r.relay().Run(ctx) }

@@ -12,8 +12,7 @@ import (
 // NewWorker is the opt-in worker on TaskQueue. Its Run retries with back-off
 // while Temporal is unreachable, so the command can start before Temporal does.
 func NewWorker(c client.Client, acts *Activities, log *slog.Logger) *temporalx.Worker {
-	return &temporalx.Worker{Client: c, TaskQueue: TaskQueue, Log: log,
-		Register: func(r worker.Registry) { Register(r, acts) }}
+	return temporalx.NewWorker(c, TaskQueue, Register, acts, log)
 }
 
 // Register registers the workflow and activities (the worker and the tests).

@@ -31,20 +31,17 @@ func (h *handlers) feed(c *fiber.Ctx) error {
 	items := make([]feedItemJSON, len(page.Posts))
 	for i, p := range page.Posts {
 		items[i] = feedItemJSON{
-			ID:            "post:" + strconv.FormatInt(p.ID, 10),
-			URL:           base + "/blog/" + p.Slug,
-			Title:         p.Title,
-			Summary:       postbus.Summarize(p.Excerpt, postbus.ExcerptMaxChars),
-			DatePublished: isoTime(p.PublishedAt),
-			Tags:          nonNil(p.Tags),
-			Post:          feedPostJSON{Authors: authorsJSON(p.Authors), ReadingTime: p.ReadingTime},
+			FeedItem: web.FeedItem{
+				ID:            "post:" + strconv.FormatInt(p.ID, 10),
+				URL:           base + "/blog/" + p.Slug,
+				Title:         p.Title,
+				Summary:       postbus.Summarize(p.Excerpt, postbus.ExcerptMaxChars),
+				DatePublished: isoTime(p.PublishedAt),
+				Tags:          nonNil(p.Tags),
+			},
+			Post: feedPostJSON{Authors: authorsJSON(p.Authors), ReadingTime: p.ReadingTime},
 		}
 	}
-	return web.SendCacheable(c, feedJSON{
-		Version:     "vine/1",
-		Title:       "coworkjobs: latest blog posts",
-		FeedURL:     base + "/v2/vine/blog",
-		HomePageURL: base + "/blog",
-		Items:       items,
-	}, h.cfg.FeedMaxAge)
+	return web.SendCacheable(c, web.NewFeed("coworkjobs: latest blog posts", base+"/v2/vine/blog", base+"/blog", items),
+		h.cfg.FeedMaxAge)
 }

@@ -77,24 +77,10 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// feedJSON is the shared shape of the public feeds (docs/internal-api.md),
-// modelled on JSON Feed 1.1.
-type feedJSON struct {
-	Version     string         `json:"version"`
-	Title       string         `json:"title"`
-	FeedURL     string         `json:"feed_url"`
-	HomePageURL string         `json:"home_page_url"`
-	Items       []feedItemJSON `json:"items"`
-}
-
+// feedItemJSON is one feed entry (web.Feed) with the _post extension.
 type feedItemJSON struct {
-	ID            string       `json:"id"`
-	URL           string       `json:"url"`
-	Title         string       `json:"title"`
-	Summary       string       `json:"summary"`
-	DatePublished string       `json:"date_published"`
-	Tags          []string     `json:"tags"`
-	Post          feedPostJSON `json:"_post"`
+	web.FeedItem
+	Post feedPostJSON `json:"_post"`
 }
 
 // feedPostJSON is the feed's extension for blog posts.

@@ -2,11 +2,11 @@ package blogseed_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
@@ -16,23 +16,15 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/content/migrations"
 )
 
-var dbURL string
+var pool *pgxpool.Pool
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("content_seed", m.Run, func(u string) { dbURL = u }))
+	os.Exit(pgtest.MainMigrated(m, "content_seed", pgtest.Schema{Name: "content", Migrations: migrations.FS, Pool: pg.Options{MaxConns: 2}}, pgtest.SetPool(&pool)))
 }
 
 func TestDemoLoadsIdempotently(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool, err := pg.Open(ctx, dbURL, "content", pg.Options{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, "content", migrations.FS, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		t.Fatal(err)
-	}
 	bus := postbus.New(postdb.New(pool), nil)
 	now := time.Now()
 	posts := blogseed.Demo(now)

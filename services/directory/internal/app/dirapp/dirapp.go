@@ -14,6 +14,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/api/dirapi"
 	"github.com/coworkjobs/coworkjobs/libs/geo"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
@@ -22,6 +23,11 @@ import (
 
 // MaxTextLen is the longest query text accepted (in characters).
 const MaxTextLen = 200
+
+// maxAge is how long a client may reuse a /v2 list without asking. The lists
+// are private to the caller: they were fetched with an API key, and
+// /v2/spaces depends on the key's space.
+const maxAge = 60
 
 // Config is what the routes need.
 type Config struct {
@@ -61,7 +67,7 @@ func (h handlers) cities(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendList(c, mapSlice(cities, toCity))
+	return web.SendCacheablePrivate(c, mapSlice(cities, toCity), maxAge)
 }
 
 // GET /v2/spaces?q=<city slug>&near=LAT,LON&radius_km=R; a space-scoped key
@@ -86,7 +92,7 @@ func (h handlers) spaces(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendList(c, mapSlice(spaces, toSpace))
+	return web.SendCacheablePrivate(c, mapSlice(spaces, toSpace), maxAge)
 }
 
 // GET /v2/city_spaces: every confirmed space, whatever the key's space.
@@ -95,7 +101,7 @@ func (h handlers) citySpaces(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendList(c, mapSlice(rows, toCitySpace))
+	return web.SendCacheablePrivate(c, mapSlice(rows, toCitySpace), maxAge)
 }
 
 // GET /internal/cities/resolve?id=<int> | ?name=<text>
@@ -154,7 +160,7 @@ func (h handlers) spaceFacts(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return web.OK(c, http.StatusOK, SpaceFacts(f))
+	return web.OK(c, http.StatusOK, dirapi.Space(f))
 }
 
 // GET /internal/catalog

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/coworkjobs/coworkjobs/api/dirapi"
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/business/dirbus"
 )
 
@@ -100,91 +101,29 @@ func mapSlice[T, U any](in []T, f func(T) U) []U {
 	return out
 }
 
-// Internal models (docs/internal-api.md): integer ids.
+// The internal models (docs/internal-api.md) are dirapi's, which the jobs
+// service's client decodes.
 
-// InternalCity is a resolved city; its coordinates let the jobs service
-// find jobs near a point.
-type InternalCity struct {
-	ID          int64   `json:"id"`
-	Name        string  `json:"name"`
-	Slug        string  `json:"slug"`
-	Confirmed   bool    `json:"confirmed"`
-	Latitude    float64 `json:"latitude"`
-	Longitude   float64 `json:"longitude"`
-	CountryCode string  `json:"country_code"`
-}
-
-// Candidate is one city of an ambiguous resolution.
-type Candidate struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
-	Slug string `json:"slug"`
-}
-
-// Resolution is the answer of /internal/cities/resolve.
-type Resolution struct {
-	Result     string        `json:"result"`
-	City       *InternalCity `json:"city,omitempty"`
-	Candidates []Candidate   `json:"candidates,omitempty"`
-}
-
-func toResolution(r dirbus.Resolution) Resolution {
-	out := Resolution{Result: r.Result}
+func toResolution(r dirbus.Resolution) dirapi.Resolution {
+	out := dirapi.Resolution{Result: r.Result}
 	switch r.Result {
 	case dirbus.Resolved:
 		// The store reads numeric(8,6) as text; it always parses.
 		lat, _ := strconv.ParseFloat(r.City.Latitude, 64)
 		lon, _ := strconv.ParseFloat(r.City.Longitude, 64)
-		out.City = &InternalCity{ID: r.City.ID, Name: r.City.Name, Slug: r.City.Slug, Confirmed: r.City.Confirmed,
+		out.City = &dirapi.City{ID: r.City.ID, Name: r.City.Name, Slug: r.City.Slug, Confirmed: r.City.Confirmed,
 			Latitude: lat, Longitude: lon, CountryCode: r.City.CountryCode}
 	case dirbus.Ambiguous:
-		out.Candidates = mapSlice(r.Candidates, func(c dirbus.City) Candidate {
-			return Candidate{ID: c.ID, Name: c.Name, Slug: c.Slug}
+		out.Candidates = mapSlice(r.Candidates, func(c dirbus.City) dirapi.Candidate {
+			return dirapi.Candidate{ID: c.ID, Name: c.Name, Slug: c.Slug}
 		})
 	}
 	return out
 }
 
-// SpaceFacts is the answer of /internal/spaces/:id.
-type SpaceFacts struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	Slug      string `json:"slug"`
-	Confirmed bool   `json:"confirmed"`
-	IsPro     bool   `json:"is_pro"`
-	CityID    int64  `json:"city_id"`
-}
-
-// CatalogCity is a city of /internal/catalog.
-type CatalogCity struct {
-	ID          int64   `json:"id"`
-	Name        string  `json:"name"`
-	Slug        string  `json:"slug"`
-	Confirmed   bool    `json:"confirmed"`
-	Latitude    float64 `json:"latitude"`
-	Longitude   float64 `json:"longitude"`
-	CountryCode string  `json:"country_code"`
-}
-
-// CatalogSpace is a space of /internal/catalog.
-type CatalogSpace struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	Slug      string `json:"slug"`
-	CityID    int64  `json:"city_id"`
-	Confirmed bool   `json:"confirmed"`
-	IsPro     bool   `json:"is_pro"`
-}
-
-// Catalog is the answer of /internal/catalog.
-type Catalog struct {
-	Cities []CatalogCity  `json:"cities"`
-	Spaces []CatalogSpace `json:"spaces"`
-}
-
-func toCatalog(c dirbus.Catalog) Catalog {
-	return Catalog{
-		Cities: mapSlice(c.Cities, func(c dirbus.CatalogCity) CatalogCity { return CatalogCity(c) }),
-		Spaces: mapSlice(c.Spaces, func(s dirbus.CatalogSpace) CatalogSpace { return CatalogSpace(s) }),
+func toCatalog(c dirbus.Catalog) dirapi.Catalog {
+	return dirapi.Catalog{
+		Cities: mapSlice(c.Cities, func(c dirbus.CatalogCity) dirapi.City { return dirapi.City(c) }),
+		Spaces: mapSlice(c.Spaces, func(s dirbus.SpaceFacts) dirapi.Space { return dirapi.Space(s) }),
 	}
 }

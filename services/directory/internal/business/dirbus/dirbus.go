@@ -73,7 +73,7 @@ type SpaceFacts struct {
 	CityID    int64
 }
 
-// CatalogCity and CatalogSpace are the rows of the internal catalog.
+// CatalogCity is one city of the internal catalog.
 type CatalogCity struct {
 	ID          int64
 	Name        string
@@ -84,20 +84,10 @@ type CatalogCity struct {
 	CountryCode string
 }
 
-// CatalogSpace is one space of the internal catalog.
-type CatalogSpace struct {
-	ID        int64
-	Name      string
-	Slug      string
-	CityID    int64
-	Confirmed bool
-	IsPro     bool
-}
-
 // Catalog lists every city and space, confirmed or not.
 type Catalog struct {
 	Cities []CatalogCity
-	Spaces []CatalogSpace
+	Spaces []SpaceFacts
 }
 
 // CityFilter selects confirmed cities; empty fields do not filter.

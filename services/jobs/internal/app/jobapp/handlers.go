@@ -119,14 +119,7 @@ func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, er
 	}
 	switch sort := c.Query("sort"); sort {
 	case "":
-		switch {
-		case f.Near != nil:
-			f.Sort = jobbus.SortDistance
-		case !f.Search.Empty():
-			f.Sort = jobbus.SortRelevance
-		default:
-			f.Sort = jobbus.SortNewest
-		}
+		f.Sort = f.DefaultSort()
 	case jobbus.SortRelevance, jobbus.SortNewest:
 		f.Sort = sort
 	case jobbus.SortDistance:
@@ -440,27 +433,24 @@ func (h *handlers) feed(c *fiber.Ctx) error {
 		return err
 	}
 	base := h.bus.BaseURL()
-	out := feedDTO{
-		Version:     "vine/1",
-		Title:       "coworkjobs: latest jobs",
-		FeedURL:     base + "/v2/vine/jobs",
-		HomePageURL: base + "/jobs",
-		Items:       make([]feedItemDTO, 0, len(jobs)),
-	}
+	items := make([]feedItemDTO, 0, len(jobs))
 	for _, j := range jobs {
 		tags := []string{}
 		if j.Tags != "" {
 			tags = strings.Split(j.Tags, ",")
 		}
-		out.Items = append(out.Items, feedItemDTO{
-			ID:            "job:" + strconv.FormatInt(j.ID, 10),
-			URL:           h.bus.JobURL(jobbus.PageURL(j.Slug, j.ID)),
-			Title:         j.Title,
-			Summary:       jobbus.Summary(j.Description, FeedSummaryLen),
-			DatePublished: j.DateAdded.UTC(),
-			Tags:          tags,
-			Job:           feedJobDTO{Company: j.Company, CityName: j.CityName, JobType: j.JobType, IsRemote: j.IsRemote},
+		items = append(items, feedItemDTO{
+			FeedItem: web.FeedItem{
+				ID:      "job:" + strconv.FormatInt(j.ID, 10),
+				URL:     h.bus.JobURL(jobbus.PageURL(j.Slug, j.ID)),
+				Title:   j.Title,
+				Summary: jobbus.Summary(j.Description, FeedSummaryLen),
+				// What encoding/json writes for a time.Time.
+				DatePublished: j.DateAdded.UTC().Format(time.RFC3339Nano),
+				Tags:          tags,
+			},
+			Job: feedJobDTO{Company: j.Company, CityName: j.CityName, JobType: j.JobType, IsRemote: j.IsRemote},
 		})
 	}
-	return web.SendCacheable(c, out, 60)
+	return web.SendCacheable(c, web.NewFeed("coworkjobs: latest jobs", base+"/v2/vine/jobs", base+"/jobs", items), 60)
 }

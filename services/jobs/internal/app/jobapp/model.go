@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"time"
 
+	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
@@ -151,23 +151,10 @@ func toCreateResultDTO(r jobbus.CreateResult) createResultDTO {
 	}
 }
 
-// Feed shapes (docs/internal-api.md, "vine/1").
-type feedDTO struct {
-	Version     string        `json:"version"`
-	Title       string        `json:"title"`
-	FeedURL     string        `json:"feed_url"`
-	HomePageURL string        `json:"home_page_url"`
-	Items       []feedItemDTO `json:"items"`
-}
-
+// feedItemDTO is one entry of the shared feed (web.Feed) with the _job extension.
 type feedItemDTO struct {
-	ID            string     `json:"id"`
-	URL           string     `json:"url"`
-	Title         string     `json:"title"`
-	Summary       string     `json:"summary"`
-	DatePublished time.Time  `json:"date_published"`
-	Tags          []string   `json:"tags"`
-	Job           feedJobDTO `json:"_job"`
+	web.FeedItem
+	Job feedJobDTO `json:"_job"`
 }
 
 type feedJobDTO struct {

@@ -13,6 +13,17 @@ const (
 	SortDistance  = "distance"  // the default with near, which it needs
 )
 
+// DefaultSort is the order of a listing that names none.
+func (f ListFilter) DefaultSort() string {
+	switch {
+	case f.Near != nil:
+		return SortDistance
+	case !f.Search.Empty():
+		return SortRelevance
+	}
+	return SortNewest
+}
+
 // Search is a parsed q (docs/search.md): every word must match (exactly, by
 // a stem in one of the board's languages, or within a few typos), the last
 // word also as a prefix; every phrase must match word for word; no excluded

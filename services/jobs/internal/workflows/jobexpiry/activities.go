@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 )
@@ -18,9 +21,16 @@ type Store interface {
 type Activities struct {
 	Store Store
 	// Metrics counts expired jobs (nil: not counted).
-	Metrics *Metrics
+	Metrics *metrics.Counts
 	// Mail sends the poster's mails (nil: a worker that sends none).
 	Mail *jobmail.Activities
+}
+
+// NewMetrics registers jobs_expired_total{trigger} on reg, for Activities.Metrics.
+func NewMetrics(reg prometheus.Registerer) *metrics.Counts {
+	return metrics.NewCounts(reg, "jobs_expired_total",
+		"Jobs expired by the expiry worker, by trigger (timer: the job's own workflow; sweep: the periodic sweep).",
+		"trigger", "timer", "sweep")
 }
 
 // ExpireJob expires the job when it is active and due; otherwise it reports
@@ -31,7 +41,7 @@ func (a *Activities) ExpireJob(ctx context.Context, jobID int64) (ExpireResult, 
 		return ExpireResult{}, err
 	}
 	if expired {
-		a.Metrics.add("timer", 1)
+		a.Metrics.Add("timer", 1)
 	}
 	res := ExpireResult{Expired: expired, Status: status}
 	if found && !expired && status == jobbus.StatusActive {
@@ -46,7 +56,7 @@ func (a *Activities) SweepOverdue(ctx context.Context) (int, error) {
 	for {
 		n, err := a.Store.ExpireOverdue(ctx, sweepBatch)
 		total += n
-		a.Metrics.add("sweep", n)
+		a.Metrics.Add("sweep", n)
 		if err != nil || n < sweepBatch {
 			return total, err
 		}

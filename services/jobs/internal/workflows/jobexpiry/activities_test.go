@@ -3,8 +3,6 @@ package jobexpiry
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -22,26 +20,12 @@ import (
 )
 
 var (
-	dbURL string
 	pool  *pgxpool.Pool
-	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet = slog.New(slog.DiscardHandler)
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("jobs_expiry", func() int {
-		ctx := context.Background()
-		var err error
-		pool, err = pg.Open(ctx, dbURL, "jobs", pg.Options{MaxConns: 5})
-		if err == nil {
-			err = pg.Migrate(ctx, pool, "jobs", migrations.FS, quiet)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer pool.Close()
-		return m.Run()
-	}, func(u string) { dbURL = u }))
+	os.Exit(pgtest.MainMigrated(m, "jobs_expiry", pgtest.Schema{Name: "jobs", Migrations: migrations.FS, Pool: pg.Options{MaxConns: 5}}, pgtest.SetPool(&pool)))
 }
 
 // insertJob adds a job with a status and an expiration offset from now.

@@ -3,8 +3,10 @@ package jobexpiry
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
@@ -12,88 +14,74 @@ import (
 
 // Outbox is the relay's view of the jobs database.
 type Outbox interface {
-	RelayOutbox(ctx context.Context, n int, send func(context.Context, jobdb.OutboxItem) error) (sent, failed int, err error)
+	OutboxTable() outbox.Table[jobdb.OutboxItem]
 	PurgeIdempotencyKeys(ctx context.Context, cutoff time.Time, limit int) (int64, error)
 }
 
+// purgeEvery is how often idempotency records past their replay window are
+// deleted, at most purgeBatch at a time.
+const (
+	purgeEvery = 10 * time.Minute
+	purgeBatch = 10000
+)
+
 // Relay hands the intents written with each job (expiry timers, creation
-// mails) to Temporal, and
-// purges idempotency records past their replay window.
+// mails) to Temporal through outbox.Relay, and purges idempotency records
+// past their replay window.
 type Relay struct {
 	Outbox   Outbox
 	Starter  Starter
 	Log      *slog.Logger
-	Interval time.Duration // how often the outbox is polled; default 1s
-	Batch    int           // intents per transaction; default 100
-	// SendTimeout bounds one signal-with-start; default 5s.
-	SendTimeout time.Duration
+	Metrics  *outbox.Metrics // nil: not counted
+	Interval time.Duration   // how often the outbox is polled; default outbox.DefaultInterval
+	Batch    int             // intents per round; default outbox.DefaultBatch
 }
 
-// Run relays until ctx ends.
+func (r *Relay) relay() *outbox.Relay[jobdb.OutboxItem] {
+	return &outbox.Relay[jobdb.OutboxItem]{Table: r.Outbox.OutboxTable(), Deliver: r.deliver,
+		Log: r.Log, Metrics: r.Metrics, Interval: r.Interval, Batch: r.Batch}
+}
+
+// deliver starts the poster's mail or moves the job's timer
+// (signal-with-start).
+func (r *Relay) deliver(ctx context.Context, m outbox.Message[jobdb.OutboxItem]) error {
+	it := m.Payload
+	if it.Kind == jobdb.KindCreatedMail {
+		return r.Starter.Mail(ctx, jobmail.Input{JobID: it.JobID, Kind: jobmail.KindCreated})
+	}
+	return r.Starter.Schedule(ctx, it.JobID, it.ExpiresAt)
+}
+
+// Run relays and purges until ctx ends.
 func (r *Relay) Run(ctx context.Context) error {
-	if r.Interval <= 0 {
-		r.Interval = time.Second
-	}
-	if r.Batch <= 0 {
-		r.Batch = 100
-	}
-	if r.SendTimeout <= 0 {
-		r.SendTimeout = 5 * time.Second
-	}
-	tick := time.NewTicker(r.Interval)
-	defer tick.Stop()
-	lastPurge := time.Time{}
+	var wg sync.WaitGroup
+	wg.Go(func() { r.purge(ctx) })
+	err := r.relay().Run(ctx)
+	wg.Wait()
+	return err
+}
+
+// RelayOnce relays the due intents once (tests).
+func (r *Relay) RelayOnce(ctx context.Context) (sent, failed int, err error) {
+	res, err := r.relay().RunOnce(ctx)
+	return res.Delivered, res.Failed, err
+}
+
+func (r *Relay) purge(ctx context.Context) {
 	for {
-		r.drain(ctx)
-		if time.Since(lastPurge) > 10*time.Minute {
-			if n, err := r.Outbox.PurgeIdempotencyKeys(ctx, time.Now().Add(-jobbus.IdempotencyTTL), 10000); err != nil {
-				r.Log.Warn("purge idempotency keys", "error", err)
-			} else {
-				lastPurge = time.Now()
-				if n > 0 {
-					r.Log.Info("purged idempotency keys", "count", n)
-				}
-			}
+		wait := purgeEvery
+		n, err := r.Outbox.PurgeIdempotencyKeys(ctx, time.Now().Add(-jobbus.IdempotencyTTL), purgeBatch)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.Log.Warn("purge idempotency keys", "error", err)
+			wait = time.Minute
+		case n > 0:
+			r.Log.Info("purged idempotency keys", "count", n)
 		}
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-	}
-}
-
-// RelayOnce relays the due intents once (tests and drain).
-func (r *Relay) RelayOnce(ctx context.Context) (sent, failed int, err error) {
-	if r.Batch <= 0 {
-		r.Batch = 100
-	}
-	if r.SendTimeout <= 0 {
-		r.SendTimeout = 5 * time.Second
-	}
-	return r.Outbox.RelayOutbox(ctx, r.Batch, func(ctx context.Context, it jobdb.OutboxItem) error {
-		sctx, cancel := context.WithTimeout(ctx, r.SendTimeout)
-		defer cancel()
-		if it.Kind == jobdb.KindCreatedMail {
-			return r.Starter.Mail(sctx, jobmail.Input{JobID: it.JobID, Kind: jobmail.KindCreated})
-		}
-		return r.Starter.Schedule(sctx, it.JobID, it.ExpiresAt)
-	})
-}
-
-func (r *Relay) drain(ctx context.Context) {
-	for ctx.Err() == nil {
-		sent, failed, err := r.RelayOnce(ctx)
-		if err != nil {
-			r.Log.Warn("relay expiry outbox", "error", err)
 			return
-		}
-		if failed > 0 {
-			r.Log.Warn("relay expiry outbox: temporal unavailable, will retry", "sent", sent, "failed", failed)
-			return
-		}
-		if sent < r.Batch {
-			return
+		case <-time.After(wait):
 		}
 	}
 }

@@ -19,8 +19,7 @@ import (
 // NewWorker is the expiry worker on TaskQueue. Its Run retries with back-off
 // while Temporal is unreachable, so the command can start before Temporal does.
 func NewWorker(c client.Client, acts *Activities, log *slog.Logger) *temporalx.Worker {
-	return &temporalx.Worker{Client: c, TaskQueue: TaskQueue, Log: log,
-		Register: func(r worker.Registry) { Register(r, acts) }}
+	return temporalx.NewWorker(c, TaskQueue, Register, acts, log)
 }
 
 // Register registers the workflows and activities (the worker and the
@@ -82,14 +81,6 @@ func (s TemporalStarter) Mail(ctx context.Context, in jobmail.Input) error {
 
 // Schedule implements Starter.
 func (s TemporalStarter) Schedule(ctx context.Context, jobID int64, expiresAt time.Time) error {
-	_, err := s.Client.SignalWithStartWorkflow(ctx, JobExpiryWorkflowID(jobID), SignalReschedule, expiresAt,
-		client.StartWorkflowOptions{
-			ID:                    JobExpiryWorkflowID(jobID),
-			TaskQueue:             TaskQueue,
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		}, JobExpiryWorkflow, Input{JobID: jobID, ExpiresAt: expiresAt, RemindBefore: s.RemindBefore})
-	if err != nil {
-		return fmt.Errorf("signal-with-start %s: %w", JobExpiryWorkflowID(jobID), err)
-	}
-	return nil
+	return temporalx.SignalWithStart(ctx, s.Client, JobExpiryWorkflowID(jobID), TaskQueue, SignalReschedule, expiresAt,
+		JobExpiryWorkflow, Input{JobID: jobID, ExpiresAt: expiresAt, RemindBefore: s.RemindBefore})
 }

@@ -2,8 +2,6 @@ package jobmail
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -28,26 +26,12 @@ import (
 const base = "https://coworkjobs.example"
 
 var (
-	dbURL string
 	pool  *pgxpool.Pool
-	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet = slog.New(slog.DiscardHandler)
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("jobs_mail", func() int {
-		ctx := context.Background()
-		var err error
-		pool, err = pg.Open(ctx, dbURL, "jobs", pg.Options{MaxConns: 5})
-		if err == nil {
-			err = pg.Migrate(ctx, pool, "jobs", migrations.FS, quiet)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer pool.Close()
-		return m.Run()
-	}, func(u string) { dbURL = u }))
+	os.Exit(pgtest.MainMigrated(m, "jobs_mail", pgtest.Schema{Name: "jobs", Migrations: migrations.FS, Pool: pg.Options{MaxConns: 5}}, pgtest.SetPool(&pool)))
 }
 
 // insertJob adds a job of a plan with a status, for the poster to.

@@ -4,13 +4,12 @@ package eventdb
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus"
 )
 
@@ -81,38 +80,30 @@ func null(s string) *string {
 }
 
 // where builds the WHERE clause of a filter with numbered arguments.
-func where(f eventbus.Filter) (string, []any) {
-	var conds []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		conds = append(conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
-	}
+func where(f eventbus.Filter) *pg.Where {
+	var w pg.Where
 	if f.From != nil {
-		add("ends_at >= ?", *f.From)
+		w.And("ends_at >= " + w.Arg(*f.From))
 	} else {
-		add("ends_at >= ?", f.Now)
+		w.And("ends_at >= " + w.Arg(f.Now))
 	}
 	if f.To != nil {
-		add("starts_at < ?", *f.To)
+		w.And("starts_at < " + w.Arg(*f.To))
 	}
 	if f.CitySlug != "" {
-		add("city_slug = ?", f.CitySlug)
+		w.And("city_slug = " + w.Arg(f.CitySlug))
 	}
 	if f.SpaceID != 0 {
-		add("space_id = ?", f.SpaceID)
+		w.And("space_id = " + w.Arg(f.SpaceID))
 	}
-	if len(conds) == 0 {
-		return "", args
-	}
-	return " WHERE " + strings.Join(conds, " AND "), args
+	return &w
 }
 
 // Count counts the events that match f.
 func (s *Store) Count(ctx context.Context, f eventbus.Filter) (int, error) {
-	w, args := where(f)
+	w := where(f)
 	var n int
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM events"+w, args...).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM events WHERE "+w.String(), w.Args()...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count events: %w", err)
 	}
 	return n, nil
@@ -120,11 +111,10 @@ func (s *Store) Count(ctx context.Context, f eventbus.Filter) (int, error) {
 
 // Query returns one page of the events that match f, soonest first.
 func (s *Store) Query(ctx context.Context, f eventbus.Filter, offset, limit int) ([]eventbus.Event, error) {
-	w, args := where(f)
-	args = append(args, limit, offset)
-	q := "SELECT " + columns + " FROM events" + w +
-		" ORDER BY starts_at, id LIMIT $" + strconv.Itoa(len(args)-1) + " OFFSET $" + strconv.Itoa(len(args))
-	rows, err := s.pool.Query(ctx, q, args...)
+	w := where(f)
+	q := "SELECT " + columns + " FROM events WHERE " + w.String() +
+		" ORDER BY starts_at, id LIMIT " + w.Arg(limit) + " OFFSET " + w.Arg(offset)
+	rows, err := s.pool.Query(ctx, q, w.Args()...)
 	if err != nil {
 		return nil, fmt.Errorf("query events: %w", err)
 	}

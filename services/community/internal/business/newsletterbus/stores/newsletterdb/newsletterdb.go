@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 )
@@ -160,50 +161,15 @@ func (s *Store) DeletePending(ctx context.Context, id int64, maxSeq int) (bool, 
 	return tag.RowsAffected() == 1, nil
 }
 
-// Relay hands up to limit due outbox rows to deliver, one at a time, inside a
-// transaction that holds their locks (SKIP LOCKED lets several relays share
-// the table). A delivered row is deleted; a failed one is retried later with
-// exponential backoff. It returns how many rows were delivered.
-func (s *Store) Relay(ctx context.Context, limit int, deliver func(context.Context, newsletterbus.OutboxItem) error) (int, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	rows, err := tx.Query(ctx, `SELECT id, kind, subscriber_id, email, request_seq, attempts
-		FROM newsletter_outbox WHERE next_attempt_at <= now()
-		ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
-	if err != nil {
-		return 0, fmt.Errorf("claim outbox: %w", err)
-	}
-	items, err := pgx.CollectRows(rows, pgx.RowToStructByPos[newsletterbus.OutboxItem])
-	if err != nil {
-		return 0, fmt.Errorf("scan outbox: %w", err)
-	}
-	delivered := 0
-	for _, it := range items {
-		if derr := deliver(ctx, it); derr != nil {
-			backoff := time.Duration(1<<min(it.Attempts, 8)) * time.Second
-			msg := derr.Error()
-			if len(msg) > 1000 {
-				msg = msg[:1000]
-			}
-			if _, err := tx.Exec(ctx, `UPDATE newsletter_outbox SET attempts = attempts + 1,
-				next_attempt_at = now() + make_interval(secs => $2), last_error = $3 WHERE id = $1`,
-				it.ID, backoff.Seconds(), msg); err != nil {
-				return delivered, fmt.Errorf("reschedule outbox: %w", err)
-			}
-			continue
-		}
-		if _, err := tx.Exec(ctx, "DELETE FROM newsletter_outbox WHERE id = $1", it.ID); err != nil {
-			return delivered, fmt.Errorf("delete outbox: %w", err)
-		}
-		delivered++
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("commit outbox: %w", err)
-	}
-	return delivered, nil
+// OutboxTable is newsletter_outbox for outbox.Relay. An address's rows keep
+// their order: its workflow must see a request before the confirmation.
+func (s *Store) OutboxTable() outbox.Table[newsletterbus.OutboxItem] {
+	return outbox.Table[newsletterbus.OutboxItem]{DB: s.pool, Name: "newsletter_outbox", Due: "next_attempt_at",
+		Columns: []string{"kind", "subscriber_id", "email", "request_seq"},
+		Payload: func(it *newsletterbus.OutboxItem) []any {
+			return []any{&it.Kind, &it.SubscriberID, &it.Email, &it.RequestSeq}
+		},
+		Key: func(it newsletterbus.OutboxItem) string { return it.Email }}
 }
 
 // OutboxLen counts rows not yet delivered (metrics and tests).

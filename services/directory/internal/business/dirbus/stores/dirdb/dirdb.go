@@ -6,12 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/business/dirbus"
 )
 
@@ -37,34 +36,21 @@ func scanCity(row pgx.Row) (dirbus.City, error) {
 	return c, err
 }
 
-// query collects the parameters of a query built from optional filters.
-type query struct {
-	where []string
-	args  []any
-}
-
-func (q *query) add(cond string, arg any) {
-	q.args = append(q.args, arg)
-	q.where = append(q.where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(q.args))))
-}
-
-func (q *query) clause() string { return strings.Join(q.where, " AND ") }
-
 // QueryCities lists confirmed cities matching f. A search finds the names
 // that hold it (accents and case folded) and, from 5 letters, the names or
 // name words within one typo (two from 9 letters); the best match comes first:
 // the whole name, then a name starting with it, then one holding it, then
 // typos by distance.
 func (s *Store) QueryCities(ctx context.Context, f dirbus.CityFilter) ([]dirbus.City, error) {
-	q := query{where: []string{"c.confirmed"}}
+	var w pg.Where
+	w.And("c.confirmed")
 	if f.Slug != "" {
-		q.add("c.slug = $?", f.Slug)
+		w.And("c.slug = " + w.Arg(f.Slug))
 	}
 	sql := `SELECT ` + cityColumns + ` FROM cities c WHERE `
 	order := cityOrder
 	if f.Search != "" {
-		q.args = append(q.args, f.Search)
-		sql = `WITH s AS (SELECT fold_name($` + strconv.Itoa(len(q.args)) + `) AS f),
+		sql = `WITH s AS (SELECT fold_name(` + w.Arg(f.Search) + `) AS f),
 		k AS (SELECT f, CASE WHEN length(f) >= 9 THEN 2 WHEN length(f) >= 5 THEN 1 ELSE 0 END AS typos FROM s)
 		SELECT ` + cityColumns + ` FROM k, cities c
 		CROSS JOIN LATERAL (SELECT CASE WHEN c.search_name = k.f THEN 0 WHEN starts_with(c.search_name, k.f) THEN 1
@@ -76,8 +62,8 @@ func (s *Store) QueryCities(ctx context.Context, f dirbus.CityFilter) ([]dirbus.
 		WHERE (t.tier < 3 OR d.edits <= k.typos) AND `
 		order = `t.tier, d.edits, ` + cityOrder
 	}
-	sql += q.clause() + ` ORDER BY ` + order
-	rows, err := s.pool.Query(ctx, sql, q.args...)
+	sql += w.String() + ` ORDER BY ` + order
+	rows, err := s.pool.Query(ctx, sql, w.Args()...)
 	if err != nil {
 		return nil, fmt.Errorf("select cities: %w", err)
 	}
@@ -86,28 +72,28 @@ func (s *Store) QueryCities(ctx context.Context, f dirbus.CityFilter) ([]dirbus.
 
 // QuerySpaces lists confirmed spaces of confirmed cities matching f.
 func (s *Store) QuerySpaces(ctx context.Context, f dirbus.SpaceFilter) ([]dirbus.Space, error) {
-	q := query{where: []string{"s.confirmed", "c.confirmed"}}
+	var w pg.Where
+	w.And("s.confirmed")
+	w.And("c.confirmed")
 	if f.CitySlug != "" {
-		q.add("c.slug = $?", f.CitySlug)
+		w.And("c.slug = " + w.Arg(f.CitySlug))
 	}
 	if f.SpaceID != 0 {
-		q.add("s.id = $?", f.SpaceID)
+		w.And("s.id = " + w.Arg(f.SpaceID))
 	}
 	distance, order := `NULL::float8`, `s.search_name, s.name, s.id`
 	if n := f.Near; n != nil {
 		minLon, minLat, maxLon, maxLat := n.Box()
-		q.args = append(q.args, n.Lat, n.Lon, n.RadiusKm, minLon, minLat, maxLon, maxLat)
-		i := len(q.args) - 6
-		p := func(k int) string { return "$" + strconv.Itoa(i+k) }
-		distance = `great_circle_km(` + p(0) + `, ` + p(1) + `, s.latitude::float8, s.longitude::float8)`
-		q.where = append(q.where, `s.geo <@ box(point(`+p(3)+`, `+p(4)+`), point(`+p(5)+`, `+p(6)+`))`,
-			distance+` <= `+p(2))
+		distance = `great_circle_km(` + w.Arg(n.Lat) + `, ` + w.Arg(n.Lon) + `, s.latitude::float8, s.longitude::float8)`
+		radius := w.Arg(n.RadiusKm)
+		w.And(`s.geo <@ box(point(` + w.Arg(minLon) + `, ` + w.Arg(minLat) + `), point(` + w.Arg(maxLon) + `, ` + w.Arg(maxLat) + `))`)
+		w.And(distance + ` <= ` + radius)
 		order = `distance_km, ` + order
 	}
 	sql := `SELECT s.id, s.name, s.slug, s.address, s.latitude::text, s.longitude::text, c.id, c.name, ` + distance + ` AS distance_km
 		FROM spaces s JOIN cities c ON c.id = s.city_id
-		WHERE ` + q.clause() + ` ORDER BY ` + order
-	rows, err := s.pool.Query(ctx, sql, q.args...)
+		WHERE ` + w.String() + ` ORDER BY ` + order
+	rows, err := s.pool.Query(ctx, sql, w.Args()...)
 	if err != nil {
 		return nil, fmt.Errorf("select spaces: %w", err)
 	}
@@ -201,8 +187,8 @@ func (s *Store) Catalog(ctx context.Context) (dirbus.Catalog, error) {
 		if err != nil {
 			return fmt.Errorf("select spaces: %w", err)
 		}
-		cat.Spaces, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (dirbus.CatalogSpace, error) {
-			var sp dirbus.CatalogSpace
+		cat.Spaces, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (dirbus.SpaceFacts, error) {
+			var sp dirbus.SpaceFacts
 			err := r.Scan(&sp.ID, &sp.Name, &sp.Slug, &sp.CityID, &sp.Confirmed, &sp.IsPro)
 			return sp, err
 		})

@@ -2,34 +2,26 @@ package dirdb_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"testing"
 
-	"github.com/coworkjobs/coworkjobs/libs/logx"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/services/directory/migrations"
 )
 
-var dbURL string
+var pool *pgxpool.Pool
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Main("directory_dirdb", m.Run, func(u string) { dbURL = u }))
+	os.Exit(pgtest.MainMigrated(m, "directory_dirdb", pgtest.Schema{Name: "directory", Migrations: migrations.FS, Pool: pg.Options{MaxConns: 2}}, pgtest.SetPool(&pool)))
 }
 
 // TestFoldName pins the accent and case folding that search and resolution
 // rely on (the SQL function behind cities.search_name).
 func TestFoldName(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pg.Open(ctx, dbURL, "directory", pg.Options{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := pg.Migrate(ctx, pool, "directory", migrations.FS, logx.NewTo(io.Discard, "test", "error")); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct{ in, want string }{
 		{"Zürich", "zurich"},
 		{"ZÜRICH", "zurich"},

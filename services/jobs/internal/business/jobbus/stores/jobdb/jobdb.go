@@ -262,61 +262,60 @@ const listColumns = `id, title, company, job_type, tags, is_remote, slug, extern
 // searchCTE turns a parsed q into its text-search queries once per
 // statement (search_plan, migrations/00003_search.sql): the row t carries
 // the match and the per-word queries the rank reads.
-const searchCTE = `WITH t AS MATERIALIZED (SELECT * FROM search_plan($1::text[], $2::boolean[], $3::integer[], $4::text[], $5::text[])) `
+func searchCTE(w *pg.Where, s jobbus.Search) string {
+	return `WITH t AS MATERIALIZED (SELECT * FROM search_plan(` + w.Arg(nonNil(s.Words)) + `::text[], ` + w.Arg(s.Prefix) +
+		`::boolean[], ` + w.Arg(s.Fuzz) + `::integer[], ` + w.Arg(nonNil(s.Phrases)) + `::text[], ` + w.Arg(nonNil(s.Excluded)) + `::text[])) `
+}
 
 // where builds the filter of a listing; every value is a parameter. With a
 // search the statement starts with searchCTE and reads FROM t, jobs.
-func where(f jobbus.ListFilter) (with, from string, args []any) {
-	var b strings.Builder
-	args = make([]any, 0, 10)
-	param := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
+func where(f jobbus.ListFilter) (with, from string, w *pg.Where) {
+	w = &pg.Where{}
+	from = ` FROM jobs WHERE `
+	w.And(`status = 'active'`)
+	w.And(`expiration_date > now()`)
 	if s := f.Search; !s.Empty() {
-		args = append(args, nonNil(s.Words), s.Prefix, s.Fuzz, nonNil(s.Phrases), nonNil(s.Excluded))
-		with = searchCTE
-		b.WriteString(` FROM t, jobs WHERE status = 'active' AND expiration_date > now() AND search_vector @@ t.match`)
+		with = searchCTE(w, s)
+		from = ` FROM t, jobs WHERE `
+		w.And(`search_vector @@ t.match`)
 		// A phrase's words are next to each other in one field: title,
 		// tags or company (the fields' positions run on from one another).
 		for i := range s.Phrases {
-			fmt.Fprintf(&b, ` AND (ts_filter(search_exact, '{a}') @@ t.phrase[%[1]d] OR ts_filter(search_exact, '{b}') @@ t.phrase[%[1]d]
-				OR ts_filter(search_exact, '{c}') @@ t.phrase[%[1]d])`, i+1)
+			w.And(fmt.Sprintf(`(ts_filter(search_exact, '{a}') @@ t.phrase[%[1]d] OR ts_filter(search_exact, '{b}') @@ t.phrase[%[1]d]
+				OR ts_filter(search_exact, '{c}') @@ t.phrase[%[1]d])`, i+1))
 		}
-	} else {
-		b.WriteString(` FROM jobs WHERE status = 'active' AND expiration_date > now()`)
 	}
 	if f.JobType != "" {
-		b.WriteString(` AND job_type = ` + param(f.JobType))
+		w.And(`job_type = ` + w.Arg(f.JobType))
 	}
 	if f.Remote {
-		b.WriteString(` AND is_remote`)
+		w.And(`is_remote`)
 	}
 	if f.CitySlug != "" {
-		b.WriteString(` AND city_slug = ` + param(f.CitySlug))
+		w.And(`city_slug = ` + w.Arg(f.CitySlug))
 	}
 	if f.SpaceID != 0 {
-		b.WriteString(` AND space_id = ` + param(f.SpaceID))
+		w.And(`space_id = ` + w.Arg(f.SpaceID))
 	}
 	if f.Currency != "" {
-		b.WriteString(` AND currency = ` + param(f.Currency))
+		w.And(`currency = ` + w.Arg(f.Currency))
 	}
 	if f.SalaryMin != nil {
-		b.WriteString(` AND coalesce(sal_max, sal_min) >= ` + param(*f.SalaryMin))
+		w.And(`coalesce(sal_max, sal_min) >= ` + w.Arg(*f.SalaryMin))
 	}
 	if f.Tag != "" {
-		b.WriteString(` AND tag_list @> ARRAY[` + param(f.Tag) + `::text]`)
+		w.And(`tag_list @> ARRAY[` + w.Arg(f.Tag) + `::text]`)
 	}
 	if !f.PostedSince.IsZero() {
-		b.WriteString(` AND date_added >= ` + param(f.PostedSince))
+		w.And(`date_added >= ` + w.Arg(f.PostedSince))
 	}
 	if n := f.Near; n != nil {
 		// The box is what jobs_active_geo_idx answers; the distance decides.
 		minLon, minLat, maxLon, maxLat := n.Box()
-		fmt.Fprintf(&b, ` AND geo <@ box(point(%s, %s), point(%s, %s)) AND %s <= %s`,
-			param(minLon), param(minLat), param(maxLon), param(maxLat), distanceSQL(param(n.Lat), param(n.Lon)), param(n.RadiusKm))
+		w.And(`geo <@ box(point(` + w.Arg(minLon) + `, ` + w.Arg(minLat) + `), point(` + w.Arg(maxLon) + `, ` + w.Arg(maxLat) + `))`)
+		w.And(distanceSQL(w.Arg(n.Lat), w.Arg(n.Lon)) + ` <= ` + w.Arg(n.RadiusKm))
 	}
-	return with, b.String(), args
+	return with, from + w.String(), w
 }
 
 // distanceSQL is the great-circle distance of a job's city to a point.
@@ -355,11 +354,10 @@ func rankSQL(words int) string {
 
 // ListSQL is the SQL of a listing (the benchmark harness runs it under pgbench).
 func ListSQL(f jobbus.ListFilter) (string, []any) {
-	with, from, args := where(f)
+	with, from, w := where(f)
 	columns := listColumns
 	if n := f.Near; n != nil {
-		args = append(args, n.Lat, n.Lon)
-		columns += `, ` + distanceSQL("$"+strconv.Itoa(len(args)-1), "$"+strconv.Itoa(len(args))) + ` AS distance_km`
+		columns += `, ` + distanceSQL(w.Arg(n.Lat), w.Arg(n.Lon)) + ` AS distance_km`
 	}
 	order := ` ORDER BY date_added DESC, id DESC`
 	switch {
@@ -370,10 +368,9 @@ func ListSQL(f jobbus.ListFilter) (string, []any) {
 	}
 	q := with + `SELECT ` + columns + from + order
 	if f.Limit > 0 {
-		args = append(args, f.Limit, f.Offset)
-		q += ` LIMIT $` + strconv.Itoa(len(args)-1) + ` OFFSET $` + strconv.Itoa(len(args))
+		q += ` LIMIT ` + w.Arg(f.Limit) + ` OFFSET ` + w.Arg(f.Offset)
 	}
-	return q, args
+	return q, w.Args()
 }
 
 // rows reads listColumns, and distance_km when the listing is near a point.
@@ -405,8 +402,8 @@ func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, 
 // CountSQL is the SQL of a listing's total (the benchmark harness runs it
 // under pgbench with ListSQL, as Page does).
 func CountSQL(f jobbus.ListFilter) (string, []any) {
-	with, from, args := where(f)
-	return with + `SELECT count(*)` + from, args
+	with, from, w := where(f)
+	return with + `SELECT count(*)` + from, w.Args()
 }
 
 // Page implements jobbus.Storer: the count and the page in one round trip.

@@ -1,0 +1,22 @@
+package jobdb_test
+
+import (
+	"testing"
+
+	"github.com/coworkjobs/coworkjobs/libs/geo"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+)
+
+// BenchmarkListSQL builds the statement of a search listing, as every
+// GET /v2/jobs?q= does (pg.Where's placeholders are precomputed for it).
+func BenchmarkListSQL(b *testing.B) {
+	f := jobbus.ListFilter{
+		Search: jobbus.Search{Words: []string{"go", "dev"}, Prefix: []bool{false, true}, Fuzz: []int{0, 1}},
+		Sort:   jobbus.SortRelevance, CitySlug: "paris", Tag: "go", Near: &geo.Near{Lat: 48.85, Lon: 2.35, RadiusKm: 25}, Limit: 20,
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		jobdb.ListSQL(f)
+	}
+}
