@@ -6,6 +6,10 @@
 #   scripts/cluster.sh          up, test, down (down also runs on failure)
 #   scripts/cluster.sh up       build what is missing and start the cluster
 #   scripts/cluster.sh test     the scenario against a running cluster
+#                               (CLUSTER_TEST_ARGS: more go test flags, e.g.
+#                               -run 'TestCluster/(install|balance)' with
+#                               CLUSTER_BALANCE_ROUNDS=2 for the A/B of the
+#                               gateway's balance modes)
 #   scripts/cluster.sh down     stop and remove everything up made; fails when
 #                               a process, mount, bridge or chain is left
 #   scripts/cluster.sh env      print the exports to use kubectl/helm by hand
@@ -127,7 +131,7 @@ go_tool() {
   mv "$CACHE/gobin/$(basename "$pkg")" "$CACHE/bin/$name-$version"
 }
 
-# The services' static binaries, as the Dockerfiles build them.
+# The services' static binaries, as the Dockerfile builds them.
 build_services() {
   log "building the services"
   local s
@@ -556,7 +560,7 @@ run_tests() {
     CLUSTER_DATABASE_URL="postgres://postgres@$NODE_IP:$PG_PORT/coworkjobs?sslmode=disable" \
     CLUSTER_REDIS_URL="redis://$NODE_IP:$REDIS_PORT/0" \
     CLUSTER_TEMPORAL_ADDRESS="$NODE_IP:$TEMPORAL_FWD" CLUSTER_SCRIPT="$ROOT/scripts/cluster.sh" \
-    go test -count=1 -timeout 40m -v ./cluster/)
+    go test -count=1 -timeout 40m -v ${CLUSTER_TEST_ARGS:-} ./cluster/)
 }
 
 # --- down ----------------------------------------------------------------------

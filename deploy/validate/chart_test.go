@@ -776,11 +776,11 @@ func TestChartExistingSecret(t *testing.T) {
 	}
 }
 
-// config.upstreamBalance: by default the gateway pools connections to the
-// backends' Services and no headless Service exists; with dns each backend
-// gets a headless Service selecting its API pods, and the gateway (only it:
-// the jobs API's directory client keeps the ConfigMap's Service URL) is
-// pointed at them.
+// config.upstreamBalance: by default (dns) each backend gets a headless
+// Service selecting its API pods, and the gateway (only it: the jobs API's
+// directory client keeps the ConfigMap's Service URL) is pointed at them;
+// with connection the gateway pools connections to the backends' Services
+// and no headless Service exists.
 func TestChartUpstreamBalance(t *testing.T) {
 	headless := func(r rendered) map[string]*corev1.Service {
 		m := map[string]*corev1.Service{}
@@ -791,15 +791,19 @@ func TestChartUpstreamBalance(t *testing.T) {
 		}
 		return m
 	}
-	def := render(t, "")
-	if got := envOf(deployments(def.objs)["gateway"])["UPSTREAM_BALANCE"].Value; got != "connection" {
-		t.Errorf("default UPSTREAM_BALANCE %q, want connection", got)
+	conn := renderValues(t, "upstreamBalance connection", map[string]any{"config": map[string]any{"upstreamBalance": "connection"}})
+	gwConn := envOf(deployments(conn.objs)["gateway"])
+	if got := gwConn["UPSTREAM_BALANCE"].Value; got != "connection" {
+		t.Errorf("UPSTREAM_BALANCE %q, want connection", got)
 	}
-	if h := headless(def); len(h) != 0 {
-		t.Errorf("headless Services by default: %v", h)
+	if _, ok := gwConn["JOBS_URL"]; ok {
+		t.Errorf("with connection the gateway's JOBS_URL is overridden to %q", gwConn["JOBS_URL"].Value)
+	}
+	if h := headless(conn); len(h) != 0 {
+		t.Errorf("headless Services with connection: %v", h)
 	}
 
-	r := renderValues(t, "upstreamBalance dns", map[string]any{"config": map[string]any{"upstreamBalance": "dns"}})
+	r := render(t, "")
 	h := headless(r)
 	if len(h) != len(backends) {
 		t.Errorf("%d headless Services, want one per backend (%d)", len(h), len(backends))
