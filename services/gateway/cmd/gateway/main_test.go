@@ -41,3 +41,30 @@ func TestGatewayConcurrencyDefault(t *testing.T) {
 		t.Fatal("HTTP_CONCURRENCY=0 was accepted")
 	}
 }
+
+// UPSTREAM_BALANCE takes the two modes only, and DNS balancing needs a
+// resolve interval a resolver can keep up with.
+func TestUpstreamBalanceConfig(t *testing.T) {
+	t.Setenv("INTERNAL_IDENTITY_SECRET", "0123456789abcdef0123456789abcdef")
+	for _, tc := range []struct {
+		balance, every string
+		ok             bool
+	}{
+		{"connection", "1s", true},
+		{"dns", "1s", true},
+		{"dns", "250ms", true},
+		{"random", "1s", false},
+		{"", "1s", true}, // unset: the default, connection
+		{"dns", "10ms", false},
+	} {
+		t.Setenv("UPSTREAM_BALANCE", tc.balance)
+		t.Setenv("UPSTREAM_RESOLVE_INTERVAL", tc.every)
+		cfg, err := parseConfig()
+		if (err == nil) != tc.ok {
+			t.Errorf("UPSTREAM_BALANCE=%q UPSTREAM_RESOLVE_INTERVAL=%s: err %v, want ok=%v", tc.balance, tc.every, err, tc.ok)
+		}
+		if err == nil && tc.balance == "" && cfg.UpstreamBalance != "connection" {
+			t.Errorf("unset UPSTREAM_BALANCE gives %q", cfg.UpstreamBalance)
+		}
+	}
+}
