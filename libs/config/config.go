@@ -7,6 +7,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -122,6 +123,15 @@ type Admin struct {
 
 // AdminSettings returns a, so that libs/service finds it in any struct that embeds it.
 func (a *Admin) AdminSettings() *Admin { return a }
+
+// HTTPURL checks that the variable name holds an absolute http(s) URL (the
+// public origin, another service's address).
+func HTTPURL(name, value string) error {
+	if u, err := url.Parse(value); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s must be an absolute http(s) URL", name)
+	}
+	return nil
+}
 
 // WorkerDefaults are a worker's defaults where they differ from the struct
 // tags' (Parse): half the pool of an API, for a few activities and a relay.

@@ -15,6 +15,3 @@ func SignAt(t *testing.T, c *Codec, at time.Time) string {
 	}
 	return v
 }
-
-// PayloadJSON is the hand-written encoding Sign uses when it can (ok).
-func PayloadJSON(id Identity) ([]byte, bool) { return appendJSON(nil, &id) }

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -100,13 +99,9 @@ func (c *Codec) Sign(id Identity, ttl time.Duration) (string, error) {
 		ttl = MaxTTL
 	}
 	id.ExpiresAt = c.now().Add(ttl).UnixMilli()
-	var buf [256]byte
-	raw, ok := appendJSON(buf[:0], &id)
-	if !ok {
-		var err error
-		if raw, err = json.Marshal(id); err != nil {
-			return "", fmt.Errorf("encode identity: %w", err)
-		}
+	raw, err := json.Marshal(id)
+	if err != nil {
+		return "", fmt.Errorf("encode identity: %w", err)
 	}
 	enc := base64.RawURLEncoding
 	n := enc.EncodedLen(len(raw))
@@ -116,71 +111,6 @@ func (c *Codec) Sign(id Identity, ttl time.Duration) (string, error) {
 	sig := c.mac(sum[:0], out)
 	out = append(out, '.')
 	return string(enc.AppendEncode(out, sig)), nil
-}
-
-// appendJSON appends what json.Marshal(id) gives, byte for byte, when no
-// string of id needs escaping (the gateway's identities: scope names, an
-// address, a hex request id); ok is false otherwise, and the caller uses
-// encoding/json. Signing is on every request's path, and reflection was
-// half of its cost.
-func appendJSON(b []byte, id *Identity) ([]byte, bool) {
-	if !plain(id.Kind) || !plain(id.ClientIP) || !plain(id.Service) || !plain(id.RequestID) {
-		return b, false
-	}
-	for _, s := range id.Scopes {
-		if !plain(s) {
-			return b, false
-		}
-	}
-	str := func(b []byte, name, v string) []byte {
-		b = append(b, name...)
-		b = append(b, v...)
-		return append(b, '"')
-	}
-	b = str(b, `{"knd":"`, id.Kind)
-	if id.KeyID != 0 {
-		b = strconv.AppendInt(append(b, `,"kid":`...), id.KeyID, 10)
-	}
-	if id.SpaceID != 0 {
-		b = strconv.AppendInt(append(b, `,"sid":`...), id.SpaceID, 10)
-	}
-	if len(id.Scopes) > 0 {
-		b = append(b, `,"scp":[`...)
-		for i, s := range id.Scopes {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = str(b, `"`, s)
-		}
-		b = append(b, ']')
-	}
-	if id.TrustedImporter {
-		b = append(b, `,"imp":true`...)
-	}
-	if id.ClientIP != "" {
-		b = str(b, `,"ip":"`, id.ClientIP)
-	}
-	if id.Service != "" {
-		b = str(b, `,"svc":"`, id.Service)
-	}
-	if id.RequestID != "" {
-		b = str(b, `,"rid":"`, id.RequestID)
-	}
-	b = strconv.AppendInt(append(b, `,"exp":`...), id.ExpiresAt, 10)
-	return append(b, '}'), true
-}
-
-// plain reports whether encoding/json writes s as it is: printable ASCII
-// without the characters it escapes (quote, backslash, and <, >, & which it
-// escapes for HTML).
-func plain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20, c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
 }
 
 // Verify checks the signature and expiry of a header value.

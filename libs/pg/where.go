@@ -13,15 +13,6 @@ type Where struct {
 	args  []any
 }
 
-// placeholders are $1..$32 written once, as the jobs search builds a
-// statement per request (BenchmarkListSQL in services/jobs' jobdb).
-var placeholders = func() (p [33]string) {
-	for i := range p {
-		p[i] = "$" + strconv.Itoa(i)
-	}
-	return p
-}()
-
 // Arg adds v to the statement's arguments and returns its placeholder. A
 // statement may take arguments outside the clause (LIMIT, a CTE) from it too.
 func (w *Where) Arg(v any) string {
@@ -29,9 +20,6 @@ func (w *Where) Arg(v any) string {
 		w.args = make([]any, 0, 12)
 	}
 	w.args = append(w.args, v)
-	if n := len(w.args); n < len(placeholders) {
-		return placeholders[n]
-	}
 	return "$" + strconv.Itoa(len(w.args))
 }
 

@@ -42,6 +42,31 @@ func Main(name string, run func(context.Context, *slog.Logger) error) {
 	}
 }
 
+// Serve is the main of a service (an API or a worker): Main with the logger
+// of spec.Name, then Run, so that the command's main is its wiring.
+func Serve[C any, PC interface {
+	*C
+	Config
+}](spec Spec, wire func(context.Context, *Process, *C) error) {
+	Main(spec.Name, func(ctx context.Context, log *slog.Logger) error { return Run[C, PC](ctx, log, spec, wire) })
+}
+
+// Seed is the main of a seeder, a tool whose configuration is config.Common
+// (DATABASE_URL, DB_MAX_CONNS, LOG_LEVEL): Main with the logger of name,
+// then check reads the command line (nil: nothing to read) and its error
+// ends the command before anything connects; then RunTool gives load the
+// pool of spec.Schema, migrated.
+func Seed(name string, spec Spec, check func() error, load func(context.Context, *slog.Logger, *pgxpool.Pool) error) {
+	Main(name, func(ctx context.Context, log *slog.Logger) error {
+		if check != nil {
+			if err := check(); err != nil {
+				return err
+			}
+		}
+		return RunTool(ctx, log, spec, func(ctx context.Context, pool *pgxpool.Pool, _ *config.Common) error { return load(ctx, log, pool) })
+	})
+}
+
 // Config is a pointer to a command's configuration struct, which embeds
 // config.Base, or config.Common when the command has a schema, or
 // config.API for an HTTP service (a worker adds config.Admin).

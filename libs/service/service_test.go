@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -263,5 +264,24 @@ func TestRunTool(t *testing.T) {
 		})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A seeder reads its command line before anything connects, then loads
+// through the migrated pool.
+func TestSeed(t *testing.T) {
+	env(t, "ADMIN_ADDR", "")
+	var checked, loaded bool
+	service.Seed("test-seed", spec("", "seeded"), func() error { checked = true; return nil },
+		func(ctx context.Context, _ *slog.Logger, pool *pgxpool.Pool) error {
+			if !checked {
+				t.Error("load ran before check")
+			}
+			loaded = true
+			_, err := pool.Exec(ctx, "INSERT INTO things VALUES (1)")
+			return err
+		})
+	if !loaded {
+		t.Fatal("load did not run")
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+
+	"github.com/coworkjobs/coworkjobs/libs/config"
 )
 
-// Config is where a worker finds Temporal; its struct embeds it.
+// Config is where a worker finds Temporal (WorkerConfig holds it).
 type Config struct {
 	TemporalAddress   string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
 	TemporalNamespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
@@ -22,6 +24,19 @@ func (c Config) Validate() error {
 		return errors.New("TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE must be set")
 	}
 	return nil
+}
+
+// WorkerConfig is what a worker command reads beside its own settings: the
+// database, the admin port and Temporal; its struct embeds it.
+type WorkerConfig struct {
+	config.Common
+	config.Admin
+	Temporal Config
+}
+
+// Validate checks the database's settings and Temporal's.
+func (c WorkerConfig) Validate() error {
+	return errors.Join(c.Common.Validate(), c.Temporal.Validate())
 }
 
 // NewClient returns a lazy client of cfg's Temporal with the tracing

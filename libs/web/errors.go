@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/coworkjobs/coworkjobs/libs/web/conncap"
 )
 
 // messages for the errors Fiber and fasthttp raise themselves, so that clients
@@ -38,7 +40,7 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 		if errors.As(err, &fe) && fe.Code == http.StatusRequestEntityTooLarge {
 			// The body was refused unread (its Content-Length is over the
 			// limit) and the connection closes after this answer.
-			lingerConn(c.Context().Conn())
+			conncap.Linger(c.Context().Conn())
 		}
 		e := Classify(err)
 		if e.Status >= 500 {

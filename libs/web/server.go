@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/coworkjobs/coworkjobs/libs/logx"
+	"github.com/coworkjobs/coworkjobs/libs/web/conncap"
 )
 
 // Config is the HTTP part of every service's configuration; services embed it.
@@ -39,7 +40,7 @@ type Config struct {
 	// PprofAddr serves net/http/pprof (metrics.ServePprof); empty is off.
 	PprofAddr string `env:"PPROF_ADDR"`
 	// Concurrency caps the connections served at once so that overload
-	// queues in the kernel instead of growing the heap (see connCap).
+	// queues in the kernel instead of growing the heap (see conncap).
 	Concurrency int `env:"HTTP_CONCURRENCY" envDefault:"256"`
 	// ProxyHeader names the header holding the client address (X-Forwarded-For
 	// behind an ingress); it is honoured only from TrustedProxies.
@@ -83,7 +84,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	checks map[string]Check
-	conns  atomic.Pointer[connCap] // set by Serve
+	conns  atomic.Pointer[conncap.Listener] // set by Serve
 }
 
 // HeaderRequestID carries the request id between client, gateway and backends.
@@ -116,7 +117,7 @@ func New(cfg Config, log *slog.Logger, name string, opts ...Option) *Server {
 		ReadTimeout:  cfg.ReadTimeout,
 		WriteTimeout: cfg.WriteTimeout,
 		IdleTimeout:  cfg.IdleTimeout,
-		// The listener caps connections (connCap); fasthttp's own limit, which
+		// The listener caps connections (conncap); fasthttp's own limit, which
 		// refuses in plain text, is kept out of the way.
 		Concurrency:           cfg.Concurrency + 64,
 		DisableStartupMessage: true,
@@ -138,6 +139,23 @@ func New(cfg Config, log *slog.Logger, name string, opts ...Option) *Server {
 	})
 	s.App.Get("/readyz", s.ready)
 	return s
+}
+
+// rotateWhenFull closes the connection after the answer while draining, and
+// while the cap is reached and connections wait for a slot. Only then: a
+// client holding more keep-alive connections than the cap with nobody waiting
+// (an ingress's upstream pool) would otherwise reconnect for every request. It runs after
+// the handlers, whose forwarded answers replace the response headers.
+func (s *Server) rotateWhenFull(c *fiber.Ctx) error {
+	err := c.Next()
+	// While draining, every answer closes its connection as well: the
+	// client's next request opens a new one, which lands on another replica.
+	if s.draining.Load() {
+		c.Context().SetConnectionClose()
+	} else if l := s.conns.Load(); l != nil && l.Full() && l.Waiting() {
+		c.Context().SetConnectionClose()
+	}
+	return err
 }
 
 // AddCheck registers a readiness dependency.
@@ -278,7 +296,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve is Run on an existing listener (tests listen on port 0).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	capped := newConnCap(ln, s.cfg.Concurrency)
+	capped := conncap.New(ln, s.cfg.Concurrency)
 	s.conns.Store(capped)
 	ln = capped
 	errc := make(chan error, 1)

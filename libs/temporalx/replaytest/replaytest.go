@@ -180,6 +180,19 @@ func NewRecorder(t *testing.T) *Recorder {
 	return &Recorder{Client: srv.Client(), t: t}
 }
 
+// StartWorker starts a worker of r's dev server on taskQueue with what
+// register(w, acts) adds (the function the service's worker registers
+// with); it stops when the test ends.
+func StartWorker[A any](r *Recorder, taskQueue string, register func(worker.Registry, A), acts A) {
+	r.t.Helper()
+	w := worker.New(r.Client, taskQueue, worker.Options{})
+	register(w, acts)
+	if err := w.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(w.Stop)
+}
+
 // Save waits for run to finish, checks that it ended as wantStatus, writes
 // its history to Dir/name.json and returns its events.
 func (r *Recorder) Save(name string, run client.WorkflowRun, wantStatus enumspb.WorkflowExecutionStatus) []*historypb.HistoryEvent {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 )
@@ -384,7 +385,7 @@ func TestPaidPlan(t *testing.T) {
 	}
 
 	t.Run("badPayments", func(t *testing.T) {
-		var ve *jobbus.ValidationError
+		var ve *validate.Error
 		if _, err := bus.Pay(bgContext, jobbus.Payment{JobID: cr.JobID, Provider: "test"}); !errors.As(err, &ve) {
 			t.Fatalf("payment without reference: %v", err)
 		}

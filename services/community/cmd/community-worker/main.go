@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/url"
 	"time"
 
@@ -21,13 +20,10 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/community/migrations"
 )
 
-const schema = "community"
-
-func main() { service.Main("community-worker", run) }
-
-func run(ctx context.Context, log *slog.Logger) error {
-	spec := service.Spec{Name: "community-worker", Schema: schema, Migrations: migrations.FS, Defaults: config.WorkerDefaults()}
-	return service.Run(ctx, log, spec, func(ctx context.Context, p *service.Process, cfg *workerConfig) error {
+func main() {
+	spec := service.Spec{Name: "community-worker", Schema: "community", Migrations: migrations.FS, Defaults: config.WorkerDefaults()}
+	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *workerConfig) error {
+		log := p.Log
 		signer, err := newsletterbus.NewSigner(cfg.TokenSecret)
 		if err != nil {
 			return err
@@ -47,7 +43,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 		nl := newsletterbus.New(store, signer, newsletterbus.Config{ConsentVersion: cfg.ConsentVersion, ResendInterval: cfg.ResendInterval})
 		acts := &optin.Activities{Newsletter: nl, Mail: sender, PublicBaseURL: cfg.PublicBaseURL,
 			Metrics: optin.NewMetrics(m.Registry)}
-		p.AddWorker("worker", optin.NewWorker(tc, acts, log))
+		p.AddWorker("worker", temporalx.NewWorker(tc, optin.TaskQueue, optin.Register, acts, log))
 		relay := &optin.Relay{Outbox: store, Temporal: tc, ConfirmWindow: cfg.ConfirmWindow, Log: log,
 			Metrics: outbox.NewMetrics(m.Registry), Interval: cfg.OutboxInterval}
 		p.Go(relay.Run)
@@ -59,9 +55,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 }
 
 type workerConfig struct {
-	config.Common
-	config.Admin
-	Temporal       temporalx.Config
+	temporalx.WorkerConfig
 	PublicBaseURL  string        `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080"`
 	TokenSecret    string        `env:"NEWSLETTER_TOKEN_SECRET"`
 	ConsentVersion string        `env:"NEWSLETTER_CONSENT_VERSION" envDefault:"2026-01"`
@@ -73,10 +67,7 @@ type workerConfig struct {
 }
 
 func (c workerConfig) Validate() error {
-	errs := []error{c.Common.Validate(), c.Temporal.Validate()}
-	if u, err := url.Parse(c.PublicBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, errors.New("PUBLIC_BASE_URL must be an absolute http(s) URL"))
-	}
+	errs := []error{c.WorkerConfig.Validate(), config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL)}
 	if len(c.TokenSecret) < newsletterbus.MinSecretLen {
 		errs = append(errs, errors.New("NEWSLETTER_TOKEN_SECRET must be at least 32 characters"))
 	}

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/url"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
@@ -17,13 +15,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/community/migrations"
 )
 
-const schema = "community"
-
-func main() { service.Main(schema, run) }
-
-func run(ctx context.Context, log *slog.Logger) error {
-	spec := service.Spec{Name: schema, Schema: schema, Migrations: migrations.FS}
-	return service.Run(ctx, log, spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
+func main() {
+	spec := service.Spec{Name: "community", Schema: "community", Migrations: migrations.FS}
+	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		signer, err := newsletterbus.NewSigner(cfg.TokenSecret)
 		if err != nil {
 			return fmt.Errorf("newsletter tokens: %w", err)
@@ -45,10 +39,7 @@ type appConfig struct {
 }
 
 func (c appConfig) Validate() error {
-	errs := []error{c.API.Validate()}
-	if u, err := url.Parse(c.PublicBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, errors.New("PUBLIC_BASE_URL must be an absolute http(s) URL"))
-	}
+	errs := []error{c.API.Validate(), config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL)}
 	if len(c.TokenSecret) < newsletterbus.MinSecretLen {
 		errs = append(errs, errors.New("NEWSLETTER_TOKEN_SECRET must be at least 32 characters"))
 	}

@@ -13,15 +13,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/business/postbus"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/business/postbus/stores/postdb"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/seed/blogseed"
 	"github.com/coworkjobs/coworkjobs/services/content/migrations"
 )
-
-const schema = "content"
 
 const usage = `usage: content-seed demo
 
@@ -34,14 +31,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
-	service.Main("content-seed", run)
-}
-
-func run(ctx context.Context, log *slog.Logger) error {
-	spec := service.Spec{Schema: schema, Migrations: migrations.FS, Timeout: 2 * time.Minute,
+	spec := service.Spec{Schema: "content", Migrations: migrations.FS, Timeout: 2 * time.Minute,
 		Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
 	// The seeder talks only to Postgres: no identity secret.
-	return service.RunTool(ctx, log, spec, func(ctx context.Context, pool *pgxpool.Pool, _ *config.Common) error {
+	service.Seed("content-seed", spec, nil, func(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
 		bus := postbus.New(postdb.New(pool), nil)
 		posts := blogseed.Demo(time.Now())
 		if err := blogseed.Load(ctx, bus, posts); err != nil {

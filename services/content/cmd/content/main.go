@@ -5,9 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
-	"net/url"
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/service"
@@ -17,13 +14,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/content/migrations"
 )
 
-const schema = "content"
-
-func main() { service.Main(schema, run) }
-
-func run(ctx context.Context, log *slog.Logger) error {
-	spec := service.Spec{Name: schema, Schema: schema, Migrations: migrations.FS}
-	return service.Run(ctx, log, spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
+func main() {
+	spec := service.Spec{Name: "content", Schema: "content", Migrations: migrations.FS}
+	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		v2 := p.API.App.Group("/v2", p.Codec.Middleware())
 		blogapp.Routes(v2, postbus.New(postdb.New(p.Pool), nil), blogapp.Config{PublicBaseURL: cfg.PublicBaseURL, FeedMaxAge: cfg.FeedMaxAge})
 		return nil
@@ -39,10 +32,7 @@ type appConfig struct {
 }
 
 func (c appConfig) Validate() error {
-	errs := []error{c.API.Validate()}
-	if u, err := url.Parse(c.PublicBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("PUBLIC_BASE_URL %q must be an absolute http(s) URL", c.PublicBaseURL))
-	}
+	errs := []error{c.API.Validate(), config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL)}
 	if c.FeedMaxAge < 0 || c.FeedMaxAge > 86400 {
 		errs = append(errs, errors.New("FEED_MAX_AGE_SECONDS must be between 0 and 86400"))
 	}

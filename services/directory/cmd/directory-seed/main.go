@@ -26,28 +26,30 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/seed"
 	"github.com/coworkjobs/coworkjobs/services/directory/migrations"
 )
-
-const schema = "directory"
 
 const usage = `usage:
   directory-seed demo
   directory-seed synthetic [-cities 2000] [-spaces 20000] [-seed 42] [-reset]`
 
 func main() {
-	service.Main("directory-seed", func(ctx context.Context, log *slog.Logger) error { return run(ctx, log, os.Args[1:]) })
+	args := os.Args[1:]
+	var opts seed.SyntheticOptions
+	spec := service.Spec{Schema: "directory", Migrations: migrations.FS, Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
+	service.Seed("directory-seed", spec, func() error { return parseArgs(args, &opts) }, func(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
+		return load(ctx, log, pool, args[0], opts)
+	})
 }
 
-func run(ctx context.Context, log *slog.Logger, args []string) error {
+// parseArgs checks the command, and reads synthetic's flags into opts.
+func parseArgs(args []string, opts *seed.SyntheticOptions) error {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, usage)
 		return errors.New("missing command")
 	}
-	var opts seed.SyntheticOptions
 	switch args[0] {
 	case "demo":
 		if len(args) > 1 {
@@ -72,11 +74,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		fmt.Fprintln(os.Stderr, usage)
 		return fmt.Errorf("unknown command %q", args[0])
 	}
-
-	spec := service.Spec{Schema: schema, Migrations: migrations.FS, Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
-	return service.RunTool(ctx, log, spec, func(ctx context.Context, pool *pgxpool.Pool, _ *config.Common) error {
-		return load(ctx, log, pool, args[0], opts)
-	})
+	return nil
 }
 
 // load loads set ("demo" or "synthetic") and logs what it wrote.

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/service"
@@ -14,13 +13,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/directory/migrations"
 )
 
-const schema = "directory"
-
-func main() { service.Main(schema, run) }
-
-func run(ctx context.Context, log *slog.Logger) error {
-	spec := service.Spec{Name: schema, Schema: schema, Migrations: migrations.FS}
-	return service.Run(ctx, log, spec, func(ctx context.Context, p *service.Process, _ *config.API) error {
+func main() {
+	spec := service.Spec{Name: "directory", Schema: "directory", Migrations: migrations.FS}
+	service.Serve(spec, func(ctx context.Context, p *service.Process, _ *config.API) error {
 		dirapp.Routes(p.API.App, dirapp.Config{Bus: dirbus.New(dirdb.New(p.Pool)), Codec: p.Codec})
 		return nil
 	})

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -97,11 +96,10 @@ func (c appConfig) Validate() error {
 }
 
 // gatewayConcurrency is the gateway's HTTP_CONCURRENCY when none is set,
-// half the backends' 256: each connection it serves holds the request, the
-// backend's answer and their buffers at once (about 130 KiB with the
-// collector's headroom, measured under overload: 35 MiB of heap and stacks at
-// 256, 24 at 128), and 128 answers in flight already carry 12 800 req/s at
-// 10 ms each, more than the backends serve behind one gateway.
+// half the backends' 256: each connection served holds about 130 KiB (heap
+// and stacks under overload: 35 MiB at 256, 24 at 128; docs/benchmarks.md,
+// fix 10), and 128 answers in flight carry 12 800 req/s at 10 ms each, more
+// than the backends behind one gateway serve.
 const gatewayConcurrency = 128
 
 // spec is the gateway's start-up: its own HTTP_CONCURRENCY default (an
@@ -112,9 +110,7 @@ func spec() service.Spec {
 		WebOptions: []web.Option{web.PublicEndpoint()}}
 }
 
-func main() { service.Main(schema, run) }
-
-func run(ctx context.Context, log *slog.Logger) error { return service.Run(ctx, log, spec(), wire) }
+func main() { service.Serve(spec(), wire) }
 
 // wire builds the gateway on p: Redis, the backends, the keys and the routes.
 func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {

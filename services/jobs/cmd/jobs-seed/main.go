@@ -6,28 +6,25 @@
 //	jobs-seed synthetic -jobs 100000 -seed 42   a large deterministic data set written with COPY
 //	                                            (replaces the previous synthetic set; -offline
 //	                                            invents cities instead of reading the directory)
-//	jobs-seed list-sql -city berlin -limit 20   prints, as JSON, the SQL and arguments GET /v2/jobs
-//	                                            runs for those filters (count and page), so that
-//	                                            the benchmark harness can run the same SQL under pgbench
+//	jobs-seed list-sql -city berlin -limit 20   runs the listing GET /v2/jobs runs for those filters
+//	                                            and prints, as JSON, the statements and arguments
+//	                                            pgx sent (count and page), for pgbench (tests/bench)
 //
-// Both read the cities and spaces from the directory's GET /internal/catalog
-// at DIRECTORY_URL, signed with INTERNAL_IDENTITY_SECRET.
+// demo and synthetic read the cities and spaces from the directory's GET
+// /internal/catalog at DIRECTORY_URL, signed with INTERNAL_IDENTITY_SECRET.
 package main
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,7 +32,6 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/api/dirapi"
 	"github.com/coworkjobs/coworkjobs/libs/config"
-	"github.com/coworkjobs/coworkjobs/libs/geo"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -71,7 +67,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return usage()
 	}
 	if args[0] == "list-sql" {
-		return listSQL(os.Stdout, args[1:])
+		return listSQL(ctx, os.Stdout, args[1:])
 	}
 	spec := service.Spec{Schema: schema, Migrations: migrations.FS, Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
 	return service.RunTool(ctx, log, spec, func(ctx context.Context, pool *pgxpool.Pool, cfg *seedConfig) error {
@@ -298,56 +294,4 @@ func synthetic(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, cat di
 	log.Info("synthetic jobs written", "jobs", copied, "seed", seed, "cities", len(cities), "spaces", len(spaces),
 		"duration", time.Since(start).Round(time.Millisecond).String())
 	return nil
-}
-
-// listSQL prints the statements of a listing with the given filters: "count"
-// and "page" when -limit is set (what Page sends in one batch), else "list"
-// (the streamed unpaginated list). It reads no database.
-func listSQL(w io.Writer, args []string) error {
-	fs := flag.NewFlagSet("list-sql", flag.ContinueOnError)
-	var f jobbus.ListFilter
-	fs.StringVar(&f.CitySlug, "city", "", "city slug")
-	fs.StringVar(&f.JobType, "job-type", "", "job type")
-	text := fs.String("q", "", "search text, as GET /v2/jobs takes it")
-	fs.StringVar(&f.Sort, "sort", "", "relevance, newest or distance (default: distance with near, relevance with q, else newest)")
-	near := fs.String("near", "", "LAT,LON (with -radius)")
-	radius := fs.String("radius", "", "radius_km")
-	salaryMin := fs.Int64("salary-min", -1, "salary_min (with -currency)")
-	fs.StringVar(&f.Currency, "currency", "", "currency")
-	fs.StringVar(&f.Tag, "tag", "", "one tag")
-	fs.BoolVar(&f.Remote, "remote", false, "remote jobs only")
-	fs.Int64Var(&f.SpaceID, "space", 0, "space id of a space-scoped key")
-	fs.IntVar(&f.Limit, "limit", 0, "page size (0: the unpaginated list)")
-	fs.IntVar(&f.Offset, "offset", 0, "page offset")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	f.Search, _ = jobbus.ParseSearch(*text)
-	if n, ok, problems := geo.Parse(*near, *radius); ok {
-		f.Near = &n
-	} else if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
-	}
-	if *salaryMin >= 0 {
-		f.SalaryMin = salaryMin
-	}
-	if f.Sort == "" {
-		f.Sort = f.DefaultSort()
-	}
-	type statement struct {
-		SQL  string `json:"sql"`
-		Args []any  `json:"args"`
-	}
-	out := map[string]statement{}
-	q, qargs := jobdb.ListSQL(f)
-	if f.Limit > 0 {
-		c, cargs := jobdb.CountSQL(f)
-		out["count"] = statement{c, cargs}
-		out["page"] = statement{q, qargs}
-	} else {
-		out["list"] = statement{q, qargs}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
 }

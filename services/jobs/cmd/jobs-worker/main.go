@@ -6,8 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"net/url"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
@@ -22,13 +20,10 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
 
-const schema = "jobs"
-
-func main() { service.Main("jobs-worker", run) }
-
-func run(ctx context.Context, log *slog.Logger) error {
-	spec := service.Spec{Name: "jobs-worker", Schema: schema, Migrations: migrations.FS, Defaults: config.WorkerDefaults()}
-	return service.Run(ctx, log, spec, func(ctx context.Context, p *service.Process, cfg *workerConfig) error {
+func main() {
+	spec := service.Spec{Name: "jobs-worker", Schema: "jobs", Migrations: migrations.FS, Defaults: config.WorkerDefaults()}
+	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *workerConfig) error {
+		log := p.Log
 		sender, err := mailer.New(cfg.SMTPURL, cfg.MailFrom)
 		if err != nil {
 			return err
@@ -42,7 +37,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 		store := jobdb.New(p.Pool)
 		mails := &jobmail.Activities{Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender}
-		p.AddWorker("worker", jobexpiry.NewWorker(tc, &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry), Mail: mails}, log))
+		acts := &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry), Mail: mails}
+		p.AddWorker("worker", temporalx.NewWorker(tc, jobexpiry.TaskQueue, jobexpiry.Register, acts, log))
 		p.Go(func(ctx context.Context) error {
 			relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc, RemindBefore: cfg.RemindBefore}, Log: log,
 				Metrics: outbox.NewMetrics(m.Registry), Interval: cfg.RelayInterval}
@@ -72,9 +68,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 }
 
 type workerConfig struct {
-	config.Common
-	config.Admin
-	Temporal      temporalx.Config
+	temporalx.WorkerConfig
 	SweepInterval time.Duration `env:"JOBS_SWEEP_INTERVAL" envDefault:"5m"`
 	RelayInterval time.Duration `env:"JOBS_RELAY_INTERVAL" envDefault:"1s"`
 	// The poster's mails: the links in them, the server, and when before
@@ -86,15 +80,13 @@ type workerConfig struct {
 }
 
 func (c workerConfig) Validate() error {
-	errs := []error{c.Common.Validate(), c.Temporal.Validate()}
+	errs := []error{c.WorkerConfig.Validate()}
 	if c.SweepInterval < time.Second || c.RelayInterval <= 0 {
 		errs = append(errs, errors.New("JOBS_SWEEP_INTERVAL must be at least 1s and JOBS_RELAY_INTERVAL positive"))
 	}
 	if c.RemindBefore < 0 {
 		errs = append(errs, errors.New("JOBS_REMIND_BEFORE must not be negative"))
 	}
-	if u, err := url.Parse(c.PublicBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, errors.New("PUBLIC_BASE_URL must be an absolute http(s) URL"))
-	}
+	errs = append(errs, config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL))
 	return errors.Join(errs...)
 }

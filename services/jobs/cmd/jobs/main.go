@@ -6,10 +6,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"net/mail"
-	"net/url"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
@@ -26,13 +23,10 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
 
-const schema = "jobs"
-
-func main() { service.Main(schema, run) }
-
-func run(ctx context.Context, log *slog.Logger) error {
-	spec := service.Spec{Name: schema, Schema: schema, Migrations: migrations.FS}
-	return service.Run(ctx, log, spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
+func main() {
+	spec := service.Spec{Name: "jobs", Schema: "jobs", Migrations: migrations.FS}
+	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
+		log := p.Log
 		dir := dirclient.New(cfg.DirectoryURL, p.Codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: cfg.DirectoryCacheTTL})
 		bus := jobbus.New(jobdb.New(p.Pool), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
 		// payments is the provider of paid plans (the pages start payments with it).
@@ -79,13 +73,7 @@ type appConfig struct {
 }
 
 func (c appConfig) Validate() error {
-	var errs []error
-	errs = append(errs, c.API.Validate())
-	for name, v := range map[string]string{"DIRECTORY_URL": c.DirectoryURL, "PUBLIC_BASE_URL": c.PublicBaseURL} {
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("%s must be an absolute http(s) URL", name))
-		}
-	}
+	errs := []error{c.API.Validate(), config.HTTPURL("DIRECTORY_URL", c.DirectoryURL), config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL)}
 	if a, err := mail.ParseAddress(c.DefaultInvEmail); err != nil || a.Address != c.DefaultInvEmail {
 		errs = append(errs, errors.New("DEFAULT_INV_EMAIL must be a bare e-mail address"))
 	}

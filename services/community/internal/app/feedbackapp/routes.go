@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/app/payload"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/feedbackbus"
@@ -51,7 +52,7 @@ func create(c *fiber.Ctx, cfg Config) error {
 		return web.Validation("Validation failed", problems)
 	}
 	saved, err := cfg.Feedback.Create(c.UserContext(), in)
-	var verr *feedbackbus.ValidationError
+	var verr *validate.Error
 	if errors.As(err, &verr) {
 		return web.Validation("Validation failed", verr.Problems)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/app/payload"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
@@ -71,7 +72,7 @@ func (h handlers) subscribe(c *fiber.Ctx) error {
 		return web.Validation("Validation failed", problems)
 	}
 	res, err := h.nl.Subscribe(c.UserContext(), in)
-	var verr *newsletterbus.ValidationError
+	var verr *validate.Error
 	if errors.As(err, &verr) {
 		return web.Validation("Validation failed", verr.Problems)
 	}

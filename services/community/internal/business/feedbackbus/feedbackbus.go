@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/coworkjobs/coworkjobs/libs/validate"
 )
 
 // Limits of a feedback message (documented in the OpenAPI fragment).
@@ -136,18 +138,11 @@ func isCategory(c string) bool {
 	return false
 }
 
-// ValidationError carries every problem of a rejected message.
-type ValidationError struct{ Problems []string }
-
-func (e *ValidationError) Error() string {
-	return "invalid feedback: " + strings.Join(e.Problems, "; ")
-}
-
 // Create validates and stores a message.
 func (b *Business) Create(ctx context.Context, f NewFeedback) (Feedback, error) {
 	f = Normalize(f)
 	if problems := Validate(f); len(problems) > 0 {
-		return Feedback{}, &ValidationError{Problems: problems}
+		return Feedback{}, &validate.Error{What: "feedback", Problems: problems}
 	}
 	saved, err := b.store.Create(ctx, f)
 	if err != nil {

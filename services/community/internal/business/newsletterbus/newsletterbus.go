@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/feedbackbus"
 )
 
@@ -39,13 +40,6 @@ var (
 	ErrNotFound     = errors.New("subscription not found")
 	ErrUnsubscribed = errors.New("subscription was cancelled")
 )
-
-// ValidationError carries every problem of a rejected request.
-type ValidationError struct{ Problems []string }
-
-func (e *ValidationError) Error() string {
-	return "invalid subscription: " + strings.Join(e.Problems, "; ")
-}
 
 // Subscriber is one address and its consent evidence.
 type Subscriber struct {
@@ -164,7 +158,7 @@ func ValidateSubscription(n NewSubscription) (NewSubscription, []string) {
 func (b *Business) Subscribe(ctx context.Context, n NewSubscription) (Result, error) {
 	n, problems := ValidateSubscription(n)
 	if len(problems) > 0 {
-		return Result{}, &ValidationError{Problems: problems}
+		return Result{}, &validate.Error{What: "subscription", Problems: problems}
 	}
 	now := b.now()
 	var res Result

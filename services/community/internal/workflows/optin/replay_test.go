@@ -6,7 +6,6 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/coworkjobs/coworkjobs/libs/temporalx/replaytest"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
@@ -29,12 +28,7 @@ func TestReplayHistories(t *testing.T) {
 func TestRecordHistories(t *testing.T) {
 	rec := replaytest.NewRecorder(t)
 	ctx := context.Background()
-	w := worker.New(rec.Client, TaskQueue, worker.Options{})
-	Register(w, acts)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	replaytest.StartWorker(rec, TaskQueue, Register, acts)
 
 	// relay hands what the rules queued to Temporal, with a confirmation
 	// window short enough to wait for.

@@ -1,21 +1,9 @@
 package optin
 
-import (
-	"log/slog"
+import "go.temporal.io/sdk/worker"
 
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
-
-	"github.com/coworkjobs/coworkjobs/libs/temporalx"
-)
-
-// NewWorker is the opt-in worker on TaskQueue. Its Run retries with back-off
-// while Temporal is unreachable, so the command can start before Temporal does.
-func NewWorker(c client.Client, acts *Activities, log *slog.Logger) *temporalx.Worker {
-	return temporalx.NewWorker(c, TaskQueue, Register, acts, log)
-}
-
-// Register registers the workflow and activities (the worker and the tests).
+// Register registers the workflow and activities: the worker on TaskQueue
+// (temporalx.NewWorker) and the tests.
 func Register(r worker.Registry, acts *Activities) {
 	RegisterWorkflows(r)
 	r.RegisterActivity(acts)

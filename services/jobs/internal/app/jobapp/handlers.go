@@ -22,6 +22,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/geo"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
@@ -60,7 +61,7 @@ func caller(c *fiber.Ctx) jobbus.Caller {
 
 // toWebError maps the business sentinels to envelope errors.
 func toWebError(err error) error {
-	var ve *jobbus.ValidationError
+	var ve *validate.Error
 	switch {
 	case errors.As(err, &ve):
 		return web.Validation("Validation failed", ve.Problems)

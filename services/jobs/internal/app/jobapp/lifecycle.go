@@ -25,57 +25,25 @@ type planDTO struct {
 // unpublish and payment links carry the edit capability, so nobody else
 // sees them).
 type jobDetailDTO struct {
-	IDJob          int64     `json:"id_job"`
-	Title          string    `json:"title"`
-	Company        string    `json:"company"`
-	JobType        string    `json:"job_type"`
-	Tags           string    `json:"tags"`
-	IsRemote       bool      `json:"is_remote"`
-	PageURL        string    `json:"page_url"`
-	ExternalURL    string    `json:"external_url"`
-	ApplyURL       string    `json:"apply_url"`
-	CompanyLogo    string    `json:"company_logo"`
-	DateAdded      time.Time `json:"date_added"`
-	ExpirationDate time.Time `json:"expiration_date"`
-	CityName       string    `json:"city_name"`
-	CitySlug       string    `json:"city_slug"`
-	SpaceName      *string   `json:"space_name"`
-	SalMin         string    `json:"sal_min"`
-	SalMax         string    `json:"sal_max"`
-	Currency       string    `json:"currency"`
-	URL            string    `json:"url"`
-	Description    string    `json:"description"`
-	Status         string    `json:"status"`
-	UpdatedAt      time.Time `json:"updated_at"`
-	Plan           planDTO   `json:"plan"`
-	PlanPrice      int       `json:"plan_price"`
-	IsPaid         bool      `json:"is_paid"`
-	ViewURL        *string   `json:"view_url"`
-	EditURL        *string   `json:"edit_url,omitempty"`
-	UnpublishURL   *string   `json:"unpublish_url,omitempty"`
-	PaymentURL     *string   `json:"payment_url,omitempty"`
-}
-
-func salaryText(v *int64) string {
-	if v == nil {
-		return "0"
-	}
-	return strconv.FormatInt(*v, 10)
+	jobDTO
+	Description  string    `json:"description"`
+	Status       string    `json:"status"`
+	UpdatedAt    time.Time `json:"updated_at"`
+	Plan         planDTO   `json:"plan"`
+	PlanPrice    int       `json:"plan_price"`
+	IsPaid       bool      `json:"is_paid"`
+	ViewURL      *string   `json:"view_url"`
+	EditURL      *string   `json:"edit_url,omitempty"`
+	UnpublishURL *string   `json:"unpublish_url,omitempty"`
+	PaymentURL   *string   `json:"payment_url,omitempty"`
 }
 
 func (h *handlers) toJobDetailDTO(d jobbus.Detail, owner bool) jobDetailDTO {
 	l := h.bus.Links(d)
 	out := jobDetailDTO{
-		IDJob: d.ID, Title: d.Title, Company: d.Company, JobType: d.JobType, Tags: d.Tags, IsRemote: d.IsRemote,
-		PageURL: jobbus.PageURL(d.Slug, d.ID), ExternalURL: d.ExternalURL, CompanyLogo: d.CompanyLogo,
-		DateAdded: d.DateAdded.UTC().Truncate(time.Second), ExpirationDate: d.ExpirationDate.UTC().Truncate(time.Second),
-		CityName: d.CityName, CitySlug: d.CitySlug, SpaceName: d.SpaceName,
-		SalMin: salaryText(d.SalMin), SalMax: salaryText(d.SalMax), Currency: d.Currency, URL: l.URL,
+		jobDTO:      toJobDTO(&d.Job, l.URL),
 		Description: d.Description, Status: d.Status, UpdatedAt: d.UpdatedAt.UTC().Truncate(time.Second),
 		Plan: planDTO{ID: d.Plan.ID, Name: d.Plan.Name}, PlanPrice: d.Plan.Price, IsPaid: d.IsPaid, ViewURL: l.ViewURL,
-	}
-	if d.ApplyURL != nil {
-		out.ApplyURL = *d.ApplyURL
 	}
 	if owner {
 		out.EditURL, out.UnpublishURL, out.PaymentURL = &l.EditURL, &l.UnpublishURL, l.PaymentURL

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment"
@@ -349,7 +350,7 @@ func (p *pages) saveEdit(c *fiber.Ctx) error {
 	in, problems := editInput(f, d)
 	if len(problems) == 0 {
 		_, err = p.bus.Edit(c.UserContext(), hash, in)
-		var ve *jobbus.ValidationError
+		var ve *validate.Error
 		switch {
 		case errors.As(err, &ve):
 			problems = ve.Problems

@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/stripepay"
@@ -93,7 +94,7 @@ func (h *handlers) stripeWebhook(c *fiber.Ctx) error {
 	}
 	res, err := h.bus.Pay(ctx, jobbus.Payment{JobID: jobID, Provider: stripepay.Name, Reference: s.ID,
 		Amount: s.AmountTotal, Currency: s.Currency})
-	var ve *jobbus.ValidationError
+	var ve *validate.Error
 	switch {
 	case errors.Is(err, jobbus.ErrNotFound), errors.As(err, &ve):
 		// The money was taken for a job that is not here (deleted, or another

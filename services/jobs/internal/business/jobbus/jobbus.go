@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/coworkjobs/coworkjobs/libs/validate"
 )
 
 // Storer is the storage the rules need. It persists what the rules decided;
@@ -335,7 +337,7 @@ func (b *Business) Prepare(ctx context.Context, caller Caller, in CreateInput) (
 	}
 
 	if len(p) > 0 {
-		return NewJob{}, &ValidationError{Problems: p}
+		return NewJob{}, &validate.Error{What: "job", Problems: p}
 	}
 	qualified := pro || caller.TrustedImporter
 	nj.Status = InitialStatus(qualified)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/validate"
 )
 
 // Event is something that may change a job's status.
@@ -294,11 +296,11 @@ type Payment struct {
 func (p Payment) validate() error {
 	switch {
 	case p.JobID < 1:
-		return &ValidationError{Problems: []string{"job_id must be a positive integer"}}
+		return &validate.Error{What: "payment", Problems: []string{"job_id must be a positive integer"}}
 	case p.Provider == "" || p.Reference == "":
-		return &ValidationError{Problems: []string{"a payment needs a provider and a reference"}}
+		return &validate.Error{What: "payment", Problems: []string{"a payment needs a provider and a reference"}}
 	case p.Amount < 0:
-		return &ValidationError{Problems: []string{"amount must not be negative"}}
+		return &validate.Error{What: "payment", Problems: []string{"amount must not be negative"}}
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/geo"
@@ -85,13 +84,6 @@ var (
 	// ErrStale is a change whose job left the state it was decided from.
 	ErrStale = errors.New("the job changed while the change was decided")
 )
-
-// ValidationError lists every problem of a request.
-type ValidationError struct{ Problems []string }
-
-func (e *ValidationError) Error() string {
-	return "validation failed: " + strings.Join(e.Problems, "; ")
-}
 
 // Caller is who makes a request, as the gateway signed it.
 type Caller struct {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/coworkjobs/coworkjobs/libs/validate"
 )
 
 // QueryByID returns a job in any status (the worker, the pages, payments).
@@ -264,7 +266,7 @@ func (b *Business) Edit(ctx context.Context, hash string, in EditInput) (Detail,
 		salary(e.SalMin, e.SalMax, &p)
 	}
 	if len(p) > 0 {
-		return Detail{}, &ValidationError{Problems: p}
+		return Detail{}, &validate.Error{What: "job", Problems: p}
 	}
 	e.Slug = Slug(e.Title, d.CitySlug)
 	return b.store.Edit(ctx, d.ID, e)

@@ -9,7 +9,6 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
@@ -55,12 +54,7 @@ func TestRecordHistories(t *testing.T) {
 	}
 	mails := &jobmail.Activities{Jobs: jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: "https://coworkjobs.example"}), Mail: sender}
 
-	w := worker.New(rec.Client, TaskQueue, worker.Options{})
-	Register(w, &Activities{Store: jobdb.New(pool), Mail: mails})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	replaytest.StartWorker(rec, TaskQueue, Register, &Activities{Store: jobdb.New(pool), Mail: mails})
 	starter := TemporalStarter{Client: rec.Client}
 
 	expiresAt := func(id int64) time.Time {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -16,14 +15,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 )
 
-// NewWorker is the expiry worker on TaskQueue. Its Run retries with back-off
-// while Temporal is unreachable, so the command can start before Temporal does.
-func NewWorker(c client.Client, acts *Activities, log *slog.Logger) *temporalx.Worker {
-	return temporalx.NewWorker(c, TaskQueue, Register, acts, log)
-}
-
-// Register registers the workflows and activities (the worker and the
-// tests); the poster's mails run on the same task queue.
+// Register registers the workflows and activities: the worker on TaskQueue
+// (temporalx.NewWorker) and the tests; the poster's mails run on the same
+// task queue.
 func Register(r worker.Registry, acts *Activities) {
 	RegisterWorkflows(r)
 	r.RegisterActivity(acts)

@@ -352,8 +352,8 @@ func rankSQL(words int) string {
 	return b.String()
 }
 
-// ListSQL is the SQL of a listing (the benchmark harness runs it under pgbench).
-func ListSQL(f jobbus.ListFilter) (string, []any) {
+// listSQL is the SQL of a listing.
+func listSQL(f jobbus.ListFilter) (string, []any) {
 	with, from, w := where(f)
 	columns := listColumns
 	if n := f.Near; n != nil {
@@ -391,7 +391,7 @@ func (r rows) Scan(j *jobbus.Job) error {
 
 // List implements jobbus.Storer.
 func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, error) {
-	q, args := ListSQL(f)
+	q, args := listSQL(f)
 	r, err := s.db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
@@ -399,17 +399,16 @@ func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, 
 	return rows{r, f.Near != nil}, nil
 }
 
-// CountSQL is the SQL of a listing's total (the benchmark harness runs it
-// under pgbench with ListSQL, as Page does).
-func CountSQL(f jobbus.ListFilter) (string, []any) {
+// countSQL is the SQL of a listing's total.
+func countSQL(f jobbus.ListFilter) (string, []any) {
 	with, from, w := where(f)
 	return with + `SELECT count(*)` + from, w.Args()
 }
 
 // Page implements jobbus.Storer: the count and the page in one round trip.
 func (s *Store) Page(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, int, error) {
-	cq, cargs := CountSQL(f)
-	q, args := ListSQL(f)
+	cq, cargs := countSQL(f)
+	q, args := listSQL(f)
 	batch := &pgx.Batch{}
 	batch.Queue(cq, cargs...)
 	batch.Queue(q, args...)

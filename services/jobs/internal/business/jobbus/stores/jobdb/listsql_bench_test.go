@@ -1,15 +1,14 @@
-package jobdb_test
+package jobdb
 
 import (
 	"testing"
 
 	"github.com/coworkjobs/coworkjobs/libs/geo"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 )
 
 // BenchmarkListSQL builds the statement of a search listing, as every
-// GET /v2/jobs?q= does (pg.Where's placeholders are precomputed for it).
+// GET /v2/jobs?q= does.
 func BenchmarkListSQL(b *testing.B) {
 	f := jobbus.ListFilter{
 		Search: jobbus.Search{Words: []string{"go", "dev"}, Prefix: []bool{false, true}, Fuzz: []int{0, 1}},
@@ -17,6 +16,6 @@ func BenchmarkListSQL(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		jobdb.ListSQL(f)
+		listSQL(f)
 	}
 }

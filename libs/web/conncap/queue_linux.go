@@ -1,4 +1,4 @@
-package web
+package conncap
 
 import "golang.org/x/sys/unix"
 

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package web
+package conncap
 
 // acceptQueueLen is unknown off Linux (-1): a full server always rotates.
 func acceptQueueLen(uintptr) int { return -1 }
