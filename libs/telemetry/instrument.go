@@ -21,7 +21,7 @@ func PgxTracer() pgx.QueryTracer {
 // left out: rate-limit keys carry client addresses. So is the caller's file
 // and line, which the hook would walk the stack for on every command, traced
 // or not (7% of the gateway's CPU on the read path).
-func InstrumentRedis(rdb *redis.Client) error {
+func InstrumentRedis(rdb redis.UniversalClient) error {
 	return redisotel.InstrumentTracing(rdb, redisotel.WithDBStatement(false), redisotel.WithCallerEnabled(false))
 }
 

@@ -58,14 +58,14 @@ type process struct {
 	done chan error
 }
 
-// startProcess runs the real gateway binary against the test database, Redis
-// and backend.
-func startProcess(t *testing.T, backend, prefix string) *process {
+// startProcess runs the real gateway binary against the test database, the
+// Redis at redis (a REDIS_URL) and backend.
+func startProcess(t *testing.T, backend, redis, prefix string) *process {
 	t.Helper()
 	port := freePort(t)
 	cmd := exec.Command(gatewayBinary(t))
 	cmd.Env = append(os.Environ(),
-		"DATABASE_URL="+dbURL, "REDIS_URL="+redisURL, "REDIS_KEY_PREFIX="+prefix,
+		"DATABASE_URL="+dbURL, "REDIS_URL="+redis, "REDIS_KEY_PREFIX="+prefix,
 		"INTERNAL_IDENTITY_SECRET="+secret, "HTTP_ADDR=127.0.0.1:"+port, "ADMIN_ADDR=off",
 		"JOBS_URL="+backend, "DIRECTORY_URL="+backend, "CONTENT_URL="+backend, "COMMUNITY_URL="+backend,
 		"LOG_LEVEL=warn", "ACCESS_LOG=false", "SHUTDOWN_TIMEOUT=5s")
@@ -95,14 +95,17 @@ func startProcess(t *testing.T, backend, prefix string) *process {
 
 // Two gateway processes on one Redis spend one budget: exactly 120 writes
 // pass between them.
-func TestTwoGatewayProcessesShareOneBudget(t *testing.T) {
+func TestTwoGatewayProcessesShareOneBudget(t *testing.T) { twoProcessesShareOneBudget(t, redisURL) }
+
+// twoProcessesShareOneBudget runs two gateway binaries on the Redis at url.
+func twoProcessesShareOneBudget(t *testing.T, url string) {
 	if testing.Short() {
 		t.Skip("builds and runs the gateway binary")
 	}
 	backend := startBackend(t, "echo")
 	prefix := "test:" + randomHex(6) + ":"
-	a := startProcess(t, backend, prefix)
-	b := startProcess(t, backend, prefix)
+	a := startProcess(t, backend, url, prefix)
+	b := startProcess(t, backend, url, prefix)
 	g := &gateway{keys: keybus.New(keyStore(), nil, 0)}
 	_, raw := g.newKey(t, keybus.NewKey{Scopes: []string{"jobs:write"}})
 	codes := postConcurrently(t, 160, map[string]string{"X-API-Key": raw}, a.base, b.base)
@@ -117,7 +120,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		t.Skip("builds and runs the gateway binary")
 	}
 	backend := startBackend(t, "echo")
-	p := startProcess(t, backend, "test:"+randomHex(6)+":")
+	p := startProcess(t, backend, redisURL, "test:"+randomHex(6)+":")
 	g := &gateway{keys: keybus.New(keyStore(), nil, 0)}
 	_, raw := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
 	got := make(chan response, 1)

@@ -132,8 +132,11 @@ func TestInfoListsRouteTable(t *testing.T) {
 	}
 }
 
-func TestHealth(t *testing.T) {
-	g := startGateway(t, gatewayOpts{})
+func TestHealth(t *testing.T) { health(t, redisURL) }
+
+// health checks /v2/health of a gateway on the Redis at url.
+func health(t *testing.T, url string) {
+	g := startGateway(t, gatewayOpts{redisURL: url})
 	_, raw := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
 	var h struct {
 		Status      string `json:"status"`

@@ -141,16 +141,21 @@ func TestSlotFreesAsWindowSlides(t *testing.T) {
 // Two gateway instances (each with its own limiter and Redis client) on one
 // Redis spend one budget: exactly the limit passes between them, even when
 // they are hit concurrently.
-func TestTwoGatewaysShareOneBudget(t *testing.T) {
+func TestTwoGatewaysShareOneBudget(t *testing.T) { twoGatewaysShareOneBudget(t, redisURL) }
+
+// twoGatewaysShareOneBudget runs the two instances on the Redis at url; it
+// returns them for checks of their logs.
+func twoGatewaysShareOneBudget(t *testing.T, url string) (a, b *gateway) {
 	backend := startBackend(t, "echo")
 	prefix := "test:" + randomHex(6) + ":"
-	a := startGateway(t, gatewayOpts{backendURL: backend, prefix: prefix})
-	b := startGateway(t, gatewayOpts{backendURL: backend, prefix: prefix})
+	a = startGateway(t, gatewayOpts{redisURL: url, backendURL: backend, prefix: prefix})
+	b = startGateway(t, gatewayOpts{redisURL: url, backendURL: backend, prefix: prefix})
 	_, raw := a.newKey(t, keybus.NewKey{Scopes: []string{"write"}})
 	codes := postConcurrently(t, 150, map[string]string{"X-API-Key": raw}, a.base, b.base)
 	if codes[201] != 120 || codes[429] != 30 || len(codes) != 2 {
 		t.Fatalf("status counts across both gateways: %v; want 120 × 201 and 30 × 429", codes)
 	}
+	return a, b
 }
 
 func TestPublicPostsLimitedPerIP(t *testing.T) {

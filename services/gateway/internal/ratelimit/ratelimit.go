@@ -1,8 +1,9 @@
 // Package ratelimit is the gateway's sliding-window limiter. The window lives
 // in Redis (one sorted set per bucket, updated by one Lua script, timed by the
-// Redis clock) so that every gateway replica spends the same budget. When
-// Redis does not answer, each instance falls back to the same algorithm in
-// memory, so writes stay limited per instance, and health reports it.
+// Redis clock; one server or a Redis Cluster) so that every gateway replica
+// spends the same budget. When Redis does not answer, each instance falls
+// back to the same algorithm in memory, so writes stay limited per instance,
+// and health reports it.
 package ratelimit
 
 import (
@@ -45,7 +46,10 @@ func (d Decision) RetryAfterSeconds() int {
 // script: drop entries older than the window, count, admit up to ARGV[4]
 // units if under the limit (one entry each), and return the units granted,
 // the count, and the time until the oldest entry leaves. TIME makes every
-// replica share Redis's clock instead of their own.
+// replica share Redis's clock instead of their own. It touches KEYS[1] only,
+// so on a Redis Cluster each run stays in one slot; a second key would need
+// a hash tag ({bucket}) shared with the first, or the run fails with
+// CROSSSLOT (TestOnARedisCluster catches that).
 var script = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -69,7 +73,7 @@ return {granted, count, reset}
 
 // Limiter checks budgets.
 type Limiter struct {
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	prefix   string
 	window   time.Duration
 	instance string
@@ -111,7 +115,7 @@ type refill struct {
 }
 
 // New returns a limiter over rdb (nil: local only) with keys under prefix.
-func New(rdb *redis.Client, prefix string, window time.Duration, log *slog.Logger) *Limiter {
+func New(rdb redis.UniversalClient, prefix string, window time.Duration, log *slog.Logger) *Limiter {
 	host := strconv.FormatInt(time.Now().UnixNano(), 36)
 	return &Limiter{rdb: rdb, prefix: prefix, window: window, instance: host, log: log, local: newLocal(window),
 		leases: map[string]*lease{}}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,11 +17,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
+	"github.com/coworkjobs/coworkjobs/libs/redisx/redistest"
 )
 
 // testRedis is the real local Redis (TEST_REDIS_URL wins) and a key prefix
 // of the caller's own, whose keys are deleted afterwards.
-func testRedis(tb testing.TB) (*redis.Client, string) {
+func testRedis(tb testing.TB) (redis.UniversalClient, string) {
 	tb.Helper()
 	url := os.Getenv("TEST_REDIS_URL")
 	if url == "" {
@@ -37,9 +40,17 @@ func testRedis(tb testing.TB) (*redis.Client, string) {
 	_, _ = rand.Read(r[:])
 	prefix := "test:rl:" + hex.EncodeToString(r[:]) + ":"
 	tb.Cleanup(func() {
-		keys, _ := rdb.Keys(ctx, prefix+"*").Result()
-		if len(keys) > 0 {
-			_ = rdb.Del(ctx, keys...).Err()
+		del := func(ctx context.Context, node redis.Cmdable) error {
+			// One key at a time: on a cluster they live in different slots.
+			for it := node.Scan(ctx, 0, prefix+"*", 100).Iterator(); it.Next(ctx); {
+				_ = rdb.Del(ctx, it.Val()).Err()
+			}
+			return nil
+		}
+		if c, ok := rdb.(*redis.ClusterClient); ok {
+			_ = c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return del(ctx, node) })
+		} else {
+			_ = del(ctx, rdb)
 		}
 		_ = rdb.Close()
 	})
@@ -141,4 +152,48 @@ func TestSmallBudgetsAreCountedOneByOne(t *testing.T) {
 	if d.Allowed || d.Remaining != 0 || d.RetryAfterSeconds() < 1 {
 		t.Fatalf("read 51 of 50: %+v", d)
 	}
+}
+
+// On a Redis Cluster (REDIS_URL with addr parameters) the limiter behaves as
+// on one server: the tests above pass against a local three-master cluster,
+// and a budget shared by two instances admits exactly its limit. Every script
+// run must succeed: a CROSSSLOT or MOVED error would send the limiter to its
+// per-instance fallback, which logs and answers with SourceLocal.
+func TestOnARedisCluster(t *testing.T) {
+	t.Setenv("TEST_REDIS_URL", redistest.Cluster(t, 3))
+	t.Run("LeasedReadsStayWithinTheSharedBudget", TestLeasedReadsStayWithinTheSharedBudget)
+	t.Run("LeasedRemainingIsExactOnOneInstance", TestLeasedRemainingIsExactOnOneInstance)
+	t.Run("ConcurrentLeasedRequestsShareOneRefill", TestConcurrentLeasedRequestsShareOneRefill)
+	t.Run("SmallBudgetsAreCountedOneByOne", TestSmallBudgetsAreCountedOneByOne)
+	t.Run("SharedBudgetIsExact", func(t *testing.T) {
+		rdb, prefix := testRedis(t)
+		var logs strings.Builder // one goroutine: no lock needed
+		log := slog.New(slog.NewTextHandler(&logs, nil))
+		a, b := New(rdb, prefix, time.Minute, log), New(rdb, prefix, time.Minute, log)
+		ctx := context.Background()
+		// Buckets of many slots, so that the scripts run on every master.
+		for bucket := range 30 {
+			key := "key:" + strconv.Itoa(bucket) + ":write"
+			allowed := 0
+			for i := range 150 {
+				l := a
+				if i%2 == 1 {
+					l = b
+				}
+				d := l.Allow(ctx, key, 120)
+				if d.Source != SourceRedis {
+					t.Fatalf("%s, request %d: decided %s:\n%s", key, i+1, d.Source, logs.String())
+				}
+				if d.Allowed {
+					allowed++
+				}
+			}
+			if allowed != 120 {
+				t.Fatalf("%s: %d of 150 writes admitted by two instances for a budget of 120", key, allowed)
+			}
+		}
+		if logs.String() != "" {
+			t.Fatalf("limiter logged on the cluster:\n%s", logs.String())
+		}
+	})
 }

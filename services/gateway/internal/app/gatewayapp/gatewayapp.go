@@ -33,7 +33,7 @@ type Config struct {
 	Keys     *keybus.Business
 	Limiter  *ratelimit.Limiter
 	Codec    *identity.Codec
-	Redis    *redis.Client // for health; nil when not configured
+	Redis    redis.UniversalClient // for health; nil when not configured
 	Backends map[string]*Backend
 	// Registry receives the gateway's own instruments (nil: none).
 	Registry *prometheus.Registry
