@@ -1,8 +1,16 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -132,5 +140,145 @@ func TestPercentileIsNearestRank(t *testing.T) {
 	}
 	if percentile(v, 50) != 50 || percentile(v, 99) != 99 || percentile(v, 100) != 100 || percentile(nil, 99) != 0 {
 		t.Fatalf("p50 %v p99 %v", percentile(v, 50), percentile(v, 99))
+	}
+}
+
+// The bench's nginx relays to a backend over kept-alive upstream connections,
+// its master and workers are found for the CPU count, and Stop ends them all.
+func TestNginxRelaysOverKeptAliveConnectionsAndStops(t *testing.T) {
+	if _, err := nginxBinary(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	var conns atomic.Int64
+	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Proto != "HTTP/1.1" || r.Header.Get("Connection") != "" {
+			t.Errorf("upstream request %s with Connection %q", r.Proto, r.Header.Get("Connection"))
+		}
+		_, _ = io.WriteString(w, "relayed "+r.URL.Path+" "+r.Header.Get("X-Coworkjobs-Identity"))
+	}))
+	backend.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	backend.Start()
+	defer backend.Close()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 2
+	n, err := startNginx(context.Background(), "http://"+addr+"/", addr, backend.Listener.Addr().String(), workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			n.Stop()
+		}
+	}()
+	if got := n.pids(); len(got) != 1+workers {
+		t.Fatalf("pids %v: want the master and %d workers", got, workers)
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	before := conns.Load()
+	for i := range 50 {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v2/jobs", nil)
+		req.Header.Set("X-Coworkjobs-Identity", "signed")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(body) != "relayed /v2/jobs signed" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+	}
+	if opened := conns.Load() - before; opened > workers {
+		t.Fatalf("%d upstream connections for 50 requests: keepalive is not used", opened)
+	}
+	pids := n.pids()
+	if logged := n.Stop(); logged != "" {
+		t.Errorf("nginx logged: %s", logged)
+	}
+	stopped = true
+	for _, pid := range pids {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+			t.Errorf("process %d is left after Stop", pid)
+		}
+	}
+	if _, err := os.Stat(n.dir); !os.IsNotExist(err) {
+		t.Errorf("prefix %s left behind (%v)", n.dir, err)
+	}
+}
+
+// When nginx cannot start, the error says why (the bench puts it in its notes).
+func TestNginxThatCannotStartSaysWhy(t *testing.T) {
+	if _, err := nginxBinary(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	_, err = startNginx(context.Background(), "http://"+addr+"/", addr, "127.0.0.1:9", 1)
+	if err == nil || !strings.Contains(err.Error(), "Address already in use") {
+		t.Fatalf("started on a taken port, or no reason: %v", err)
+	}
+}
+
+func TestNginxConfKeepsEveryPathUnderItsPrefix(t *testing.T) {
+	conf := nginxConf("/tmp/p", "127.0.0.1:8081", "127.0.0.1:9090", 3)
+	for _, want := range []string{"worker_processes 3;", "pid /tmp/p/nginx.pid;", "listen 127.0.0.1:8081;", "server 127.0.0.1:9090;",
+		"keepalive 64;", "proxy_http_version 1.1;", `proxy_set_header Connection "";`, "access_log off;", "proxy_temp_path /tmp/p/proxy;"} {
+		if !strings.Contains(conf, want) {
+			t.Fatalf("conf lacks %q:\n%s", want, conf)
+		}
+	}
+	for _, f := range strings.Fields(conf) {
+		if strings.HasPrefix(f, "/") && f != "/" && !strings.HasPrefix(f, "/tmp/p/") {
+			t.Errorf("a path outside the prefix: %s", f)
+		}
+	}
+}
+
+// Without nginx, the rounds' table has no nginx row, says why, and the
+// targets that need no nginx are still computed from the same rounds.
+func TestRoundsWithoutNginxSayWhyAndKeepTheOtherTargets(t *testing.T) {
+	m := func(requests int64, cpu time.Duration) measurement {
+		return measurement{wrk: wrkResult{Requests: requests, DurationUS: 1e6},
+			cpu: map[string]time.Duration{"gateway": cpu, "backend": cpu, "postgres": cpu, "redis": cpu}}
+	}
+	rs := &rounds{n: 1, each: time.Second, names: []string{"gateway", "direct", "bare proxy"},
+		nginxMissing: "nginx is not installed"}
+	rs.sum, rs.rps = make([]measurement, 3), make([][]float64, 3)
+	for i, x := range []measurement{m(950, 950*time.Millisecond), m(1000, 1000*time.Millisecond), m(1000, 1000*time.Millisecond)} {
+		rs.add(i, x)
+	}
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	rs.markdown(w)
+	rs.targets(w)
+	out := b.String()
+	for _, want := range []string{"nginx is not among the targets: nginx is not installed.",
+		"| (a) gateway ≥ 1.00 × nginx's plain relay | not measured: nginx is not installed | – |",
+		"| (a) gateway ≥ 0.95 × the bare fasthttp hop (1 interleaved rounds) | 0.95 | met |",
+		"| (a) whole-system CPU per request ≤ 1.15 × direct's (1 interleaved rounds) | 4000 / 3000 µs = 1.33 | **missed** |"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "| nginx (") {
+		t.Fatalf("an nginx row without nginx:\n%s", out)
 	}
 }

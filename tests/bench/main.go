@@ -7,11 +7,11 @@
 // every service idle, under load and under overload, and, measured in the
 // same run, the ceilings each row is compared with: a bare Fiber
 // hello-world, pgbench running the service's own list SQL, and the backend
-// hit directly with a signed identity.
+// hit directly with a signed identity, a bare proxy and nginx in front of it.
 //
 //	go run ./tests/bench [-jobs 100000] [-duration 10s] [-growth 10000,100000,1000000] [-out report.md]
 //
-// `make bench` runs it (scripts/bench.sh installs wrk when it is missing).
+// `make bench` runs it (scripts/bench.sh installs wrk, pgbench and nginx when missing).
 // It is not part of `make test`: it takes minutes and wants a quiet machine.
 package main
 
@@ -75,7 +75,7 @@ func main() {
 	flag.StringVar(&cfg.Out, "out", "", "also write the report to this file")
 	flag.StringVar(&cfg.ProfileRow, "profile", "", "row id whose measured run is CPU-profiled on the gateway and the backend (pprof from the admin port)")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "bench-profiles", "where -profile writes gateway.pprof and <backend>.pprof")
-	flag.IntVar(&cfg.Rounds, "rounds", 4, "interleaved rounds of row a: gateway, direct and bare proxy in turn, the order rotated each round (0: none)")
+	flag.IntVar(&cfg.Rounds, "rounds", 4, "interleaved rounds of row a: gateway, direct, bare proxy and nginx (when installed) in turn, the order rotated each round (0: none)")
 	flag.DurationVar(&cfg.RoundDuration, "round-duration", 3*time.Second, "measured time of each target in each interleaved round")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the database (its name is printed) instead of dropping it")
 	flag.StringVar(&env, "env", "", "comma-separated NAME=value added to every service's environment (to try a setting)")

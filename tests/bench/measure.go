@@ -425,11 +425,13 @@ func (b *bench) runGrowth(ctx context.Context, d dataset) error {
 
 // bareProxyAndRounds sends the direct load through a bare proxy in front of
 // the backend: what the HTTP hop alone costs, the ceiling of any gateway.
-// Then, with -rounds, it measures the gateway, the backend directly and the
-// bare proxy again in short runs taken in turn (the order rotated each
-// round, so no target always follows the same one): anything that drifts
-// on the machine during the row then weighs on all three alike, where the
-// sequential runs above each saw a different stretch of time.
+// Then, with -rounds, it measures the gateway, the backend directly, the
+// bare proxy and nginx (what an operator would otherwise put in front) in
+// short runs taken in turn (the order rotated each round, so no target
+// always follows the same one): anything that drifts on the machine during
+// the row then weighs on all of them alike, where the sequential runs above
+// each saw a different stretch of time. Without nginx the rounds go on
+// without it, and the report says why.
 func (b *bench) bareProxyAndRounds(ctx context.Context, r row, direct load, res *rowResult) error {
 	addr, err := freeAddr()
 	if err != nil {
@@ -445,28 +447,47 @@ func (b *bench) bareProxyAndRounds(ctx context.Context, r row, direct load, res 
 	if _, err := b.probe(ctx, proxy, direct, 0); err != nil {
 		return err
 	}
-	defer func() { b.hopPID = 0 }()
-	b.hopPID = cmd.Process.Pid
+	defer func() { b.hop = nil }()
+	proxyPIDs := func() []int { return []int{cmd.Process.Pid} }
+	b.hop = proxyPIDs
 	m, _, err := b.measure(ctx, proxy, direct, r.Backend, r.Backend, b.cfg.Conns, b.cfg.Threads, "")
 	if err != nil {
 		return err
 	}
 	res.proxy = &m
-	b.hopPID = 0
+	b.hop = nil
 	if b.cfg.Rounds < 1 {
 		return nil
 	}
-	targets := []struct {
-		base, entry string
-		l           load
-		hop         int
-	}{
-		{b.s.URL["gateway"], "gateway", r.Load, 0},
-		{b.s.URL[r.Backend], r.Backend, direct, 0},
-		{proxy, r.Backend, direct, cmd.Process.Pid},
+	type target struct {
+		name, base, entry string
+		l                 load
+		hop               func() []int
+	}
+	targets := []target{
+		{"gateway", b.s.URL["gateway"], "gateway", r.Load, nil},
+		{"direct", b.s.URL[r.Backend], r.Backend, direct, nil},
+		{"bare proxy", proxy, r.Backend, direct, proxyPIDs},
 	}
 	rs := &rounds{n: b.cfg.Rounds, each: b.cfg.RoundDuration}
-	b.note("row %s: %d interleaved rounds of gateway, direct and bare proxy, %s each", r.ID, rs.n, rs.each)
+	if ng, err := b.startNginx(ctx, backend, direct); err != nil {
+		rs.nginxMissing = err.Error()
+		b.note("row %s: nginx left out of the rounds: %v", r.ID, err)
+	} else {
+		defer func() {
+			if logged := ng.Stop(); logged != "" {
+				b.note("nginx logged: %s", logged)
+			}
+		}()
+		rs.nginxWorkers = nginxWorkers()
+		targets = append(targets, target{"nginx", ng.url, r.Backend, direct, ng.pids})
+	}
+	for _, t := range targets {
+		rs.names = append(rs.names, t.name)
+	}
+	rs.sum = make([]measurement, len(targets))
+	rs.rps = make([][]float64, len(targets))
+	b.note("row %s: %d interleaved rounds of %s, %s each", r.ID, rs.n, strings.Join(rs.names, ", "), rs.each)
 	for i := range rs.n {
 		// The direct rows' signed identity lives a minute, and the rounds
 		// may take longer (-round-duration): each round signs it anew.
@@ -478,9 +499,9 @@ func (b *bench) bareProxyAndRounds(ctx context.Context, r row, direct load, res 
 		for j := range targets {
 			k := (i + j) % len(targets)
 			t := targets[k]
-			b.hopPID = t.hop
+			b.hop = t.hop
 			m, _, err := b.measureFor(ctx, t.base, t.l, r.Backend, t.entry, b.cfg.Conns, b.cfg.Threads, "", 0, rs.each)
-			b.hopPID = 0
+			b.hop = nil
 			if err != nil {
 				return fmt.Errorf("round %d: %w", i+1, err)
 			}
@@ -491,13 +512,51 @@ func (b *bench) bareProxyAndRounds(ctx context.Context, r row, direct load, res 
 	return nil
 }
 
-// rounds sums the interleaved runs of each target: 0 gateway, 1 direct,
-// 2 bare proxy.
+// startedNginx is the bench's own nginx in front of a backend.
+type startedNginx struct {
+	*nginxProc
+	url string
+}
+
+// startNginx starts nginx in front of backend and checks that it relays the
+// direct load as the backend answers it.
+func (b *bench) startNginx(ctx context.Context, backend string, direct load) (startedNginx, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return startedNginx{}, err
+	}
+	url := "http://" + addr
+	n, err := startNginx(ctx, url+"/v2/health", addr, backend, nginxWorkers())
+	if err != nil {
+		return startedNginx{}, err
+	}
+	if _, err := b.probe(ctx, url, direct, 0); err != nil {
+		n.Stop()
+		return startedNginx{}, fmt.Errorf("probe through nginx: %w", err)
+	}
+	return startedNginx{n, url}, nil
+}
+
+// rounds sums the interleaved runs of each target, in the order of names:
+// gateway, direct, bare proxy, then nginx when it could be started.
 type rounds struct {
-	n    int
-	each time.Duration
-	sum  [3]measurement
-	rps  [3][]float64 // each round's req/s, in round order
+	n            int
+	each         time.Duration
+	names        []string
+	sum          []measurement
+	rps          [][]float64 // each round's req/s, in round order
+	nginxWorkers int
+	nginxMissing string // why nginx is not among the targets
+}
+
+// target is the index of a named target, or -1.
+func (rs *rounds) target(name string) int {
+	for i, n := range rs.names {
+		if n == name {
+			return i
+		}
+	}
+	return -1
 }
 
 func (rs *rounds) add(target int, m measurement) {

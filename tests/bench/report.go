@@ -40,6 +40,9 @@ const (
 	targetCreates      = 900.0
 	targetCreatesP99   = 150 * time.Millisecond
 	targetReplays      = 2000.0
+	targetNginxRatio   = 1.0  // gateway req/s over nginx's plain relay, same rounds
+	targetHopRatio     = 0.95 // gateway req/s over the bare fasthttp hop, same rounds
+	targetCPURatio     = 1.15 // gateway's whole-system CPU per request over direct's
 	capGateway         = 32 << 20
 	capBackend         = 64 << 20
 )
@@ -93,9 +96,9 @@ func describeMachine(ctx context.Context) string {
 		}
 	}
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	return fmt.Sprintf("%d cores (%s), %s RAM, Linux %s; %s, %s, %s, %s, %s",
+	return fmt.Sprintf("%d cores (%s), %s RAM, Linux %s; %s, %s, %s, %s, %s, %s",
 		runtime.NumCPU(), model, mem, strings.TrimSpace(string(kernel)), runtime.Version(),
-		firstLine("psql", "--version"), firstLine("redis-server", "--version"), firstLine("wrk", "-v"), firstLine("pgbench", "--version"))
+		firstLine("psql", "--version"), firstLine("redis-server", "--version"), firstLine("wrk", "-v"), firstLine("pgbench", "--version"), nginxVersion())
 }
 
 func ms(us float64) string { return fmt.Sprintf("%.2f", us/1000) }
@@ -253,6 +256,7 @@ func (r *report) targets(w func(string, ...any)) {
 			x := rs.sum[0].wrk.RPS() / rs.sum[1].wrk.RPS()
 			w("| (a) gateway ≥ %.2f × jobs direct (%d interleaved rounds; the bare proxy: %.2f) | %.2f | %s |\n", targetDirectRatio, rs.n,
 				rs.sum[2].wrk.RPS()/rs.sum[1].wrk.RPS(), x, verdict(x >= targetDirectRatio))
+			rs.targets(w)
 		}
 		if a.pg != nil {
 			x := a.gateway.wrk.RPS() / a.pg.TPS
@@ -333,23 +337,52 @@ func (r *report) growthTable(w func(string, ...any)) {
 // markdown writes the interleaved rounds of row a: totals over the rounds,
 // and each round's ratios so their spread shows.
 func (rs *rounds) markdown(w func(string, ...any)) {
-	names := [3]string{"gateway", "direct", "bare proxy"}
-	groups := [3][]string{{"gateway", "backend", "postgres", "redis"}, {"backend", "postgres", "redis"}, {"gateway", "backend", "postgres", "redis"}}
-	w("Row a interleaved: %d rounds, each running the gateway, the jobs service directly and the bare proxy for %s in turn (the order rotated each round); totals over the rounds:\n\n", rs.n, rs.each)
-	w("| target | requests | req/s | × direct | errors | CPU µs/req: total (gw + svc + pg + redis) | × direct by round |\n|---|--:|--:|--:|--:|---|---|\n")
+	w("Row a interleaved: %d rounds, each running %s for %s in turn (the order rotated each round); totals over the rounds:\n\n",
+		rs.n, strings.Join(rs.names, ", "), rs.each)
+	w("| target | requests | req/s | × direct | errors | CPU µs/req: total (gw or proxy + svc + pg + redis) | × direct by round |\n|---|--:|--:|--:|--:|---|---|\n")
 	direct := rs.sum[1].wrk.RPS()
 	for i, m := range rs.sum {
 		var byRound []string
 		for k, v := range rs.rps[i] {
 			byRound = append(byRound, ratio(v, rs.rps[1][k]))
 		}
-		gw := "–"
-		if i != 1 {
-			gw = usd(m.cpuPerRequest("gateway"))
+		groups := []string{"gateway", "backend", "postgres", "redis"}
+		gw := usd(m.cpuPerRequest("gateway"))
+		if i == 1 {
+			groups, gw = groups[1:], "–"
 		}
-		w("| %s | %d | %.0f | %s | %d | %s (%s + %s + %s + %s) | %s |\n", names[i], m.wrk.Requests, m.wrk.RPS(), ratio(m.wrk.RPS(), direct), m.wrk.Errors(),
-			usd(m.cpuPerRequest(groups[i]...)), gw, usd(m.cpuPerRequest("backend")), usd(m.cpuPerRequest("postgres")), usd(m.cpuPerRequest("redis")),
+		name := rs.names[i]
+		switch name {
+		case "bare proxy":
+			name = "bare fasthttp proxy"
+		case "nginx":
+			name = fmt.Sprintf("nginx (plain proxy_pass, upstream keepalive, %d workers)", rs.nginxWorkers)
+		}
+		w("| %s | %d | %.0f | %s | %d | %s (%s + %s + %s + %s) | %s |\n", name, m.wrk.Requests, m.wrk.RPS(), ratio(m.wrk.RPS(), direct), m.wrk.Errors(),
+			usd(m.cpuPerRequest(groups...)), gw, usd(m.cpuPerRequest("backend")), usd(m.cpuPerRequest("postgres")), usd(m.cpuPerRequest("redis")),
 			strings.Join(byRound, ", "))
 	}
 	w("\n")
+	if rs.nginxMissing != "" {
+		w("nginx is not among the targets: %s.\n\n", rs.nginxMissing)
+	}
+}
+
+// roundTargets are issue 19's targets, each from the same interleaved rounds:
+// the gateway against nginx's plain relay and the bare fasthttp hop, and its
+// whole-system CPU per request against direct's.
+func (rs *rounds) targets(w func(string, ...any)) {
+	gw := rs.sum[0].wrk.RPS()
+	if i := rs.target("nginx"); i >= 0 {
+		x := gw / rs.sum[i].wrk.RPS()
+		w("| (a) gateway ≥ %.2f × nginx's plain relay (%d interleaved rounds) | %.2f | %s |\n", targetNginxRatio, rs.n, x, verdict(x >= targetNginxRatio))
+	} else {
+		w("| (a) gateway ≥ %.2f × nginx's plain relay | not measured: %s | – |\n", targetNginxRatio, rs.nginxMissing)
+	}
+	x := gw / rs.sum[2].wrk.RPS()
+	w("| (a) gateway ≥ %.2f × the bare fasthttp hop (%d interleaved rounds) | %.2f | %s |\n", targetHopRatio, rs.n, x, verdict(x >= targetHopRatio))
+	g, d := rs.sum[0].cpuPerRequest("gateway", "backend", "postgres", "redis"), rs.sum[1].cpuPerRequest("backend", "postgres", "redis")
+	y := float64(g) / float64(d)
+	w("| (a) whole-system CPU per request ≤ %.2f × direct's (%d interleaved rounds) | %s / %s µs = %.2f | %s |\n", targetCPURatio, rs.n, usd(g), usd(d), y,
+		verdict(d > 0 && y <= targetCPURatio))
 }

@@ -109,9 +109,19 @@ func (b *bench) matches(ctx context.Context, term string) (int, error) {
 			fuzz[i] = 1
 		}
 	}
+	// search_plan calls its helpers unqualified: it runs in the jobs schema,
+	// as the service's connections do.
+	tx, err := b.data.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SET LOCAL search_path = jobs`); err != nil {
+		return 0, err
+	}
 	var n int
-	err := b.data.QueryRow(ctx, `SELECT count(*) FROM jobs.search_plan($1::text[], $2::boolean[], $3::integer[], '{}', '{}') t,
-		jobs.jobs WHERE status = 'active' AND expiration_date > now() AND search_vector @@ t.match`, words, prefix, fuzz).Scan(&n)
+	err = tx.QueryRow(ctx, `SELECT count(*) FROM search_plan($1::text[], $2::boolean[], $3::integer[], '{}', '{}') t,
+		jobs WHERE status = 'active' AND expiration_date > now() AND search_vector @@ t.match`, words, prefix, fuzz).Scan(&n)
 	return n, err
 }
 

@@ -36,8 +36,9 @@ type bench struct {
 	keyID   int64
 	seq     int
 	client  *http.Client
-	// hopPID, when set, is measured as the gateway (the bare proxy's run).
-	hopPID int
+	// hop, when set, lists the processes measured as the gateway (the bare
+	// proxy's or nginx's runs).
+	hop func() []int
 
 	rep report
 }
@@ -215,8 +216,8 @@ func (b *bench) measureIdle() error {
 func (b *bench) cpuGroups(ctx context.Context, backend string) []cpuGroup {
 	return []cpuGroup{
 		{"gateway", func() []int {
-			if b.hopPID != 0 {
-				return []int{b.hopPID}
+			if b.hop != nil {
+				return b.hop()
 			}
 			return []int{b.s.PID("gateway")}
 		}},
