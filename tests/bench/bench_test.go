@@ -157,7 +157,7 @@ func TestNginxRelaysOverKeptAliveConnectionsAndStops(t *testing.T) {
 		if r.Proto != "HTTP/1.1" || r.Header.Get("Connection") != "" {
 			t.Errorf("upstream request %s with Connection %q", r.Proto, r.Header.Get("Connection"))
 		}
-		_, _ = io.WriteString(w, "relayed "+r.URL.Path+" "+r.Header.Get("X-Coworkjobs-Identity"))
+		_, _ = io.WriteString(w, "relayed "+r.URL.Path+" "+r.Header.Get("X-Coworkjobs-Identity")) //nolint:gosec // a test backend echoing to the test's own client
 	}))
 	backend.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {

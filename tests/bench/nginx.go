@@ -116,7 +116,7 @@ func startNginx(ctx context.Context, url, addr, backend string, workers int) (*n
 		_ = n.cmd.Process.Kill()
 		err = errors.Join(err, <-n.exited)
 	case err = <-n.exited:
-		err = fmt.Errorf("nginx exited (%v)", err)
+		err = fmt.Errorf("nginx exited (%w)", err)
 	}
 	why := strings.TrimSpace(n.stderr.String() + " " + n.logged())
 	os.RemoveAll(dir)
@@ -153,17 +153,21 @@ func (n *nginxProc) logged() string {
 func (n *nginxProc) Stop() string {
 	workers := childPIDs(n.cmd.Process.Pid)
 	_ = n.cmd.Process.Signal(syscall.SIGQUIT)
+	var exit error
 	select {
-	case <-n.exited:
+	case exit = <-n.exited:
 	case <-time.After(10 * time.Second):
 		_ = n.cmd.Process.Kill()
 		for _, pid := range workers {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		<-n.exited
+		exit = <-n.exited
 	}
 	logged := n.logged()
-	os.RemoveAll(n.dir)
+	if exit != nil {
+		logged += "\n(nginx: " + exit.Error() + ")"
+	}
+	_ = os.RemoveAll(n.dir)
 	return logged
 }
 

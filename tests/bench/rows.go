@@ -115,7 +115,7 @@ func (b *bench) matches(ctx context.Context, term string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer tx.Rollback(ctx)
+	defer func() { _ = tx.Rollback(ctx) }() // read only: nothing to keep
 	if _, err := tx.Exec(ctx, `SET LOCAL search_path = jobs`); err != nil {
 		return 0, err
 	}

@@ -131,7 +131,7 @@ func waitClusterOK(ctx context.Context, addr string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redistest: cluster not ok at %s: %v %s", addr, err, info)
+			return fmt.Errorf("redistest: cluster not ok at %s: %w %s", addr, err, info)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

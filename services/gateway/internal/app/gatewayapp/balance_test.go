@@ -200,7 +200,7 @@ func TestDNSBalanceSkipsRefusedAddresses(t *testing.T) {
 // resolver keeps the last answer.
 func TestDNSBalanceWithoutAddresses(t *testing.T) {
 	r := newDNSRig(t, "127.0.0.1")
-	var failing error = errors.New("i/o timeout")
+	failing := errors.New("i/o timeout")
 	r.lookErr.Store(&failing)
 	r.backend.set.refresh(context.Background())
 	if got := r.backend.Endpoints(); got != 1 {
