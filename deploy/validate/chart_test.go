@@ -843,6 +843,61 @@ func TestChartUpstreamBalance(t *testing.T) {
 	}
 }
 
+// secrets.databaseReadURL reaches the jobs API alone (the only reader of a
+// replica), as an optional key, so an existingSecret without it still starts;
+// unset, nothing reads it and the chart's Secret has no such key.
+func TestChartDatabaseReadURL(t *testing.T) {
+	readers := func(r rendered) map[string]corev1.EnvVar {
+		m := map[string]corev1.EnvVar{}
+		for name, d := range deployments(r.objs) {
+			if e, ok := envOf(d)["DATABASE_READ_URL"]; ok {
+				m[name] = e
+			}
+		}
+		return m
+	}
+	secretKeys := func(r rendered) map[string]bool {
+		m := map[string]bool{}
+		for _, s := range find[*corev1.Secret](r.objs) {
+			for k := range s.Data {
+				m[k] = true
+			}
+		}
+		return m
+	}
+	def := render(t, "")
+	if got := readers(def); len(got) != 0 {
+		t.Errorf("DATABASE_READ_URL without secrets.databaseReadURL: %v", got)
+	}
+	if secretKeys(def)["DATABASE_READ_URL"] {
+		t.Error("the chart's Secret has DATABASE_READ_URL though none was given")
+	}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+	}{
+		{"databaseReadURL", map[string]any{"secrets": map[string]any{"databaseReadURL": "postgres://replica:5432/coworkjobs"}}},
+		{"existingSecret", readValues(t, filepath.Join(chartDir(t), "ci", "existing-secret-values.yaml"))},
+	} {
+		r := renderValues(t, tc.name, tc.values)
+		got := readers(r)
+		e, ok := got["jobs"]
+		if len(got) != 1 || !ok {
+			t.Errorf("%s: DATABASE_READ_URL read by %v, want the jobs API alone", tc.name, got)
+			continue
+		}
+		if ref := e.ValueFrom; ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Optional == nil || !*ref.SecretKeyRef.Optional {
+			t.Errorf("%s: DATABASE_READ_URL is not an optional secret key: %+v", tc.name, e)
+		}
+		if tc.name == "databaseReadURL" && !secretKeys(r)["DATABASE_READ_URL"] {
+			t.Error("the chart's Secret lacks the DATABASE_READ_URL it was given")
+		}
+	}
+	if _, err := renderChart(t, map[string]any{"secrets": map[string]any{"databaseReadURL": "mysql://x"}}, nil); err == nil {
+		t.Error("a non-PostgreSQL databaseReadURL was accepted")
+	}
+}
+
 func TestChartSchemaRejectsBadValues(t *testing.T) {
 	ch, err := loader.Load(chartDir(t))
 	if err != nil {

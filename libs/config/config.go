@@ -73,6 +73,9 @@ type Common struct {
 	ServiceName string `env:"SERVICE_NAME"`
 	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/coworkjobs?sslmode=disable"`
 	DBMaxConns  int32  `env:"DB_MAX_CONNS" envDefault:"10"`
+	// DatabaseReadURL names a streaming replica of DATABASE_URL's server for
+	// the reads an API allows there (pg.Reads); empty: every read on the primary.
+	DatabaseReadURL string `env:"DATABASE_READ_URL"`
 }
 
 // CommonSettings returns c, so that libs/service finds it in any struct that embeds it.

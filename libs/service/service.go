@@ -101,7 +101,11 @@ type Spec struct {
 type Process struct {
 	Log *slog.Logger
 	// Pool is nil when the Spec names no schema.
-	Pool    *pgxpool.Pool
+	Pool *pgxpool.Pool
+	// Reads routes the reads a service allows on a replica: to the pool of
+	// DATABASE_READ_URL when it is set and current, else to Pool (nil
+	// without a schema).
+	Reads   *pg.Reads
 	Metrics *metrics.Metrics
 	// API is the HTTP server of a command whose configuration embeds
 	// config.API (nil otherwise): its /readyz holds the checks (the pool's
@@ -166,6 +170,17 @@ func Run[C any, PC interface {
 	if pool != nil {
 		p.Metrics.Registry.MustRegister(pg.NewPoolCollector(pool))
 		p.AddCheck("postgres", pg.Check(pool))
+		replica, err := openReplica(ctx, PC(&cfg), spec, telemetry.PgxTracer())
+		if err != nil {
+			return err
+		}
+		if replica != nil {
+			p.Defer(replica.Close)
+		}
+		p.Reads = pg.NewReads(pool, replica, log)
+		p.Metrics.Registry.MustRegister(p.Reads.Collector())
+		// No readiness check: a replica that is down sends reads to the primary.
+		p.Go(func(ctx context.Context) error { return p.Reads.Watch(ctx, time.Second) })
 	}
 	if a, ok := any(&cfg).(interface{ AdminSettings() *config.Admin }); ok {
 		p.adminAddr, p.pprofAddr = a.AdminSettings().AdminAddr, a.AdminSettings().PprofAddr
@@ -240,6 +255,20 @@ func open(ctx context.Context, log *slog.Logger, cfg Config, spec Spec, tracer p
 	if err := pg.Migrate(ctx, pool, spec.Schema, spec.Migrations, log); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	return pool, nil
+}
+
+// openReplica opens the pool of DATABASE_READ_URL (nil when unset); it
+// connects lazily, so a replica that is down does not stop the start.
+func openReplica(ctx context.Context, cfg Config, spec Spec, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+	db := cfg.(interface{ CommonSettings() *config.Common }).CommonSettings()
+	if db.DatabaseReadURL == "" {
+		return nil, nil
+	}
+	pool, err := pg.Open(ctx, db.DatabaseReadURL, spec.Schema, pg.Options{MaxConns: db.DBMaxConns, Tracer: tracer})
+	if err != nil {
+		return nil, fmt.Errorf("read replica: %w", err)
 	}
 	return pool, nil
 }

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +23,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 
 	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
@@ -39,35 +40,12 @@ type Postgres struct {
 	asUser []string
 }
 
-// pgBin finds the newest /usr/lib/postgresql/*/bin with initdb (Debian's
-// layout; PG_BIN overrides it).
-func pgBin() (string, error) {
-	if b := os.Getenv("PG_BIN"); b != "" {
-		return b, nil
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool {
-		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[i])))
-		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[j])))
-		return vi > vj
-	})
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-			return d, nil
-		}
-	}
-	if p, err := exec.LookPath("initdb"); err == nil {
-		return filepath.Dir(p), nil
-	}
-	return "", errors.New("faults: no initdb (install postgresql, or set PG_BIN)")
-}
-
 // StartPostgres creates a cluster with initdb (trust auth, no fsync: the
 // machine itself never crashes under it) and starts it. Commits stay
 // synchronous, so a crash of the server loses nothing that was acknowledged. PostgreSQL refuses to run as root, so as root
 // the cluster belongs to the postgres user and its tools run through runuser.
 func StartPostgres(ctx context.Context) (*Postgres, error) {
-	bin, err := pgBin()
+	bin, err := pgtest.Bin()
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ read from the container's resources.
     secretKeyRef:
       name: {{ .secret }}
       key: {{ .name }}
-      {{- if hasPrefix "STRIPE_" .name }}
+      {{- if or (hasPrefix "STRIPE_" .name) (eq .name "DATABASE_READ_URL") }}
       optional: true
       {{- end }}
 {{- end }}
@@ -182,6 +182,7 @@ them, or use secrets.existingSecret, there.
 {{- end -}}
 {{- if ne (empty $s.stripeSecretKey) (empty $s.stripeWebhookSecret) }}{{ fail "secrets.stripeSecretKey and secrets.stripeWebhookSecret go together: set both or neither" }}{{ end -}}
 {{- if $s.stripeSecretKey }}{{ $_ := set $v "STRIPE_SECRET_KEY" $s.stripeSecretKey }}{{ $_ := set $v "STRIPE_WEBHOOK_SECRET" $s.stripeWebhookSecret }}{{ end -}}
+{{- if $s.databaseReadURL }}{{ $_ := set $v "DATABASE_READ_URL" $s.databaseReadURL }}{{ end -}}
 {{- $_ := set . "coworkjobsSecretValues" $v -}}
 {{- end -}}
 {{- end }}
@@ -206,6 +207,8 @@ env and its checksum/secret both come from it.
 {{- if eq .service "community" }}{{ $keys = append $keys "NEWSLETTER_TOKEN_SECRET" }}{{ end -}}
 {{- if has .component (list "community-worker" "jobs-worker") }}{{ $keys = append $keys "SMTP_URL" }}{{ end -}}
 {{- if and (eq .component "jobs") .stripe }}{{ $keys = concat $keys (list "STRIPE_SECRET_KEY" "STRIPE_WEBHOOK_SECRET") }}{{ end -}}
+{{- /* Only the jobs API routes reads to a replica (docs/scaling.md). */ -}}
+{{- if and (eq .component "jobs") .readReplica }}{{ $keys = append $keys "DATABASE_READ_URL" }}{{ end -}}
 {{- toYaml $keys -}}
 {{- end }}
 
@@ -219,7 +222,7 @@ change it). A changed value restarts exactly the workloads that read it.
 */}}
 {{- define "coworkjobs.secretChecksum" -}}
 {{- $s := .root.Values.secrets -}}
-{{- $given := dict "DATABASE_URL" $s.databaseURL "REDIS_URL" $s.redisURL "SMTP_URL" $s.smtpURL "INTERNAL_IDENTITY_SECRET" $s.internalIdentitySecret "NEWSLETTER_TOKEN_SECRET" $s.newsletterTokenSecret "STRIPE_SECRET_KEY" $s.stripeSecretKey "STRIPE_WEBHOOK_SECRET" $s.stripeWebhookSecret -}}
+{{- $given := dict "DATABASE_URL" $s.databaseURL "DATABASE_READ_URL" $s.databaseReadURL "REDIS_URL" $s.redisURL "SMTP_URL" $s.smtpURL "INTERNAL_IDENTITY_SECRET" $s.internalIdentitySecret "NEWSLETTER_TOKEN_SECRET" $s.newsletterTokenSecret "STRIPE_SECRET_KEY" $s.stripeSecretKey "STRIPE_WEBHOOK_SECRET" $s.stripeWebhookSecret -}}
 {{- $parts := list -}}
 {{- range .keys -}}
 {{- if $s.existingSecret }}{{ $parts = append $parts (printf "%s from Secret %s" . $s.existingSecret) }}

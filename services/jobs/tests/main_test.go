@@ -72,12 +72,21 @@ func setup(db pgtest.Migrated) error {
 // newBus is the business layer on the package's database, with the
 // directory at directoryURL and public pages under base.
 func newBus(base, directoryURL string) *jobbus.Business {
+	return busOn(jobdb.New(pool), base, directoryURL)
+}
+
+// busOn is newBus over another store.
+func busOn(store *jobdb.Store, base, directoryURL string) *jobbus.Business {
 	dir := dirclient.New(directoryURL, codec, dirclient.Options{Timeout: 2 * time.Second})
-	return jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: base, DefaultInvEmail: defInv})
+	return jobbus.New(store, dir, jobbus.Config{PublicBaseURL: base, DefaultInvEmail: defInv})
 }
 
 func newApp(paginated bool, directoryURL string) *fiber.App {
-	bus := newBus(baseURL, directoryURL)
+	return appOn(newBus(baseURL, directoryURL), paginated)
+}
+
+// appOn is the API over bus.
+func appOn(bus *jobbus.Business, paginated bool) *fiber.App {
 	srv := web.New(webtest.Config(), testLog, "jobs")
 	jobapp.Routes(srv.App, jobapp.Config{Log: testLog, Bus: bus, Codec: codec, PaginationEnabled: paginated})
 	srv.Fallback()
@@ -307,7 +316,13 @@ type createResult struct {
 
 func create(t *testing.T, id identity.Identity, body map[string]any) createResult {
 	t.Helper()
-	r := do(t, appFlat, "POST", "/v2/jobs", jsonBody(t, body), &id)
+	return createOn(t, appFlat, id, body)
+}
+
+// createOn is create on another app.
+func createOn(t *testing.T, app *fiber.App, id identity.Identity, body map[string]any) createResult {
+	t.Helper()
+	r := do(t, app, "POST", "/v2/jobs", jsonBody(t, body), &id)
 	if r.Status != 201 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}

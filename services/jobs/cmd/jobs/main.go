@@ -28,7 +28,7 @@ func main() {
 	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		log := p.Log
 		dir := dirclient.New(cfg.DirectoryURL, p.Codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: cfg.DirectoryCacheTTL})
-		bus := jobbus.New(jobdb.New(p.Pool), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
+		bus := jobbus.New(jobdb.New(p.Pool).WithReads(p.Reads), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
 		// payments is the provider of paid plans (the pages start payments with it).
 		var payments payment.Provider = invoicepay.Provider{}
 		var stripeProvider *stripepay.Provider

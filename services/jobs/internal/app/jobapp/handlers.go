@@ -218,7 +218,7 @@ func (h *handlers) list(c *fiber.Ctx) error {
 	}
 	base := h.bus.BaseURL()
 	if h.cfg.PaginationEnabled {
-		jobs, total, err := h.bus.Page(c.UserContext(), f)
+		jobs, total, err := h.bus.Page(c.UserContext(), caller(c), f)
 		if err != nil {
 			return err
 		}
@@ -243,7 +243,7 @@ func (h *handlers) list(c *fiber.Ctx) error {
 	// The stream outlives the handler, so it gets its own deadline instead
 	// of the request's (which ends when the handler returns).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), h.cfg.StreamTimeout)
-	rows, err := h.bus.List(ctx, f)
+	rows, err := h.bus.List(ctx, caller(c), f)
 	if err != nil {
 		cancel()
 		return err
@@ -357,6 +357,9 @@ func (h *handlers) create(c *fiber.Ctx) error {
 		if err != nil {
 			return toWebError(err)
 		}
+		if err := h.bus.Wrote(ctx, caller(c)); err != nil {
+			return err
+		}
 		body, err := renderCreated(res)
 		if err != nil {
 			return err
@@ -396,6 +399,9 @@ func (h *handlers) create(c *fiber.Ctx) error {
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit job: %w", err)
+	}
+	if err := h.bus.Wrote(ctx, caller(c)); err != nil {
+		return err
 	}
 	h.writes.inc(res.Action)
 	return sendJSON(c, http.StatusCreated, body)

@@ -224,7 +224,7 @@ func (p *pages) job(c *fiber.Ctx) error {
 	if !ok {
 		return errNoJob
 	}
-	d, err := p.bus.QueryByID(c.UserContext(), id)
+	d, err := p.bus.PublicByID(c.UserContext(), id)
 	if err != nil {
 		return lookupErr(err)
 	}

@@ -20,6 +20,13 @@ type Storer interface {
 	// Begin starts a transaction; NewWithTx binds a store to it.
 	Begin(ctx context.Context) (Tx, error)
 	NewWithTx(tx Tx) (Storer, error)
+	// ReadsFor returns the store whose List, Page, Feed and QueryByID
+	// (without lock) may run on a read replica: once it has replayed the
+	// last write of keyID (0: an anonymous reader, any replica state will
+	// do). MarkWritten records, after a write by keyID has committed, how
+	// far a replica must have replayed for that key's reads.
+	ReadsFor(ctx context.Context, keyID int64) (Storer, error)
+	MarkWritten(ctx context.Context, keyID int64) error
 
 	// Plan returns a plan by id, ErrNotFound when there is none.
 	Plan(ctx context.Context, id int) (Plan, error)
@@ -417,17 +424,36 @@ func newHash() string {
 	return hex.EncodeToString(b[:])
 }
 
-// List streams the active jobs that match f.
-func (b *Business) List(ctx context.Context, f ListFilter) (JobRows, error) {
-	return b.store.List(ctx, f)
+// List streams the active jobs that match f, as the caller may read them
+// (ReadsFor).
+func (b *Business) List(ctx context.Context, caller Caller, f ListFilter) (JobRows, error) {
+	s, err := b.store.ReadsFor(ctx, caller.KeyID)
+	if err != nil {
+		return nil, err
+	}
+	return s.List(ctx, f)
 }
 
 // Page returns one page of the active jobs that match f, and their total.
-func (b *Business) Page(ctx context.Context, f ListFilter) ([]Job, int, error) {
-	return b.store.Page(ctx, f)
+func (b *Business) Page(ctx context.Context, caller Caller, f ListFilter) ([]Job, int, error) {
+	s, err := b.store.ReadsFor(ctx, caller.KeyID)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.Page(ctx, f)
 }
 
-// Feed returns the latest active jobs.
+// Feed returns the latest active jobs: a public read.
 func (b *Business) Feed(ctx context.Context, limit int) ([]Job, error) {
-	return b.store.Feed(ctx, limit)
+	s, err := b.store.ReadsFor(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	return s.Feed(ctx, limit)
+}
+
+// Wrote records that caller's write has committed, so that its next reads
+// see it wherever they run (ReadsFor).
+func (b *Business) Wrote(ctx context.Context, caller Caller) error {
+	return b.store.MarkWritten(ctx, caller.KeyID)
 }

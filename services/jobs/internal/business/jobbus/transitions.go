@@ -17,6 +17,16 @@ func (b *Business) QueryByID(ctx context.Context, id int64) (Detail, error) {
 	return b.store.QueryByID(ctx, id, false)
 }
 
+// PublicByID is QueryByID for an anonymous reader (the public job page):
+// it may be answered by a read replica.
+func (b *Business) PublicByID(ctx context.Context, id int64) (Detail, error) {
+	s, err := b.store.ReadsFor(ctx, 0)
+	if err != nil {
+		return Detail{}, err
+	}
+	return s.QueryByID(ctx, id, false)
+}
+
 // QueryByHash returns the job whose edit hash is hash. The hash is a
 // capability: the store finds it by its digest, and the match is confirmed
 // here in constant time.
@@ -52,7 +62,11 @@ func validHash(h string) bool {
 // an active job, within its space when space-scoped; a key with no space
 // also the jobs it created. Anything else is ErrNotFound.
 func (b *Business) Get(ctx context.Context, caller Caller, id int64) (Detail, error) {
-	d, err := b.store.QueryByID(ctx, id, false)
+	s, err := b.store.ReadsFor(ctx, caller.KeyID)
+	if err != nil {
+		return Detail{}, err
+	}
+	d, err := s.QueryByID(ctx, id, false)
 	if err != nil {
 		return Detail{}, err
 	}
@@ -123,12 +137,16 @@ func (b *Business) Transition(ctx context.Context, caller Caller, id int64, ev E
 	if !slices.Contains(RouteEvents, ev) {
 		return TransitionResult{}, fmt.Errorf("jobbus: %q is not a route event", ev)
 	}
-	return b.apply(ctx, id, ev, nil, func(d Detail) error {
+	res, err := b.apply(ctx, id, ev, nil, func(d Detail) error {
 		if !Owns(caller, d) {
 			return ErrForbidden
 		}
 		return nil
 	})
+	if err != nil {
+		return TransitionResult{}, err
+	}
+	return res, b.Wrote(ctx, caller)
 }
 
 // TransitionByHash applies one of RouteEvents for the holder of the edit hash.

@@ -23,6 +23,11 @@ type Store struct {
 	pool *pgxpool.Pool
 	// db is the pool, or the transaction of a store made by NewWithTx.
 	db db
+	// reads routes the reads of a store made by ReadsFor (routed): to the
+	// replica once it has replayed after, the key's last write.
+	reads  *pg.Reads
+	routed bool
+	after  pg.LSN
 }
 
 // db is what a pool and a transaction have in common.
@@ -392,11 +397,40 @@ func (r rows) Scan(j *jobbus.Job) error {
 // List implements jobbus.Storer.
 func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, error) {
 	q, args := listSQL(f)
-	r, err := s.db.Query(ctx, q, args...)
+	var r pgx.Rows
+	err := s.read(ctx, func(db db) error {
+		qr, err := db.Query(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		// A server's error comes with the first row: read it here, where
+		// a replica's failure can still send the listing to the primary.
+		p := &peeked{Rows: qr, first: qr.Next()}
+		if !p.first && qr.Err() != nil {
+			qr.Close()
+			return qr.Err()
+		}
+		r = p
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return rows{r, f.Near != nil}, nil
+}
+
+// peeked is rows whose first row List has read already.
+type peeked struct {
+	pgx.Rows
+	first, read bool
+}
+
+func (p *peeked) Next() bool {
+	if !p.read {
+		p.read = true
+		return p.first
+	}
+	return p.Rows.Next()
 }
 
 // countSQL is the SQL of a listing's total.
@@ -406,13 +440,21 @@ func countSQL(f jobbus.ListFilter) (string, []any) {
 }
 
 // Page implements jobbus.Storer: the count and the page in one round trip.
-func (s *Store) Page(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, int, error) {
+func (s *Store) Page(ctx context.Context, f jobbus.ListFilter) (jobs []jobbus.Job, total int, err error) {
+	err = s.read(ctx, func(db db) (err error) {
+		jobs, total, err = page(ctx, db, f)
+		return err
+	})
+	return jobs, total, err
+}
+
+func page(ctx context.Context, db db, f jobbus.ListFilter) ([]jobbus.Job, int, error) {
 	cq, cargs := countSQL(f)
 	q, args := listSQL(f)
 	batch := &pgx.Batch{}
 	batch.Queue(cq, cargs...)
 	batch.Queue(q, args...)
-	br := s.db.SendBatch(ctx, batch)
+	br := db.SendBatch(ctx, batch)
 	defer br.Close()
 	var total int
 	if err := br.QueryRow().Scan(&total); err != nil {
@@ -438,8 +480,16 @@ func (s *Store) Page(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, in
 }
 
 // Feed implements jobbus.Storer.
-func (s *Store) Feed(ctx context.Context, limit int) ([]jobbus.Job, error) {
-	r, err := s.db.Query(ctx, `SELECT `+listColumns+`, description FROM jobs
+func (s *Store) Feed(ctx context.Context, limit int) (jobs []jobbus.Job, err error) {
+	err = s.read(ctx, func(db db) (err error) {
+		jobs, err = feed(ctx, db, limit)
+		return err
+	})
+	return jobs, err
+}
+
+func feed(ctx context.Context, db db, limit int) ([]jobbus.Job, error) {
+	r, err := db.Query(ctx, `SELECT `+listColumns+`, description FROM jobs
 		WHERE status = 'active' AND expiration_date > now() ORDER BY date_added DESC, id DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("feed jobs: %w", err)
@@ -459,4 +509,53 @@ func (s *Store) Feed(ctx context.Context, limit int) ([]jobbus.Job, error) {
 		return nil, fmt.Errorf("feed jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// WithReads returns a store whose ReadsFor routes reads through reads
+// (the replica of DATABASE_READ_URL, when there is one).
+func (s *Store) WithReads(reads *pg.Reads) *Store {
+	c := *s
+	c.reads = reads
+	return &c
+}
+
+// ReadsFor implements jobbus.Storer: without a replica, s itself.
+func (s *Store) ReadsFor(ctx context.Context, keyID int64) (jobbus.Storer, error) {
+	if s.reads == nil || !s.reads.Replica() {
+		return s, nil
+	}
+	c := *s
+	c.routed = true
+	if keyID == 0 {
+		return &c, nil
+	}
+	// The marker is read on the primary: whichever pod took the key's
+	// write, its position is here once the write was answered.
+	err := s.pool.QueryRow(ctx, `SELECT lsn FROM read_after WHERE key_id = $1`, keyID).Scan(&c.after)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("select read_after: %w", err)
+	}
+	return &c, nil
+}
+
+// MarkWritten implements jobbus.Storer: after the write's commit, so the
+// insert position is past its commit record. Nothing without a replica.
+func (s *Store) MarkWritten(ctx context.Context, keyID int64) error {
+	if s.reads == nil || !s.reads.Replica() || keyID == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO read_after (key_id, lsn) VALUES ($1, `+pg.LSNSQL(`pg_current_wal_insert_lsn()`)+`)
+		ON CONFLICT (key_id) DO UPDATE SET lsn = EXCLUDED.lsn`, keyID); err != nil {
+		return fmt.Errorf("upsert read_after: %w", err)
+	}
+	return nil
+}
+
+// read runs fn on the store's db, or for a store made by ReadsFor where
+// its reads may go.
+func (s *Store) read(ctx context.Context, fn func(db) error) error {
+	if !s.routed {
+		return fn(s.db)
+	}
+	return s.reads.Read(ctx, s.after, func(p *pgxpool.Pool) error { return fn(p) })
 }

@@ -38,8 +38,14 @@ func (s *Store) QueryByID(ctx context.Context, id int64, forUpdate bool) (jobbus
 	q := `SELECT ` + detailColumns + ` WHERE j.id = $1`
 	if forUpdate {
 		q += ` FOR UPDATE OF j`
+		return scanDetail(s.db.QueryRow(ctx, q, id))
 	}
-	return scanDetail(s.db.QueryRow(ctx, q, id))
+	var d jobbus.Detail
+	err := s.read(ctx, func(db db) (err error) {
+		d, err = scanDetail(db.QueryRow(ctx, q, id))
+		return err
+	})
+	return d, err
 }
 
 // QueryByHash implements jobbus.Storer. The row is found by the hash's
