@@ -282,3 +282,25 @@ func TestRoundsWithoutNginxSayWhyAndKeepTheOtherTargets(t *testing.T) {
 		t.Fatalf("an nginx row without nginx:\n%s", out)
 	}
 }
+
+// pgbench's -D variables reach PostgreSQL as text: arrays in its {...} form
+// (quoted, so commas, quotes and backslashes survive), numbers in full.
+func TestPgText(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want string
+	}{
+		{[]any{"community", "manager"}, `{"community","manager"}`},
+		{[]any{`a"b`, `c\d`, "e,f", nil}, `{"a\"b","c\\d","e,f",NULL}`},
+		{[]any{true, false}, `{"true","false"}`},
+		{[]any{}, `{}`},
+		{float64(1000000), "1000000"},
+		{2.5, "2.5"},
+		{"Berlin", "Berlin"},
+		{true, "true"},
+	} {
+		if got := pgText(tc.in); got != tc.want {
+			t.Errorf("pgText(%#v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

@@ -67,7 +67,7 @@ func pgbenchScript(sts []statement, prefix string) (string, []string) {
 			name := fmt.Sprintf("%s_%d_%d", prefix, si, i+1)
 			if !seen[name] {
 				seen[name] = true
-				defs = append(defs, name+"="+fmt.Sprint(a))
+				defs = append(defs, name+"="+pgText(a))
 			}
 		}
 	}
@@ -75,6 +75,31 @@ func pgbenchScript(sts []statement, prefix string) (string, []string) {
 		b.WriteString("\\endpipeline\n")
 	}
 	return b.String(), defs
+}
+
+// pgText writes an argument as PostgreSQL's text input reads it: pgbench's
+// -D variables are text, and the statements' JSON gave arrays as []any (the
+// search's words: fmt.Sprint wrote "[community]", which PostgreSQL refuses)
+// and numbers as float64 (fmt.Sprint writes 1e+06).
+func pgText(a any) string {
+	switch v := a.(type) {
+	case []any:
+		quote := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+		parts := make([]string, len(v))
+		for i, e := range v {
+			if e == nil {
+				parts[i] = "NULL"
+				continue
+			}
+			parts[i] = `"` + quote.Replace(pgText(e)) + `"`
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(a)
 }
 
 // pgbenchResult is one pgbench run.
