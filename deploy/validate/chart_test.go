@@ -843,8 +843,9 @@ func TestChartUpstreamBalance(t *testing.T) {
 	}
 }
 
-// secrets.databaseReadURL reaches the jobs API alone (the only reader of a
-// replica), as an optional key, so an existingSecret without it still starts;
+// secrets.databaseReadURL reaches the APIs that read from a replica (jobs,
+// content, community), as an optional key, so an existingSecret without it
+// still starts;
 // unset, nothing reads it and the chart's Secret has no such key.
 func TestChartDatabaseReadURL(t *testing.T) {
 	readers := func(r rendered) map[string]corev1.EnvVar {
@@ -881,13 +882,18 @@ func TestChartDatabaseReadURL(t *testing.T) {
 	} {
 		r := renderValues(t, tc.name, tc.values)
 		got := readers(r)
-		e, ok := got["jobs"]
-		if len(got) != 1 || !ok {
-			t.Errorf("%s: DATABASE_READ_URL read by %v, want the jobs API alone", tc.name, got)
-			continue
+		if len(got) != 3 {
+			t.Errorf("%s: DATABASE_READ_URL read by %v, want jobs, content and community", tc.name, got)
 		}
-		if ref := e.ValueFrom; ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Optional == nil || !*ref.SecretKeyRef.Optional {
-			t.Errorf("%s: DATABASE_READ_URL is not an optional secret key: %+v", tc.name, e)
+		for _, api := range []string{"jobs", "content", "community"} {
+			e, ok := got[api]
+			if !ok {
+				t.Errorf("%s: %s does not read DATABASE_READ_URL", tc.name, api)
+				continue
+			}
+			if ref := e.ValueFrom; ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Optional == nil || !*ref.SecretKeyRef.Optional {
+				t.Errorf("%s: %s's DATABASE_READ_URL is not an optional secret key: %+v", tc.name, api, e)
+			}
 		}
 		if tc.name == "databaseReadURL" && !secretKeys(r)["DATABASE_READ_URL"] {
 			t.Error("the chart's Secret lacks the DATABASE_READ_URL it was given")

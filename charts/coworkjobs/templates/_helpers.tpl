@@ -207,8 +207,8 @@ env and its checksum/secret both come from it.
 {{- if eq .service "community" }}{{ $keys = append $keys "NEWSLETTER_TOKEN_SECRET" }}{{ end -}}
 {{- if has .component (list "community-worker" "jobs-worker") }}{{ $keys = append $keys "SMTP_URL" }}{{ end -}}
 {{- if and (eq .component "jobs") .stripe }}{{ $keys = concat $keys (list "STRIPE_SECRET_KEY" "STRIPE_WEBHOOK_SECRET") }}{{ end -}}
-{{- /* Only the jobs API routes reads to a replica (docs/scaling.md). */ -}}
-{{- if and (eq .component "jobs") .readReplica }}{{ $keys = append $keys "DATABASE_READ_URL" }}{{ end -}}
+{{- /* The APIs that route reads to a replica (docs/scaling.md). */ -}}
+{{- if and (has .component (list "jobs" "content" "community")) .readReplica }}{{ $keys = append $keys "DATABASE_READ_URL" }}{{ end -}}
 {{- toYaml $keys -}}
 {{- end }}
 

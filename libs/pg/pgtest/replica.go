@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -16,6 +18,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coworkjobs/coworkjobs/libs/pg"
 )
 
 // Bin finds the newest /usr/lib/postgresql/*/bin with initdb (Debian's
@@ -217,4 +222,55 @@ func freePort() (int, error) {
 		}
 	}
 	return 0, errors.New("pgtest: no free port between 20000 and 32000")
+}
+
+// Routed is a replicated pair for a service's store tests: schema migrated
+// on the primary and replayed on the replica, a pool on each (search_path
+// schema, closed at cleanup) and the pg.Reads that routes between them.
+func Routed(tb testing.TB, schema string, migrations fs.FS) (*Replicated, *pgxpool.Pool, *pg.Reads) {
+	tb.Helper()
+	rep := Replica(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	open := func(url string) *pgxpool.Pool {
+		p, err := pg.Open(ctx, url, schema, pg.Options{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(p.Close)
+		return p
+	}
+	primary, replica := open(rep.PrimaryURL), open(rep.ReplicaURL)
+	log := slog.New(slog.DiscardHandler)
+	if err := pg.Migrate(ctx, primary, schema, migrations, log); err != nil {
+		tb.Fatal(err)
+	}
+	reads := pg.NewReads(primary, replica, log)
+	rep.WaitReplayed(tb, primary, reads)
+	return rep, primary, reads
+}
+
+// WaitReplayed waits until a read routed by reads after everything the
+// primary has written so far lands on the replica (at most a minute).
+func (r *Replicated) WaitReplayed(tb testing.TB, primary *pgxpool.Pool, reads *pg.Reads) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var lsn pg.LSN
+	if err := primary.QueryRow(ctx, `SELECT `+pg.LSNSQL(`pg_current_wal_insert_lsn()`)).Scan(&lsn); err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		onReplica := false
+		if err := reads.Read(ctx, lsn, func(p *pgxpool.Pool) error { onReplica = p != primary; return nil }); err != nil {
+			tb.Fatal(err)
+		}
+		if onReplica {
+			return
+		}
+		if ctx.Err() != nil {
+			tb.Fatal("the replica did not replay the primary's writes within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -23,7 +23,7 @@ func main() {
 			return fmt.Errorf("newsletter tokens: %w", err)
 		}
 		communityapp.Routes(p.API.App, communityapp.Config{
-			Pool: p.Pool, Codec: p.Codec, PublicBaseURL: cfg.PublicBaseURL, Signer: signer,
+			Pool: p.Pool, Reads: p.Reads, Codec: p.Codec, PublicBaseURL: cfg.PublicBaseURL, Signer: signer,
 			ConsentVersion: cfg.ConsentVersion, ResendInterval: cfg.ResendInterval,
 		})
 		return nil

@@ -18,7 +18,7 @@ func main() {
 	spec := service.Spec{Name: "content", Schema: "content", Migrations: migrations.FS}
 	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		v2 := p.API.App.Group("/v2", p.Codec.Middleware())
-		blogapp.Routes(v2, postbus.New(postdb.New(p.Pool), nil), blogapp.Config{PublicBaseURL: cfg.PublicBaseURL, FeedMaxAge: cfg.FeedMaxAge})
+		blogapp.Routes(v2, postbus.New(postdb.New(p.Pool).WithReads(p.Reads), nil), blogapp.Config{PublicBaseURL: cfg.PublicBaseURL, FeedMaxAge: cfg.FeedMaxAge})
 		return nil
 	})
 }

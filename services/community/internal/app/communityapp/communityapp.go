@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/app/eventapp"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/app/feedbackapp"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/app/newsletterapp"
@@ -23,6 +24,7 @@ import (
 // Config is what the routes need.
 type Config struct {
 	Pool           *pgxpool.Pool
+	Reads          *pg.Reads // where the events' reads may go (nil: Pool)
 	Codec          *identity.Codec
 	PublicBaseURL  string
 	Signer         *newsletterbus.Signer
@@ -34,7 +36,7 @@ type Config struct {
 func Routes(app *fiber.App, cfg Config) {
 	v2 := app.Group("/v2", cfg.Codec.Middleware())
 	eventapp.Routes(v2, eventapp.Config{
-		Events: eventbus.New(eventdb.New(cfg.Pool)), PublicBaseURL: cfg.PublicBaseURL,
+		Events: eventbus.New(eventdb.New(cfg.Pool).WithReads(cfg.Reads)), PublicBaseURL: cfg.PublicBaseURL,
 	})
 	feedbackapp.Routes(v2, feedbackapp.Config{Feedback: feedbackbus.New(feedbackdb.New(cfg.Pool))})
 	newsletterapp.Routes(v2, newsletterapp.Config{Newsletter: newsletterbus.New(newsletterdb.New(cfg.Pool), cfg.Signer,

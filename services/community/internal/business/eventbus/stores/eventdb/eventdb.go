@@ -14,10 +14,18 @@ import (
 )
 
 // Store is the events table.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	pool  *pgxpool.Pool
+	reads *pg.Reads // nil: every read on pool
+}
 
 // New returns a store over pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// WithReads sends Count and Query where reads allows anonymous reads (the
+// replica of DATABASE_READ_URL): events are written by the seed alone, so no
+// reader waits for a write of its own.
+func (s *Store) WithReads(reads *pg.Reads) *Store { return &Store{pool: s.pool, reads: reads} }
 
 const columns = `id, slug, title, summary, description, starts_at, ends_at, timezone, is_online,
 	online_url, venue_name, venue_address, city_name, city_slug, space_id, space_name,
@@ -103,7 +111,9 @@ func where(f eventbus.Filter) *pg.Where {
 func (s *Store) Count(ctx context.Context, f eventbus.Filter) (int, error) {
 	w := where(f)
 	var n int
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM events WHERE "+w.String(), w.Args()...).Scan(&n); err != nil {
+	if err := s.reads.Anonymous(ctx, s.pool, func(db *pgxpool.Pool) error {
+		return db.QueryRow(ctx, "SELECT count(*) FROM events WHERE "+w.String(), w.Args()...).Scan(&n)
+	}); err != nil {
 		return 0, fmt.Errorf("count events: %w", err)
 	}
 	return n, nil
@@ -114,13 +124,19 @@ func (s *Store) Query(ctx context.Context, f eventbus.Filter, offset, limit int)
 	w := where(f)
 	q := "SELECT " + columns + " FROM events WHERE " + w.String() +
 		" ORDER BY starts_at, id LIMIT " + w.Arg(limit) + " OFFSET " + w.Arg(offset)
-	rows, err := s.pool.Query(ctx, q, w.Args()...)
-	if err != nil {
-		return nil, fmt.Errorf("query events: %w", err)
-	}
-	rs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
-	if err != nil {
-		return nil, fmt.Errorf("scan events: %w", err)
+	var rs []row
+	if err := s.reads.Anonymous(ctx, s.pool, func(db *pgxpool.Pool) error {
+		rows, err := db.Query(ctx, q, w.Args()...)
+		if err != nil {
+			return fmt.Errorf("query events: %w", err)
+		}
+		rs, err = pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+		if err != nil {
+			return fmt.Errorf("scan events: %w", err)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	out := make([]eventbus.Event, len(rs))
 	for i, r := range rs {

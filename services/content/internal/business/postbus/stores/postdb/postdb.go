@@ -10,17 +10,24 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/business/postbus"
 )
 
 // Store implements postbus.Storer over a pool whose search_path is the
 // content schema.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	reads *pg.Reads // nil: every read on pool
 }
 
 // New returns a store over pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// WithReads sends List and BySlug where reads allows anonymous reads (the
+// replica of DATABASE_READ_URL): posts are written by the seed alone, so no
+// reader waits for a write of its own.
+func (s *Store) WithReads(reads *pg.Reads) *Store { return &Store{pool: s.pool, reads: reads} }
 
 var _ postbus.Storer = (*Store)(nil)
 
@@ -98,8 +105,16 @@ func scanPost(row pgx.Row) (postRow, error) {
 
 // List implements postbus.Storer. The page and the count are read in one
 // round trip inside one snapshot, so total agrees with the page.
-func (s *Store) List(ctx context.Context, now time.Time, f postbus.Filter) ([]postbus.Post, int, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+func (s *Store) List(ctx context.Context, now time.Time, f postbus.Filter) (posts []postbus.Post, total int, err error) {
+	err = s.reads.Anonymous(ctx, s.pool, func(db *pgxpool.Pool) error {
+		posts, total, err = list(ctx, db, now, f)
+		return err
+	})
+	return posts, total, err
+}
+
+func list(ctx context.Context, db *pgxpool.Pool, now time.Time, f postbus.Filter) ([]postbus.Post, int, error) {
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, 0, fmt.Errorf("begin: %w", err)
 	}
@@ -137,7 +152,12 @@ func (s *Store) List(ctx context.Context, now time.Time, f postbus.Filter) ([]po
 
 // BySlug implements postbus.Storer.
 func (s *Store) BySlug(ctx context.Context, now time.Time, slug string) (postbus.Post, error) {
-	r, err := scanPost(s.pool.QueryRow(ctx, bySlugSQL, now, slug))
+	var r postRow
+	err := s.reads.Anonymous(ctx, s.pool, func(db *pgxpool.Pool) error {
+		var err error
+		r, err = scanPost(db.QueryRow(ctx, bySlugSQL, now, slug))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return postbus.Post{}, postbus.ErrNotFound
 	}
