@@ -176,13 +176,6 @@ func (s *endpointSet) DoTimeout(req *fasthttp.Request, resp *fasthttp.Response, 
 	return errNoEndpoints
 }
 
-// CloseIdleConnections closes every address's idle connections.
-func (s *endpointSet) CloseIdleConnections() {
-	for _, e := range s.list() {
-		e.client.CloseIdleConnections()
-	}
-}
-
 // dialFailed reports whether err is a failure to connect (the request was
 // not sent).
 func dialFailed(err error) bool {

@@ -41,7 +41,6 @@ type Backend struct {
 // per resolved address (BalanceDNS).
 type upstream interface {
 	DoTimeout(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error
-	CloseIdleConnections()
 }
 
 // BackendOptions bound the pooled client of one backend.
@@ -97,7 +96,10 @@ func NewBackend(name, rawURL string, o BackendOptions) (*Backend, error) {
 	case BalanceDNS:
 		port := u.Port()
 		if port == "" {
-			port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
+			port = "80"
+			if u.Scheme == "https" {
+				port = "443"
+			}
 		}
 		if o.ResolveEvery <= 0 {
 			return nil, fmt.Errorf("backend %s: resolve interval must be positive", name)
