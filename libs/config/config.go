@@ -76,6 +76,11 @@ type Common struct {
 	// DatabaseReadURL names a streaming replica of DATABASE_URL's server for
 	// the reads an API allows there (pg.Reads); empty: every read on the primary.
 	DatabaseReadURL string `env:"DATABASE_READ_URL"`
+	// RedisURL names the Redis that holds the change versions (libs/changes)
+	// a service bumps after each write, for the gateway's ETags and response
+	// cache; empty: none. Set it on every process that writes a scope or on
+	// none (a writer that does not bump leaves the gateway's cache stale).
+	RedisURL string `env:"REDIS_URL"`
 }
 
 // CommonSettings returns c, so that libs/service finds it in any struct that embeds it.

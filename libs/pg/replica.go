@@ -94,11 +94,25 @@ func (r *Reads) Read(ctx context.Context, after LSN, fn func(*pgxpool.Pool) erro
 	err := fn(r.replica)
 	if err == nil || ctx.Err() != nil || !unavailable(err) {
 		r.reads.WithLabelValues(ReadReplica).Inc()
+		if m, ok := ctx.Value(replicaMarkKey{}).(*atomic.Bool); ok {
+			m.Store(true)
+		}
 		return err
 	}
 	r.setDown(err)
 	r.reads.WithLabelValues(ReadFallback).Inc()
 	return fn(r.primary)
+}
+
+type replicaMarkKey struct{}
+
+// MarkReplicaReads returns a context under which Read records whether any
+// read ran on the replica, and that record. The API server marks such an
+// answer for the gateway (web.HeaderReadReplica), which must not cache it
+// under change versions the replica may not have replayed yet.
+func MarkReplicaReads(ctx context.Context) (context.Context, *atomic.Bool) {
+	m := new(atomic.Bool)
+	return context.WithValue(ctx, replicaMarkKey{}, m), m
 }
 
 // Anonymous runs fn where a read that waits for no write of its own may go:

@@ -16,16 +16,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 )
@@ -93,6 +96,10 @@ type Spec struct {
 	WebOptions []web.Option
 	// Timeout bounds a tool's whole run (RunTool); 0 is none.
 	Timeout time.Duration
+	// Changes are the scopes (libs/changes) the command writes. With
+	// REDIS_URL set, a service gets Process.Changes and keeps the scopes'
+	// counters in existence; a tool bumps them once it has succeeded.
+	Changes []string
 }
 
 // Process is what a service's wiring gets from Run: its dependencies, and
@@ -116,6 +123,9 @@ type Process struct {
 	// Codec verifies (and the gateway signs) the identity the gateway
 	// forwards: an API's, from INTERNAL_IDENTITY_SECRET.
 	Codec *identity.Codec
+	// Changes bumps the change versions of Spec.Changes after a write (nil
+	// without REDIS_URL or scopes: bumps nothing).
+	Changes *changes.Versions
 
 	ctx                  context.Context // the group's: ends on a signal or a failure
 	group                *errgroup.Group
@@ -182,6 +192,13 @@ func Run[C any, PC interface {
 		// No readiness check: a replica that is down sends reads to the primary.
 		p.Go(func(ctx context.Context) error { return p.Reads.Watch(ctx, time.Second) })
 	}
+	if p.Changes, err = openChanges(PC(&cfg), spec); err != nil {
+		return err
+	}
+	if p.Changes != nil {
+		p.Defer(func() { _ = p.Changes.Close() })
+		p.Go(func(ctx context.Context) error { p.Changes.Keep(ctx, 5*time.Second, spec.Changes...); return nil })
+	}
 	if a, ok := any(&cfg).(interface{ AdminSettings() *config.Admin }); ok {
 		p.adminAddr, p.pprofAddr = a.AdminSettings().AdminAddr, a.AdminSettings().PprofAddr
 	}
@@ -226,7 +243,31 @@ func RunTool[C any, PC interface {
 	if pool != nil {
 		defer pool.Close()
 	}
-	return fn(ctx, pool, &cfg)
+	v, err := openChanges(PC(&cfg), spec)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = v.Close() }()
+	if err := fn(ctx, pool, &cfg); err != nil {
+		return err
+	}
+	// What the tool wrote is committed: readers must not be served what
+	// was cached before it.
+	return v.Bump(ctx, spec.Changes...)
+}
+
+// openChanges opens the change versions of spec.Changes on REDIS_URL; nil
+// when either is empty.
+func openChanges(cfg Config, spec Spec) (*changes.Versions, error) {
+	c, ok := cfg.(interface{ CommonSettings() *config.Common })
+	if !ok || len(spec.Changes) == 0 || c.CommonSettings().RedisURL == "" {
+		return nil, nil
+	}
+	rdb, err := redisx.Open(c.CommonSettings().RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	return changes.New(rdb), nil
 }
 
 func configure(log *slog.Logger, cfg Config, defaults map[string]string) error {
@@ -284,9 +325,23 @@ func (p *Process) newAPI(cfg *config.API, spec Spec) error {
 		srv.AddCheck(name, web.Check(check))
 	}
 	srv.App.Use(p.Metrics.Middleware())
+	if p.Reads != nil && p.Reads.Replica() {
+		srv.App.Use(markReplicaReads)
+	}
 	p.checks = map[string]metrics.Check{"api": srv.Ready}
 	p.API, p.Codec, p.adminAddr = srv, codec, cfg.Web.AdminAddr
 	return nil
+}
+
+// markReplicaReads tells the gateway which answers read from the replica.
+func markReplicaReads(c *fiber.Ctx) error {
+	ctx, read := pg.MarkReplicaReads(c.UserContext())
+	c.SetUserContext(ctx)
+	err := c.Next()
+	if read.Load() {
+		c.Set(web.HeaderReadReplica, "replica")
+	}
+	return err
 }
 
 // Go runs f beside the servers; the context it gets ends on a signal or when

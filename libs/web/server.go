@@ -90,6 +90,11 @@ type Server struct {
 // HeaderRequestID carries the request id between client, gateway and backends.
 const HeaderRequestID = "X-Request-ID"
 
+// HeaderReadReplica marks an answer that read from a streaming replica
+// (libs/service sets it): it may predate an acknowledged write, so the
+// gateway neither caches nor names it, and strips the header.
+const HeaderReadReplica = "X-Coworkjobs-Read"
+
 // New builds the app: envelope error handler, recover, request id, a deadline
 // on every request's context, and /livez + /readyz.
 //

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/api"
+	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/service"
@@ -61,6 +62,11 @@ type appConfig struct {
 	PublicBaseURL    string `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080"`
 	CORSAllowOrigins string `env:"CORS_ALLOW_ORIGINS" envDefault:"*"`
 	AccessLog        bool   `env:"ACCESS_LOG" envDefault:"true"`
+	// ResponseCacheMB turns on ETags, 304s and the response cache of the
+	// cacheable GETs, in that many MiB per gateway replica; 0: off. Turn it
+	// on only where every backend process and tool has REDIS_URL (they bump
+	// the change versions the cache is keyed by).
+	ResponseCacheMB int `env:"RESPONSE_CACHE_MB" envDefault:"0"`
 }
 
 func (c appConfig) Validate() error {
@@ -88,6 +94,9 @@ func (c appConfig) Validate() error {
 	}
 	if c.UpstreamResolveInterval < 100*time.Millisecond {
 		errs = append(errs, errors.New("UPSTREAM_RESOLVE_INTERVAL must be at least 100ms"))
+	}
+	if c.ResponseCacheMB < 0 || c.ResponseCacheMB > 4096 {
+		errs = append(errs, errors.New("RESPONSE_CACHE_MB must be between 0 (off) and 4096"))
 	}
 	if c.UpstreamMaxConnAge < 0 {
 		errs = append(errs, errors.New("UPSTREAM_MAX_CONN_AGE must not be negative (0 keeps connections for ever)"))
@@ -140,6 +149,7 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 	keys := keybus.New(keydb.New(p.Pool), log, cfg.KeyCacheTTL)
 	gw, err := gatewayapp.Routes(p.API.App, gatewayapp.Config{
 		Log: log, Keys: keys, Codec: p.Codec, Redis: rdb, Backends: backends, Registry: p.Metrics.Registry,
+		Changes: changes.New(rdb), ResponseCacheBytes: uint64(cfg.ResponseCacheMB) << 20,
 		Limiter:             ratelimit.New(rdb, cfg.RedisKeyPrefix, cfg.RateLimitWindow, log),
 		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,
 		ReadLimitPerMinute: cfg.ReadLimitPerMinute, PublicReadLimitPerMinute: cfg.PublicReadLimitPerMinute,

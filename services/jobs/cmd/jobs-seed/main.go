@@ -31,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/api/dirapi"
+	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/service"
@@ -69,7 +70,8 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if args[0] == "list-sql" {
 		return listSQL(ctx, os.Stdout, args[1:])
 	}
-	spec := service.Spec{Schema: schema, Migrations: migrations.FS, Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
+	spec := service.Spec{Schema: schema, Migrations: migrations.FS, Defaults: map[string]string{"DB_MAX_CONNS": "4"},
+		Changes: []string{changes.Jobs, changes.JobsBulk}}
 	return service.RunTool(ctx, log, spec, func(ctx context.Context, pool *pgxpool.Pool, cfg *seedConfig) error {
 		return seedJobs(ctx, log, cfg, pool, args)
 	})

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
@@ -21,7 +22,8 @@ import (
 )
 
 func main() {
-	spec := service.Spec{Name: "jobs-worker", Schema: "jobs", Migrations: migrations.FS, Defaults: config.WorkerDefaults()}
+	spec := service.Spec{Name: "jobs-worker", Schema: "jobs", Migrations: migrations.FS, Defaults: config.WorkerDefaults(),
+		Changes: []string{changes.Jobs, changes.JobsBulk}}
 	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *workerConfig) error {
 		log := p.Log
 		sender, err := mailer.New(cfg.SMTPURL, cfg.MailFrom)
@@ -37,7 +39,7 @@ func main() {
 
 		store := jobdb.New(p.Pool)
 		mails := &jobmail.Activities{Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender}
-		acts := &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry), Mail: mails}
+		acts := &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry), Mail: mails, Changes: p.Changes}
 		p.AddWorker("worker", temporalx.NewWorker(tc, jobexpiry.TaskQueue, jobexpiry.Register, acts, log))
 		p.Go(func(ctx context.Context) error {
 			relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc, RemindBefore: cfg.RemindBefore}, Log: log,

@@ -9,6 +9,7 @@ import (
 	"net/mail"
 	"time"
 
+	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
@@ -24,11 +25,12 @@ import (
 )
 
 func main() {
-	spec := service.Spec{Name: "jobs", Schema: "jobs", Migrations: migrations.FS}
+	spec := service.Spec{Name: "jobs", Schema: "jobs", Migrations: migrations.FS, Changes: []string{changes.Jobs, changes.JobsBulk}}
 	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		log := p.Log
 		dir := dirclient.New(cfg.DirectoryURL, p.Codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: cfg.DirectoryCacheTTL})
-		bus := jobbus.New(jobdb.New(p.Pool).WithReads(p.Reads), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
+		bus := jobbus.New(jobdb.New(p.Pool).WithReads(p.Reads), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail,
+			Changes: p.Changes})
 		// payments is the provider of paid plans (the pages start payments with it).
 		var payments payment.Provider = invoicepay.Provider{}
 		var stripeProvider *stripepay.Provider

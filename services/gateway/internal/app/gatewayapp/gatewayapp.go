@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
@@ -51,6 +52,11 @@ type Config struct {
 	AccessLog bool
 	// CORSAllowOrigins is a comma-separated list, or "*".
 	CORSAllowOrigins string
+	// Changes are the change versions the backends bump. With
+	// ResponseCacheBytes > 0 the cacheable GETs (Route.Cache) are named
+	// (ETag, 304) and cached in that many bytes.
+	Changes            *changes.Versions
+	ResponseCacheBytes uint64
 }
 
 // App holds the gateway's handlers.
@@ -59,6 +65,7 @@ type App struct {
 	openapi  openapiDocs
 	health   *healthChecker
 	limitHit *prometheus.CounterVec
+	cache    *responseCache // nil: off
 }
 
 // Routes registers the route table on app.
@@ -68,6 +75,9 @@ func Routes(app *fiber.App, cfg Config) (*App, error) {
 		return nil, err
 	}
 	a := &App{cfg: cfg, openapi: docs, health: newHealthChecker(cfg)}
+	if cfg.ResponseCacheBytes > 0 && cfg.Changes != nil {
+		a.cache = newResponseCache(cfg.Changes, cfg.ResponseCacheBytes, cfg.Version, cfg.Registry)
+	}
 	a.limitHit = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_rate_limit_decisions_total",
 		Help: "Rate-limit checks by limit class, outcome (allowed, denied) and store (redis, local).",
@@ -139,21 +149,15 @@ func (a *App) handler(r Route) fiber.Handler {
 	}
 	return func(c *fiber.Ctx) error {
 		id := identity.Identity{Kind: identity.KindPublic, ClientIP: c.IP(), RequestID: web.RequestID(c)}
-		var decision *ratelimit.Decision
-		check := func(budget string, limit int) {
-			// Budgets of 200 or more are leased from Redis ahead of use (1 %
-			// at a time), so most checks cost no round trip; smaller ones,
-			// such as the default 120 writes, are counted one by one.
-			d := a.cfg.Limiter.AllowLeased(c.UserContext(), budget, limit)
-			a.limitHit.WithLabelValues(r.Limit, outcome(d), d.Source).Inc()
-			decision = &d
-		}
+		// The budget this request spends (none when budget is empty).
+		var budget string
+		var limit int
 		if r.Public() {
 			switch {
 			case r.Limit == LimitPublicIP:
-				check("ip:"+c.IP()+":"+r.Path, a.cfg.PublicLimitPerMinute)
+				budget, limit = "ip:"+c.IP()+":"+r.Path, a.cfg.PublicLimitPerMinute
 			case r.Limit == LimitPublicRead && a.cfg.PublicReadLimitPerMinute > 0:
-				check("ip:"+c.IP()+":read", a.cfg.PublicReadLimitPerMinute)
+				budget, limit = "ip:"+c.IP()+":read", a.cfg.PublicReadLimitPerMinute
 			}
 		} else {
 			key, err := a.authenticate(c, r)
@@ -167,14 +171,32 @@ func (a *App) handler(r Route) fiber.Handler {
 			}
 			id.KeyID, id.SpaceID, id.Scopes, id.TrustedImporter = key.ID, key.SpaceID, key.Scopes, key.TrustedImporter
 			if r.Limit == LimitKeyWrite {
-				limit := a.cfg.WriteLimitPerMinute
+				limit = a.cfg.WriteLimitPerMinute
 				if key.RateLimitPerMinute > 0 {
 					limit = key.RateLimitPerMinute
 				}
-				check("key:"+strconv.FormatInt(key.ID, 10)+":write", limit)
+				budget = "key:" + strconv.FormatInt(key.ID, 10) + ":write"
 			} else if r.Limit == LimitKeyRead && a.cfg.ReadLimitPerMinute > 0 {
-				check("key:"+strconv.FormatInt(key.ID, 10)+":read", a.cfg.ReadLimitPerMinute)
+				budget, limit = "key:"+strconv.FormatInt(key.ID, 10)+":read", a.cfg.ReadLimitPerMinute
 			}
+		}
+		// A cacheable GET is named before its budget is counted: a client
+		// whose copy is current gets a 304 that costs it no budget (as
+		// GitHub does) and the backends nothing.
+		var named *namedRequest
+		if a.cache != nil && r.Cache != nil {
+			if named = a.cache.lookup(c, r, id); named != nil && named.notModified {
+				return nil
+			}
+		}
+		var decision *ratelimit.Decision
+		if budget != "" {
+			// Budgets of 200 or more are leased from Redis ahead of use (1 %
+			// at a time), so most checks cost no round trip; smaller ones,
+			// such as the default 120 writes, are counted one by one.
+			d := a.cfg.Limiter.AllowLeased(c.UserContext(), budget, limit)
+			a.limitHit.WithLabelValues(r.Limit, outcome(d), d.Source).Inc()
+			decision = &d
 		}
 		if decision != nil && !decision.Allowed {
 			a.setLimitHeaders(c, r.Limit, *decision)
@@ -184,10 +206,18 @@ func (a *App) handler(r Route) fiber.Handler {
 				Details: fiber.Map{"limit_per_minute": decision.Limit, "retry_after_seconds": decision.RetryAfterSeconds()}})
 		}
 		var err error
-		if localH != nil {
+		switch {
+		case named != nil && a.cache.serve(c, r, named):
+		case localH != nil:
 			err = localH(c)
-		} else {
+		default:
 			err = a.forwardWith(c, backend, id, r.Page)
+			// Internal: whether the answer came from a replica.
+			replica := len(c.Response().Header.Peek(HeaderReadReplica)) > 0
+			c.Response().Header.Del(HeaderReadReplica)
+			if named != nil && err == nil {
+				a.cache.store(c, r, named, replica)
+			}
 		}
 		if decision != nil {
 			// After forwarding: the backend's response replaced ours.

@@ -1,6 +1,24 @@
 package gatewayapp
 
-import "github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
+import (
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
+)
+
+// What the cacheable GETs depend on. The blog's and the events' lists
+// change with time alone too (a post scheduled for later appears, an event
+// that started leaves "upcoming"), so their names last one minute at most.
+// A job's expiry is a write (the expiry worker bumps the versions), so the
+// job routes have no bucket.
+var (
+	cacheJobs      = &Cached{Scopes: jobsScopes}
+	cacheJob       = &Cached{Scopes: scopes(changes.Jobs)}
+	cacheDirectory = &Cached{Scopes: scopes(changes.Directory)}
+	cacheBlog      = &Cached{Scopes: scopes(changes.Blog), Bucket: time.Minute}
+	cacheEvents    = &Cached{Scopes: scopes(changes.Events), Bucket: time.Minute}
+)
 
 // Backends the gateway routes to.
 const (
@@ -39,6 +57,8 @@ type Route struct {
 	// (the poster's forms carry a CSRF cookie), and the gateway's own errors
 	// on it are HTML too.
 	Page bool
+	// Cache names and caches the answers of a GET (nil: never; see Cached).
+	Cache *Cached
 }
 
 // Public reports whether the route needs no key.
@@ -64,30 +84,30 @@ var Table = []Route{
 	{Method: "GET", Path: "/v2/openapi.yaml", Backend: local, Scopes: publicRoute, Summary: "OpenAPI document (YAML)"},
 	{Method: "GET", Path: "/v2/docs", Backend: local, Scopes: publicRoute, Summary: "API reference page"},
 
-	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List active jobs"},
+	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List active jobs", Cache: cacheJobs},
 	{Method: "POST", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Create or update a job"},
-	{Method: "GET", Path: "/v2/jobs/:id_job<int>", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "One job with its description"},
+	{Method: "GET", Path: "/v2/jobs/:id_job<int>", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "One job with its description", Cache: cacheJob},
 	{Method: "POST", Path: "/v2/jobs/unpublish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Unpublish a job"},
 	{Method: "POST", Path: "/v2/jobs/publish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Publish a draft"},
 	{Method: "POST", Path: "/v2/jobs/pause", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Pause an active job"},
 	{Method: "POST", Path: "/v2/jobs/resume", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Resume a paused job"},
 	{Method: "POST", Path: "/v2/jobs/relist", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Relist an expired job"},
 	{Method: "POST", Path: "/v2/jobs/close", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Close a filled position"},
-	{Method: "GET", Path: "/v2/vine/jobs", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Jobs feed"},
+	{Method: "GET", Path: "/v2/vine/jobs", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Jobs feed", Cache: cacheJob},
 	// Stripe signs its events instead of sending a key; not limited, since
 	// Stripe sends bursts (retries after an outage) from few addresses and an
 	// unsigned request costs the jobs service one HMAC.
 	{Method: "POST", Path: "/v2/payments/stripe/webhook", Backend: BackendJobs, Scopes: publicRoute, Summary: "Stripe's payment notifications"},
 
-	{Method: "GET", Path: "/v2/cities", Backend: BackendDirectory, Scopes: citiesRead, Limit: LimitKeyRead, Summary: "Confirmed cities"},
-	{Method: "GET", Path: "/v2/spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Confirmed spaces"},
-	{Method: "GET", Path: "/v2/city_spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Spaces with city metadata"},
+	{Method: "GET", Path: "/v2/cities", Backend: BackendDirectory, Scopes: citiesRead, Limit: LimitKeyRead, Summary: "Confirmed cities", Cache: cacheDirectory},
+	{Method: "GET", Path: "/v2/spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Confirmed spaces", Cache: cacheDirectory},
+	{Method: "GET", Path: "/v2/city_spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Spaces with city metadata", Cache: cacheDirectory},
 
-	{Method: "GET", Path: "/v2/blog", Backend: BackendContent, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Blog posts"},
-	{Method: "GET", Path: "/v2/vine/blog", Backend: BackendContent, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Blog feed"},
+	{Method: "GET", Path: "/v2/blog", Backend: BackendContent, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Blog posts", Cache: cacheBlog},
+	{Method: "GET", Path: "/v2/vine/blog", Backend: BackendContent, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Blog feed", Cache: cacheBlog},
 
-	{Method: "GET", Path: "/v2/events", Backend: BackendCommunity, Scopes: eventsRead, Limit: LimitKeyRead, Summary: "Events"},
-	{Method: "GET", Path: "/v2/vine/events", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Events feed"},
+	{Method: "GET", Path: "/v2/events", Backend: BackendCommunity, Scopes: eventsRead, Limit: LimitKeyRead, Summary: "Events", Cache: cacheEvents},
+	{Method: "GET", Path: "/v2/vine/events", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Events feed", Cache: cacheEvents},
 	{Method: "POST", Path: "/v2/feedback", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Send feedback"},
 	{Method: "POST", Path: "/v2/newsletters/subscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Subscribe to the newsletter"},
 	{Method: "GET", Path: "/v2/newsletters/confirm", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Confirm a subscription (link form)"},

@@ -75,6 +75,9 @@ func toWebError(err error) error {
 		return web.Conflict("A request with this Idempotency-Key is still in progress; retry shortly")
 	case errors.Is(err, jobbus.ErrIdempotencyMismatch):
 		return web.Validation("Validation failed", []string{"Idempotency-Key was already used with a different request body; use a new key for a different request"})
+	case errors.Is(err, jobbus.ErrUnannounced):
+		return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
+			Message: "The write is stored but could not be confirmed; send the same request again"}
 	case errors.Is(err, jobbus.ErrDirectoryUnavailable):
 		return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
 			Message: "The city and space directory is unavailable; retry shortly"}
@@ -357,8 +360,8 @@ func (h *handlers) create(c *fiber.Ctx) error {
 		if err != nil {
 			return toWebError(err)
 		}
-		if err := h.bus.Wrote(ctx, caller(c)); err != nil {
-			return err
+		if err := h.bus.Wrote(ctx, caller(c), nj.SpaceID); err != nil {
+			return toWebError(err)
 		}
 		body, err := renderCreated(res)
 		if err != nil {
@@ -400,8 +403,8 @@ func (h *handlers) create(c *fiber.Ctx) error {
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit job: %w", err)
 	}
-	if err := h.bus.Wrote(ctx, caller(c)); err != nil {
-		return err
+	if err := h.bus.Wrote(ctx, caller(c), nj.SpaceID); err != nil {
+		return toWebError(err)
 	}
 	h.writes.inc(res.Action)
 	return sendJSON(c, http.StatusCreated, body)
@@ -415,8 +418,13 @@ func renderCreated(r jobbus.CreateResult) ([]byte, error) {
 	return b, nil
 }
 
-// replay answers with the reply recorded for an Idempotency-Key.
+// replay answers with the reply recorded for an Idempotency-Key. The
+// change versions are bumped again first: the first attempt may have
+// committed and then failed to bump them (jobbus.ErrUnannounced).
 func (h *handlers) replay(c *fiber.Ctx, stored *jobbus.StoredResponse) error {
+	if err := h.bus.Changed(c.UserContext(), -1); err != nil {
+		return toWebError(err)
+	}
 	h.writes.inc("replayed")
 	c.Set(HeaderReplayed, "true")
 	return sendJSON(c, stored.Status, stored.Body)

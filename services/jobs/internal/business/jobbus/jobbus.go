@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/validate"
 )
 
@@ -87,6 +88,9 @@ type Directory interface {
 type Config struct {
 	PublicBaseURL   string // e.g. https://coworkjobs.example (no trailing slash)
 	DefaultInvEmail string
+	// Changes are bumped after every write, before it is answered (nil:
+	// none, as without REDIS_URL).
+	Changes *changes.Versions
 }
 
 // Business applies the job rules.
@@ -452,8 +456,37 @@ func (b *Business) Feed(ctx context.Context, limit int) ([]Job, error) {
 	return s.Feed(ctx, limit)
 }
 
-// Wrote records that caller's write has committed, so that its next reads
-// see it wherever they run (ReadsFor).
-func (b *Business) Wrote(ctx context.Context, caller Caller) error {
-	return b.store.MarkWritten(ctx, caller.KeyID)
+// Wrote records that caller's write to a job of spaceID has committed, so
+// that its next reads see it wherever they run (ReadsFor) and no reader is
+// served an answer cached before it (Changed).
+func (b *Business) Wrote(ctx context.Context, caller Caller, spaceID int64) error {
+	if err := b.store.MarkWritten(ctx, caller.KeyID); err != nil {
+		return err
+	}
+	return b.Changed(ctx, spaceID)
+}
+
+// ErrUnannounced is a committed write whose change versions could not be
+// bumped: it is stored, but answers cached before it could still be served,
+// so it must not be acknowledged as done. Retrying the request bumps again.
+var ErrUnannounced = errors.New("jobbus: write stored but not announced to the caches")
+
+// Changed bumps the change versions a write to a job of spaceID moves:
+// every job's, and the space's (a job of no space is in no space's view);
+// spaceID < 0 is a write whose space is not known (an idempotent replay),
+// which moves every space's view.
+func (b *Business) Changed(ctx context.Context, spaceID int64) error {
+	var err error
+	switch {
+	case spaceID > 0:
+		err = b.cfg.Changes.Bump(ctx, changes.Jobs, changes.JobsSpace(spaceID))
+	case spaceID < 0:
+		err = b.cfg.Changes.Bump(ctx, changes.Jobs, changes.JobsBulk)
+	default:
+		err = b.cfg.Changes.Bump(ctx, changes.Jobs)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnannounced, err)
+	}
+	return nil
 }

@@ -146,7 +146,8 @@ func (b *Business) Transition(ctx context.Context, caller Caller, id int64, ev E
 	if err != nil {
 		return TransitionResult{}, err
 	}
-	return res, b.Wrote(ctx, caller)
+	// apply has bumped the change versions.
+	return res, b.store.MarkWritten(ctx, caller.KeyID)
 }
 
 // TransitionByHash applies one of RouteEvents for the holder of the edit hash.
@@ -206,7 +207,8 @@ func (b *Business) apply(ctx context.Context, id int64, ev Event, pay *Payment, 
 			return TransitionResult{}, err
 		}
 		if !recorded {
-			return TransitionResult{JobID: d.ID, Status: d.Status, Action: ActionReplayed, Job: d}, nil
+			// The first delivery may have committed and then failed to bump.
+			return TransitionResult{JobID: d.ID, Status: d.Status, Action: ActionReplayed, Job: d}, b.Changed(ctx, d.SpaceID)
 		}
 		c.Payment = pay
 	}
@@ -219,6 +221,11 @@ func (b *Business) apply(ctx context.Context, id int64, ev Event, pay *Payment, 
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return TransitionResult{}, fmt.Errorf("commit %s of %s: %w", ev, jobRef(id), err)
+	}
+	if c.Writes() || pay != nil {
+		if err := b.Changed(ctx, d.SpaceID); err != nil {
+			return TransitionResult{}, err
+		}
 	}
 	return res, nil
 }
@@ -287,7 +294,11 @@ func (b *Business) Edit(ctx context.Context, hash string, in EditInput) (Detail,
 		return Detail{}, &validate.Error{What: "job", Problems: p}
 	}
 	e.Slug = Slug(e.Title, d.CitySlug)
-	return b.store.Edit(ctx, d.ID, e)
+	saved, err := b.store.Edit(ctx, d.ID, e)
+	if err != nil {
+		return Detail{}, err
+	}
+	return saved, b.Changed(ctx, d.SpaceID)
 }
 
 func description(v string, p *[]string) string {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
@@ -24,6 +25,10 @@ type Activities struct {
 	Metrics *metrics.Counts
 	// Mail sends the poster's mails (nil: a worker that sends none).
 	Mail *jobmail.Activities
+	// Changes are bumped after jobs expired (nil: none). The activity fails
+	// when they cannot be, and Temporal retries it: the retry finds nothing
+	// left to expire but bumps again.
+	Changes *changes.Versions
 }
 
 // NewMetrics registers jobs_expired_total{trigger} on reg, for Activities.Metrics.
@@ -43,6 +48,12 @@ func (a *Activities) ExpireJob(ctx context.Context, jobID int64) (ExpireResult, 
 	if expired {
 		a.Metrics.Add("timer", 1)
 	}
+	if expired || status == jobbus.StatusExpired {
+		// The space is not known here: every space's view moves.
+		if err := a.Changes.Bump(ctx, changes.Jobs, changes.JobsBulk); err != nil {
+			return ExpireResult{}, err
+		}
+	}
 	res := ExpireResult{Expired: expired, Status: status}
 	if found && !expired && status == jobbus.StatusActive {
 		res.NotDueUntil = &expiresAt
@@ -57,6 +68,11 @@ func (a *Activities) SweepOverdue(ctx context.Context) (int, error) {
 		n, err := a.Store.ExpireOverdue(ctx, sweepBatch)
 		total += n
 		a.Metrics.Add("sweep", n)
+		if n > 0 {
+			if berr := a.Changes.Bump(ctx, changes.Jobs, changes.JobsBulk); berr != nil {
+				return total, berr
+			}
+		}
 		if err != nil || n < sweepBatch {
 			return total, err
 		}

@@ -1,0 +1,119 @@
+package changes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/libs/redisx"
+	"github.com/coworkjobs/coworkjobs/libs/redisx/redistest"
+)
+
+func open(t *testing.T, url string) *changes.Versions {
+	t.Helper()
+	rdb, err := redisx.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("redis at %s: %v", url, err)
+	}
+	return changes.New(rdb)
+}
+
+func redisURL() string {
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		return u
+	}
+	return "redis://127.0.0.1:6379/0"
+}
+
+// scope is unique per test run, so tests sharing one Redis do not count
+// each other's bumps.
+func scope(name string) string { return fmt.Sprintf("test:%s:%d", name, rand.Uint64()) }
+
+func TestVersions(t *testing.T) {
+	t.Run("single", func(t *testing.T) { testVersions(t, open(t, redisURL())) })
+	// Several scopes in one MGET and one script: on a cluster that works only
+	// because every key has the same hash tag (else CROSSSLOT).
+	t.Run("cluster", func(t *testing.T) { testVersions(t, open(t, redistest.Cluster(t, 3))) })
+}
+
+func testVersions(t *testing.T, v *changes.Versions) {
+	ctx := context.Background()
+	a, b := scope("a"), scope("b")
+
+	if _, err := v.Read(ctx, nil, a); !errors.Is(err, changes.ErrMissing) {
+		t.Fatalf("read before any writer: %v, want ErrMissing (a reader never makes a version up)", err)
+	}
+	if err := v.Ensure(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Read(ctx, nil, a, b); !errors.Is(err, changes.ErrMissing) {
+		t.Fatalf("read with b missing: %v, want ErrMissing", err)
+	}
+	if err := v.Bump(ctx, b); err != nil { // starts b
+		t.Fatal(err)
+	}
+	first, err := v.Read(ctx, nil, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[0] < 1e15 || first[1] < 1e15 {
+		t.Fatalf("new counters %v: want them started at the time in microseconds", first)
+	}
+	if err := v.Ensure(ctx, a, b); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := v.Read(ctx, nil, a, b); again[0] != first[0] || again[1] != first[1] {
+		t.Fatalf("Ensure moved existing counters: %v then %v", first, again)
+	}
+
+	// Concurrent writers: every bump counts, none is lost.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				if err := v.Bump(ctx, a, b); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	after, err := v.Read(ctx, nil, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after[0] != first[0]+200 || after[1] != first[1]+200 {
+		t.Fatalf("after 200 bumps: %v, want %v + 200", after, first)
+	}
+}
+
+func TestNilVersions(t *testing.T) {
+	var v *changes.Versions
+	if err := v.Bump(context.Background(), changes.Jobs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Read(context.Background(), nil, changes.Jobs); !errors.Is(err, changes.ErrMissing) {
+		t.Fatalf("nil Versions read: %v, want ErrMissing", err)
+	}
+}
+
+func TestBumpFailsWhenRedisIsDown(t *testing.T) {
+	rdb, err := redisx.Open("redis://127.0.0.1:1/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rdb.Close() }()
+	if err := changes.New(rdb).Bump(context.Background(), changes.Jobs); err == nil {
+		t.Fatal("bump against no Redis succeeded; the writer would acknowledge a write readers may not see")
+	}
+}

@@ -1,0 +1,235 @@
+package gatewayapp
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/maypok86/otter/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+)
+
+// Cached says what a GET's answer depends on, so that the gateway can name
+// it (ETag) and cache it without running the query behind it: the change
+// versions of Scopes (libs/changes), the request (path and query), the key
+// (a key's view is its own: its space, its drafts), and for answers that
+// change with time alone (a scheduled post, an event that started) the
+// current Bucket of that length.
+type Cached struct {
+	Scopes func(spaceID int64) []string
+	Bucket time.Duration
+}
+
+func scopes(s ...string) func(int64) []string { return func(int64) []string { return s } }
+
+// jobsScopes: a space key lists its own space's jobs only, so its view
+// moves with that space's writes (and the bulk ones), not every job's.
+func jobsScopes(spaceID int64) []string {
+	if spaceID > 0 {
+		return []string{changes.JobsSpace(spaceID), changes.JobsBulk}
+	}
+	return []string{changes.Jobs}
+}
+
+// HeaderReadReplica: see web.HeaderReadReplica.
+const HeaderReadReplica = web.HeaderReadReplica
+
+// responseCache holds whole answers per gateway replica, keyed by the
+// answer's name: a write moves the versions, so the next request has a new
+// name and nothing is ever invalidated or served stale. Per replica rather
+// than in Redis: a hit then costs no round trip and no copy of the body over
+// the network (a page of 20 jobs is ~15 KB), and no replica can serve another
+// replica's entry under a version it has not read itself; the price is one
+// miss per replica per version. Bounded in bytes (otter's weighted
+// S3-FIFO), so overload cannot grow it.
+type responseCache struct {
+	versions *changes.Versions
+	entries  *otter.Cache[uint64, *cachedAnswer]
+	salt     string // the gateway's version: a new release renames every answer
+	outcomes *prometheus.CounterVec
+}
+
+type cachedAnswer struct {
+	key         string // everything hashed, to rule out a collision
+	contentType string
+	body        []byte // never written after it is stored: hits send it without a copy
+}
+
+// Cache outcomes, the label of gateway_response_cache_total.
+const (
+	cacheNotModified = "not_modified" // 304: the client's copy is current
+	cacheHit         = "hit"
+	cacheMiss        = "miss"        // forwarded and stored
+	cacheBypass      = "bypass"      // forwarded, not storable (not a 200, streamed, a replica's)
+	cacheUnversioned = "unversioned" // versions unreadable or missing: forwarded, not named
+)
+
+func newResponseCache(v *changes.Versions, maxBytes uint64, salt string, reg *prometheus.Registry) *responseCache {
+	rc := &responseCache{
+		versions: v, salt: salt,
+		entries: otter.Must(&otter.Options[uint64, *cachedAnswer]{
+			MaximumWeight: maxBytes,
+			Weigher: func(_ uint64, a *cachedAnswer) uint32 {
+				return uint32(len(a.key) + len(a.contentType) + len(a.body) + 96)
+			},
+		}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_response_cache_total",
+			Help: "Cacheable GETs by route and outcome (not_modified, hit, miss, bypass, unversioned).",
+		}, []string{"route", "outcome"}),
+	}
+	if reg != nil {
+		reg.MustRegister(rc.outcomes, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "gateway_response_cache_bytes",
+			Help: "Bytes of answers held by the response cache (the weight otter counts).",
+		}, func() float64 { return float64(rc.entries.WeightedSize()) }))
+	}
+	return rc
+}
+
+// name computes the answer's key, its hash (the cache's key) and its ETag;
+// ok is false when the versions cannot be read (the answer is then neither
+// named nor cached). The hash is FNV-1a, not maphash: every gateway replica
+// and restart must give the same request the same ETag.
+func (rc *responseCache) name(ctx context.Context, c *fiber.Ctx, r Route, id identity.Identity) (key string, sum uint64, etag string, ok bool) {
+	var buf [4]uint64
+	vs, err := rc.versions.Read(ctx, buf[:0], r.Cache.Scopes(id.SpaceID)...)
+	if err != nil {
+		return "", 0, "", false
+	}
+	b := make([]byte, 0, 256)
+	b = append(b, rc.salt...)
+	b = append(b, 0)
+	b = append(b, c.Path()...)
+	b = append(b, '?')
+	b = append(b, withoutAPIKey(c.Request().URI().QueryString())...)
+	b = append(b, 0)
+	b = binary.AppendVarint(b, id.KeyID)
+	for _, v := range vs {
+		b = binary.AppendUvarint(b, v)
+	}
+	if r.Cache.Bucket > 0 {
+		b = binary.AppendVarint(b, time.Now().UnixNano()/int64(r.Cache.Bucket))
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	sum = h.Sum64()
+	return string(b), sum, `W/"` + strconv.FormatUint(sum, 36) + `"`, true
+}
+
+func (rc *responseCache) get(key string, sum uint64) (*cachedAnswer, bool) {
+	a, ok := rc.entries.GetIfPresent(sum)
+	if !ok || a.key != key {
+		return nil, false
+	}
+	return a, true
+}
+
+func (rc *responseCache) put(key string, sum uint64, resp *fasthttp.Response) {
+	rc.entries.Set(sum, &cachedAnswer{
+		key: key, contentType: string(resp.Header.ContentType()), body: bytes.Clone(resp.Body()),
+	})
+}
+
+// cacheControl is what clients may do with a named answer: keep it and ask
+// again each time (no-cache), the 304 costing them no budget; a keyed answer
+// only in the client's own cache.
+func cacheControl(r Route) string {
+	if r.Public() {
+		return "public, no-cache"
+	}
+	return "private, no-cache"
+}
+
+// etagMatches is the weak comparison of If-None-Match (RFC 9110 13.1.2).
+func etagMatches(header []byte, etag string) bool {
+	if len(header) == 0 {
+		return false
+	}
+	want := []byte(etag[2:]) // without W/
+	for part := range bytes.SplitSeq(header, []byte(",")) {
+		part = bytes.TrimSpace(part)
+		if bytes.Equal(part, []byte("*")) || bytes.Equal(bytes.TrimPrefix(part, []byte("W/")), want) {
+			return true
+		}
+	}
+	return false
+}
+
+// namedRequest is a cacheable request whose answer has a name.
+type namedRequest struct {
+	key         string
+	sum         uint64
+	etag        string
+	notModified bool // answered 304
+}
+
+// lookup names the request and answers 304 when the client holds the
+// answer of that name; nil when the versions are unavailable (the request
+// is then forwarded as if nothing were cached).
+func (rc *responseCache) lookup(c *fiber.Ctx, r Route, id identity.Identity) *namedRequest {
+	key, sum, etag, ok := rc.name(c.UserContext(), c, r, id)
+	if !ok {
+		rc.outcomes.WithLabelValues(r.Path, cacheUnversioned).Inc()
+		return nil
+	}
+	n := &namedRequest{key: key, sum: sum, etag: etag}
+	if etagMatches(c.Request().Header.Peek(fiber.HeaderIfNoneMatch), etag) {
+		rc.outcomes.WithLabelValues(r.Path, cacheNotModified).Inc()
+		setValidators(c, r, etag)
+		c.Status(fiber.StatusNotModified)
+		n.notModified = true
+	}
+	return n
+}
+
+// serve answers from the cache; false on a miss.
+func (rc *responseCache) serve(c *fiber.Ctx, r Route, n *namedRequest) bool {
+	a, ok := rc.get(n.key, n.sum)
+	if !ok {
+		return false
+	}
+	rc.outcomes.WithLabelValues(r.Path, cacheHit).Inc()
+	resp := c.Response()
+	resp.SetStatusCode(fiber.StatusOK)
+	resp.Header.SetContentType(a.contentType)
+	resp.SetBodyRaw(a.body) // never written again; a HEAD sends its length only
+	setValidators(c, r, n.etag)
+	return true
+}
+
+// store names a forwarded answer and keeps it: a whole 200 of a GET read on
+// the primary. Anything else keeps the backend's own headers.
+func (rc *responseCache) store(c *fiber.Ctx, r Route, n *namedRequest, replica bool) {
+	resp := c.Response()
+	if resp.StatusCode() != fiber.StatusOK || resp.IsBodyStream() || replica {
+		rc.outcomes.WithLabelValues(r.Path, cacheBypass).Inc()
+		return
+	}
+	setValidators(c, r, n.etag)
+	if c.Method() != fiber.MethodGet { // a HEAD's answer has no body to keep
+		rc.outcomes.WithLabelValues(r.Path, cacheBypass).Inc()
+		return
+	}
+	rc.put(n.key, n.sum, resp)
+	rc.outcomes.WithLabelValues(r.Path, cacheMiss).Inc()
+}
+
+func setValidators(c *fiber.Ctx, r Route, etag string) {
+	h := &c.Response().Header
+	h.Set(fiber.HeaderETag, etag)
+	h.Set(fiber.HeaderCacheControl, cacheControl(r))
+	if !r.Public() {
+		// A browser holding answers of two keys must not mix them up.
+		h.Set(fiber.HeaderVary, "X-API-Key, Authorization")
+	}
+}

@@ -1,0 +1,231 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/libs/logx"
+	"github.com/coworkjobs/coworkjobs/libs/redisx"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
+)
+
+// cacheRedis is a database of its own: the versions there move only when
+// this test bumps them (the other packages' processes bump database 0's).
+const cacheRedis = "redis://127.0.0.1:6379/11"
+
+// countingBackend answers every GET with how many requests it has served
+// and the value of data, so a test sees whether an answer came from it and
+// whether it is current. ?replica=1 marks the answer as read from a replica,
+// ?missing=1 answers 404.
+func countingBackend(t *testing.T, served, data *atomic.Int64) string {
+	t.Helper()
+	codec, err := identity.NewCodec(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := web.New(webConfig(), logx.NewTo(nil, "counting", "error"), "counting")
+	srv.App.Use("/v2", codec.Middleware(), func(c *fiber.Ctx) error {
+		c.Set(echoHeader, "counting") // not the API's answers: not contract-checked
+		n := served.Add(1)
+		if c.Query("replica") == "1" {
+			c.Set(web.HeaderReadReplica, "replica")
+		}
+		if c.Query("missing") == "1" {
+			return web.NotFound("nothing here")
+		}
+		return web.OK(c, http.StatusOK, fiber.Map{"served": n, "data": data.Load(), "space": identity.From(c).SpaceID})
+	})
+	return listen(t, srv)
+}
+
+func TestResponseCache(t *testing.T) {
+	ctx := context.Background()
+	rdb, err := redisx.Open(cacheRedis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rdb.Close() }()
+	if err := rdb.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	versions := changes.New(rdb)
+	var served, data atomic.Int64
+	g := startGateway(t, gatewayOpts{redisURL: cacheRedis, readLimit: 1000, publicRead: 1000, cacheBytes: 1 << 20,
+		backendURL: countingBackend(t, &served, &data)})
+	_, platform := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
+	_, other := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
+	_, spaceKey := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}, SpaceID: 5})
+	key := func(k string, extra ...string) map[string]string {
+		h := map[string]string{"X-API-Key": k, echoHeader: "1"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			h[extra[i]] = extra[i+1]
+		}
+		return h
+	}
+	get := func(path string, hdr map[string]string) response {
+		t.Helper()
+		return do(t, "GET", g.base+path, "", hdr)
+	}
+	var body struct {
+		Served int64 `json:"served"`
+		Data   int64 `json:"data"`
+	}
+
+	// No writer has made the directory's counter yet: nothing is named.
+	r := get("/v2/cities", key(platform))
+	if r.status != 200 || r.header.Get("ETag") != "" || served.Load() != 1 {
+		t.Fatalf("before any version: %d ETag %q served %d", r.status, r.header.Get("ETag"), served.Load())
+	}
+
+	if err := versions.Ensure(ctx, changes.Directory, changes.Jobs, changes.JobsBulk, changes.Blog); err != nil {
+		t.Fatal(err)
+	}
+	first := get("/v2/cities", key(platform))
+	etag := first.header.Get("ETag")
+	if first.status != 200 || len(etag) < 5 || etag[:3] != `W/"` || served.Load() != 2 {
+		t.Fatalf("first named answer: %d ETag %q served %d", first.status, etag, served.Load())
+	}
+	if cc, vary := first.header.Get("Cache-Control"), first.header.Get("Vary"); cc != "private, no-cache" || vary == "" {
+		t.Fatalf("keyed answer: Cache-Control %q Vary %q", cc, vary)
+	}
+	remaining, _ := strconv.Atoi(first.header.Get("X-RateLimit-Remaining"))
+
+	// The same request again: the same answer, from the cache.
+	again := get("/v2/cities", key(platform))
+	if again.status != 200 || again.header.Get("ETag") != etag || string(again.raw) != string(first.raw) || served.Load() != 2 {
+		t.Fatalf("repeat: %d ETag %q served %d\n%s\n%s", again.status, again.header.Get("ETag"), served.Load(), again.raw, first.raw)
+	}
+	remaining--
+
+	// A client holding it: 304, no body, no budget spent, no backend call.
+	for range 5 {
+		nm := get("/v2/cities", key(platform, "If-None-Match", etag))
+		if nm.status != 304 || len(nm.raw) != 0 || nm.header.Get("ETag") != etag || served.Load() != 2 {
+			t.Fatalf("If-None-Match: %d %q ETag %q served %d", nm.status, nm.raw, nm.header.Get("ETag"), served.Load())
+		}
+	}
+	if nm := get("/v2/cities", key(platform, "If-None-Match", `W/"other", `+etag)); nm.status != 304 {
+		t.Fatalf("ETag in a list: %d", nm.status)
+	}
+	after := get("/v2/cities", key(platform))
+	if got, _ := strconv.Atoi(after.header.Get("X-RateLimit-Remaining")); got != remaining-1 {
+		t.Fatalf("read budget after six 304s: %d left, want %d (a 304 spends none)", got, remaining-1)
+	}
+
+	// HEAD names the answer the same way and sends no body.
+	if h := do(t, "HEAD", g.base+"/v2/cities", "", key(platform)); h.status != 200 || h.header.Get("ETag") != etag || len(h.raw) != 0 {
+		t.Fatalf("HEAD: %d ETag %q body %d bytes", h.status, h.header.Get("ETag"), len(h.raw))
+	}
+
+	// Another key never gets this key's answer or name.
+	o := get("/v2/cities", key(other))
+	if o.header.Get("ETag") == etag || served.Load() != 3 {
+		t.Fatalf("another key: ETag %q (first key's %q), served %d", o.header.Get("ETag"), etag, served.Load())
+	}
+	if nm := get("/v2/cities", key(other, "If-None-Match", etag)); nm.status != 200 {
+		t.Fatalf("another key with the first key's ETag: %d", nm.status)
+	}
+
+	// A write to the directory: the next request has a new name and a fresh answer.
+	data.Store(42)
+	if err := versions.Bump(ctx, changes.Directory); err != nil {
+		t.Fatal(err)
+	}
+	fresh := get("/v2/cities", key(platform, "If-None-Match", etag))
+	fresh.data(t, &body)
+	if fresh.status != 200 || fresh.header.Get("ETag") == etag || body.Data != 42 {
+		t.Fatalf("after a bump: %d ETag %q (was %q) data %d", fresh.status, fresh.header.Get("ETag"), etag, body.Data)
+	}
+
+	// Answers read from a replica, or that are not a 200, are neither named nor kept.
+	for _, q := range []string{"replica=1", "missing=1"} {
+		before := served.Load()
+		for range 2 {
+			r := get("/v2/cities?"+q, key(platform))
+			if r.header.Get("ETag") != "" || r.header.Get(web.HeaderReadReplica) != "" {
+				t.Fatalf("%s: ETag %q, replica header %q leaked", q, r.header.Get("ETag"), r.header.Get(web.HeaderReadReplica))
+			}
+		}
+		if served.Load() != before+2 {
+			t.Fatalf("%s: served %d times of 2", q, served.Load()-before)
+		}
+	}
+
+	// A space key's job list moves with its space (and bulk writes), not with
+	// every job; a platform key's with every job.
+	spaceETag := func() string { return get("/v2/jobs", key(spaceKey)).header.Get("ETag") }
+	platformETag := func() string { return get("/v2/jobs", key(platform)).header.Get("ETag") }
+	if err := versions.Bump(ctx, changes.JobsSpace(5)); err != nil {
+		t.Fatal(err)
+	}
+	s1, p1 := spaceETag(), platformETag()
+	if s1 == "" || p1 == "" {
+		t.Fatalf("job lists not named: space %q platform %q", s1, p1)
+	}
+	if err := versions.Bump(ctx, changes.Jobs, changes.JobsSpace(6)); err != nil { // another space's job
+		t.Fatal(err)
+	}
+	s2, p2 := spaceETag(), platformETag()
+	if s2 != s1 || p2 == p1 {
+		t.Fatalf("another space's write: space key %q→%q (want same), platform %q→%q (want new)", s1, s2, p1, p2)
+	}
+	for _, bump := range [][]string{{changes.Jobs, changes.JobsSpace(5)}, {changes.Jobs, changes.JobsBulk}} {
+		if err := versions.Bump(ctx, bump...); err != nil {
+			t.Fatal(err)
+		}
+		if s3 := spaceETag(); s3 == s2 {
+			t.Fatalf("bump %v left the space key's ETag %q", bump, s3)
+		}
+		s2 = spaceETag()
+	}
+
+	// Public answers are public.
+	if p := get("/v2/blog", map[string]string{echoHeader: "1"}); p.header.Get("Cache-Control") != "public, no-cache" || p.header.Get("ETag") == "" {
+		t.Fatalf("public: Cache-Control %q ETag %q", p.header.Get("Cache-Control"), p.header.Get("ETag"))
+	}
+
+	// What the metrics say happened.
+	for outcome, min := range map[string]float64{"not_modified": 6, "hit": 1, "miss": 3, "bypass": 4, "unversioned": 1} {
+		c, err := g.counter("gateway_response_cache_total", map[string]string{"route": "/v2/cities", "outcome": outcome})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c < min {
+			t.Errorf("gateway_response_cache_total{/v2/cities,%s} = %v, want at least %v", outcome, c, min)
+		}
+	}
+}
+
+// counter sums the samples of a counter family with these labels.
+func (g *gateway) counter(name string, labels map[string]string) (float64, error) {
+	mfs, err := g.metrics.Gather()
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue metric
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+		return sum, nil
+	}
+	return 0, fmt.Errorf("no metric %s", name)
+}
