@@ -904,6 +904,74 @@ func TestChartDatabaseReadURL(t *testing.T) {
 	}
 }
 
+// config.responseCacheMB turns on the gateway's response cache
+// (RESPONSE_CACHE_MB, 16 by default), which is keyed by the change versions
+// every writer bumps in Redis: every API and worker (whose pods also run the
+// seeds and jobs-admin) reads REDIS_URL from the Secret, with the cache on or
+// off, so no write goes unannounced to a cache switched on later.
+func TestChartResponseCache(t *testing.T) {
+	checkRedis := func(t *testing.T, r rendered) {
+		t.Helper()
+		ds := deployments(r.objs)
+		want := append(slices.Clone(apis), "jobs-worker", "community-worker")
+		for _, comp := range want {
+			d := ds[comp]
+			if d == nil {
+				t.Errorf("no Deployment %s", comp)
+				continue
+			}
+			e, ok := envOf(d)["REDIS_URL"]
+			if !ok || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Key != "REDIS_URL" {
+				t.Errorf("%s: no REDIS_URL from the Secret (%+v): its writes would not bump the change versions", comp, e)
+			}
+		}
+		for w := range workers {
+			if !slices.Contains(want, w) {
+				t.Errorf("worker %s not checked", w)
+			}
+		}
+	}
+	cacheMB := func(t *testing.T, r rendered) (string, bool) {
+		t.Helper()
+		e, ok := envOf(deployments(r.objs)["gateway"])["RESPONSE_CACHE_MB"]
+		return e.Value, ok
+	}
+
+	def := render(t, "")
+	if got, ok := cacheMB(t, def); !ok || got != "16" {
+		t.Errorf("gateway RESPONSE_CACHE_MB %q (set: %v), want 16 by default", got, ok)
+	}
+	checkRedis(t, def)
+	for comp, d := range deployments(def.objs) {
+		if _, ok := envOf(d)["RESPONSE_CACHE_MB"]; ok && comp != "gateway" {
+			t.Errorf("%s has RESPONSE_CACHE_MB (the gateway's alone)", comp)
+		}
+	}
+
+	off := renderValues(t, "responseCacheMB 0", map[string]any{"config": map[string]any{"responseCacheMB": 0}})
+	if got, ok := cacheMB(t, off); !ok || got != "0" {
+		t.Errorf("gateway RESPONSE_CACHE_MB %q (set: %v) with responseCacheMB 0, want 0", got, ok)
+	}
+	checkRedis(t, off)
+
+	checkRedis(t, render(t, filepath.Join(chartDir(t), "ci", "existing-secret-values.yaml")))
+
+	for what, vals := range map[string]map[string]any{
+		"config.extraEnv": {"config": map[string]any{"extraEnv": map[string]any{"RESPONSE_CACHE_MB": "64"}}},
+		"extraEnv":        {"extraEnv": []any{map[string]any{"name": "RESPONSE_CACHE_MB", "value": "64"}}},
+		"gateway env":     {"apis": map[string]any{"gateway": map[string]any{"env": map[string]any{"RESPONSE_CACHE_MB": "64"}}}},
+	} {
+		if _, err := renderChart(t, vals, nil); err == nil {
+			t.Errorf("RESPONSE_CACHE_MB in %s was accepted (config.responseCacheMB sets it)", what)
+		}
+	}
+	for _, bad := range []any{-1, 4097, "16"} {
+		if _, err := renderChart(t, map[string]any{"config": map[string]any{"responseCacheMB": bad}}, nil); err == nil {
+			t.Errorf("responseCacheMB %v accepted", bad)
+		}
+	}
+}
+
 func TestChartSchemaRejectsBadValues(t *testing.T) {
 	ch, err := loader.Load(chartDir(t))
 	if err != nil {

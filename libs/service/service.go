@@ -196,6 +196,13 @@ func Run[C any, PC interface {
 		return err
 	}
 	if p.Changes != nil {
+		// A new release (or a migration) may answer differently from the one
+		// before: what was cached under the old versions goes. Not fatal: a
+		// Redis that is down now is retried by Keep, and until then no
+		// reader names anything it cannot read the versions of.
+		if err := p.Changes.Bump(ctx, spec.Changes...); err != nil {
+			log.Warn("change versions not bumped at start", "error", err)
+		}
 		p.Defer(func() { _ = p.Changes.Close() })
 		p.Go(func(ctx context.Context) error { p.Changes.Keep(ctx, 5*time.Second, spec.Changes...); return nil })
 	}

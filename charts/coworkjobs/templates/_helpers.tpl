@@ -203,7 +203,12 @@ env and its checksum/secret both come from it.
 {{- define "coworkjobs.secretKeys" -}}
 {{- $keys := list "DATABASE_URL" -}}
 {{- if .api }}{{ $keys = append $keys "INTERNAL_IDENTITY_SECRET" }}{{ end -}}
-{{- if eq .component "gateway" }}{{ $keys = append $keys "REDIS_URL" }}{{ end -}}
+{{- /* Every workload: the gateway's rate limit, and the change versions every
+writer bumps (libs/changes), which the gateway's response cache is keyed by. A
+backend without it would write without bumping, and the cache would serve what
+was stored before its write. Given whatever config.responseCacheMB says, so a
+later switch on finds every writer already bumping. */ -}}
+{{- $keys = append $keys "REDIS_URL" -}}
 {{- if eq .service "community" }}{{ $keys = append $keys "NEWSLETTER_TOKEN_SECRET" }}{{ end -}}
 {{- if has .component (list "community-worker" "jobs-worker") }}{{ $keys = append $keys "SMTP_URL" }}{{ end -}}
 {{- if and (eq .component "jobs") .stripe }}{{ $keys = concat $keys (list "STRIPE_SECRET_KEY" "STRIPE_WEBHOOK_SECRET") }}{{ end -}}
@@ -261,10 +266,11 @@ the render (the kubelet would kill requests in flight).
 
 {{/*
 Settings the chart owns and computes with (the grace period depends on the
-shutdown durations): an env entry of the operator's must not set them.
+shutdown durations; the response cache is only correct with REDIS_URL on every
+writer, which the chart gives): an env entry of the operator's must not set them.
 */}}
 {{- define "coworkjobs.checkReservedEnv" -}}
-{{- $reserved := list "SHUTDOWN_DRAIN_DELAY" "SHUTDOWN_TIMEOUT" "ADMIN_ADDR" "HTTP_ADDR" "UPSTREAM_BALANCE" -}}
+{{- $reserved := list "SHUTDOWN_DRAIN_DELAY" "SHUTDOWN_TIMEOUT" "ADMIN_ADDR" "HTTP_ADDR" "UPSTREAM_BALANCE" "RESPONSE_CACHE_MB" -}}
 {{- $names := keys (.Values.config.extraEnv | default dict) -}}
 {{- range .Values.extraEnv }}{{ $names = append $names .name }}{{ end -}}
 {{- range $_, $c := merge (dict) .Values.apis .Values.workers -}}
@@ -273,7 +279,7 @@ shutdown durations): an env entry of the operator's must not set them.
 {{- end -}}
 {{- range $reserved -}}
 {{- if has . $names -}}
-{{- fail (printf "%s is set by the chart (shutdown.*, config.upstreamBalance, and the ports the probes use): remove it from config.extraEnv, extraEnv and the components' env" .) -}}
+{{- fail (printf "%s is set by the chart (shutdown.*, config.upstreamBalance, config.responseCacheMB, and the ports the probes use): remove it from config.extraEnv, extraEnv and the components' env" .) -}}
 {{- end -}}
 {{- end -}}
 {{- end }}
