@@ -1,12 +1,15 @@
 package tests
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -42,6 +45,26 @@ func countingBackend(t *testing.T, served, data *atomic.Int64) string {
 		if c.Query("missing") == "1" {
 			return web.NotFound("nothing here")
 		}
+		if big := c.Query("big"); big != "" {
+			// A streamed answer of ~200 KB, as an unpaginated list is sent;
+			// "broken" stops in the middle, as a stream whose query failed.
+			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+			c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+				_, _ = fmt.Fprintf(w, `{"success":true,"status":200,"data":{"served":%d,"items":[`, n)
+				for i := range 4000 {
+					if i > 0 {
+						_, _ = w.WriteString(",")
+					}
+					_, _ = fmt.Fprintf(w, `{"i":%d,"text":"%s"}`, i, strings.Repeat("x", 32))
+					if big == "broken" && i == 2000 {
+						return
+					}
+					_ = w.Flush()
+				}
+				_, _ = w.WriteString(`]}}`)
+			})
+			return nil
+		}
 		return web.OK(c, http.StatusOK, fiber.Map{"served": n, "data": data.Load(), "space": identity.From(c).SpaceID})
 	})
 	return listen(t, srv)
@@ -59,7 +82,7 @@ func TestResponseCache(t *testing.T) {
 	}
 	versions := changes.New(rdb)
 	var served, data atomic.Int64
-	g := startGateway(t, gatewayOpts{redisURL: cacheRedis, readLimit: 1000, publicRead: 1000, cacheBytes: 1 << 20,
+	g := startGateway(t, gatewayOpts{redisURL: cacheRedis, readLimit: 1000, publicRead: 1000, cacheBytes: 4 << 20, // keeps answers up to 512 KiB
 		backendURL: countingBackend(t, &served, &data)})
 	_, platform := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
 	_, other := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
@@ -158,6 +181,38 @@ func TestResponseCache(t *testing.T) {
 		if served.Load() != before+2 {
 			t.Fatalf("%s: served %d times of 2", q, served.Load()-before)
 		}
+	}
+
+	// Streamed answers are kept once relayed whole; a stream that broke off is not.
+	before := served.Load()
+	big1 := get("/v2/jobs?big=1", key(platform))
+	// It is kept after its last byte has left, which the client may see
+	// before the gateway gets to keep it: the next requests may miss.
+	for range 100 {
+		mark := served.Load()
+		if big2 := get("/v2/jobs?big=1", key(platform)); served.Load() == mark {
+			if string(big2.raw) != string(big1.raw) {
+				t.Fatal("a kept streamed answer differs from the one relayed")
+			}
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if big1.status != 200 || len(big1.raw) < 100<<10 || served.Load() > before+3 {
+		t.Fatalf("streamed answer: %d, %d bytes, served %d times", big1.status, len(big1.raw), served.Load()-before)
+	}
+	before = served.Load()
+	for range 2 {
+		if _, err := http.Get(g.base + "/v2/vine/jobs?big=broken"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // had it been kept, it would be by now
+	if _, err := http.Get(g.base + "/v2/vine/jobs?big=broken"); err != nil {
+		t.Fatal(err)
+	}
+	if served.Load() != before+3 {
+		t.Fatalf("a broken stream was kept: served %d times of 3", served.Load()-before)
 	}
 
 	// A space key's job list moves with its space (and bulk writes), not with

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"hash/fnv"
 	"strconv"
 	"time"
@@ -55,6 +56,7 @@ type responseCache struct {
 	versions *changes.Versions
 	entries  *otter.Cache[uint64, *cachedAnswer]
 	salt     string // the gateway's version: a new release renames every answer
+	maxEntry int    // the largest streamed answer kept
 	outcomes *prometheus.CounterVec
 }
 
@@ -76,6 +78,9 @@ const (
 func newResponseCache(v *changes.Versions, maxBytes uint64, salt string, reg *prometheus.Registry) *responseCache {
 	rc := &responseCache{
 		versions: v, salt: salt,
+		// An eighth of the budget, at most 8 MiB: one unpaginated list
+		// (~0.7 KB a job) may not push out the many pages.
+		maxEntry: int(min(maxBytes/8, 8<<20)),
 		entries: otter.Must(&otter.Options[uint64, *cachedAnswer]{
 			MaximumWeight: maxBytes,
 			Weigher: func(_ uint64, a *cachedAnswer) uint32 {
@@ -171,6 +176,10 @@ type namedRequest struct {
 	sum         uint64
 	etag        string
 	notModified bool // answered 304
+	// A streamed answer that store found storable, kept once it has been
+	// relayed whole (wholeBody).
+	storable    bool
+	contentType string
 }
 
 // lookup names the request and answers 304 when the client holds the
@@ -207,21 +216,38 @@ func (rc *responseCache) serve(c *fiber.Ctx, r Route, n *namedRequest) bool {
 	return true
 }
 
-// store names a forwarded answer and keeps it: a whole 200 of a GET read on
-// the primary. Anything else keeps the backend's own headers.
+// store names a forwarded answer and keeps it: a 200 of a GET read on the
+// primary. Anything else keeps the backend's own headers. A streamed answer
+// (an unpaginated list) is kept by wholeBody once relayed entirely.
 func (rc *responseCache) store(c *fiber.Ctx, r Route, n *namedRequest, replica bool) {
 	resp := c.Response()
-	if resp.StatusCode() != fiber.StatusOK || resp.IsBodyStream() || replica {
+	if resp.StatusCode() != fiber.StatusOK || replica {
 		rc.outcomes.WithLabelValues(r.Path, cacheBypass).Inc()
 		return
 	}
 	setValidators(c, r, n.etag)
-	if c.Method() != fiber.MethodGet { // a HEAD's answer has no body to keep
+	switch {
+	case c.Method() != fiber.MethodGet: // a HEAD's answer has no body to keep
 		rc.outcomes.WithLabelValues(r.Path, cacheBypass).Inc()
-		return
+	case resp.IsBodyStream():
+		n.storable, n.contentType = true, string(resp.Header.ContentType())
+		rc.outcomes.WithLabelValues(r.Path, cacheMiss).Inc()
+	default:
+		rc.put(n.key, n.sum, resp)
+		rc.outcomes.WithLabelValues(r.Path, cacheMiss).Inc()
 	}
-	rc.put(n.key, n.sum, resp)
-	rc.outcomes.WithLabelValues(r.Path, cacheMiss).Inc()
+}
+
+// whole keeps a streamed answer of n once it has been relayed entirely,
+// if store found it storable and it is a complete JSON document: a backend
+// that fails in the middle of a stream ends it early, and what it sent is
+// then not an answer to keep.
+func (rc *responseCache) whole(n *namedRequest) *wholeBody {
+	return &wholeBody{max: rc.maxEntry, take: func(body []byte) {
+		if n.storable && json.Valid(body) {
+			rc.entries.Set(n.sum, &cachedAnswer{key: n.key, contentType: n.contentType, body: body})
+		}
+	}}
 }
 
 func setValidators(c *fiber.Ctx, r Route, etag string) {

@@ -211,7 +211,11 @@ func (a *App) handler(r Route) fiber.Handler {
 		case localH != nil:
 			err = localH(c)
 		default:
-			err = a.forwardWith(c, backend, id, r.Page)
+			var whole *wholeBody
+			if named != nil && c.Method() == fiber.MethodGet {
+				whole = a.cache.whole(named)
+			}
+			err = a.forwardWith(c, backend, id, r.Page, whole)
 			// Internal: whether the answer came from a replica.
 			replica := len(c.Response().Header.Peek(HeaderReadReplica)) > 0
 			c.Response().Header.Del(HeaderReadReplica)

@@ -172,12 +172,14 @@ var stripped = []string{"X-API-Key", fiber.HeaderAuthorization, identity.Header,
 
 // forward sends the request to backend with id signed, and copies the answer.
 func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
-	return a.forwardWith(c, b, id, false)
+	return a.forwardWith(c, b, id, false, nil)
 }
 
 // forwardWith is forward; keepCookies lets the Cookie header through (the
-// pages' CSRF cookie), which API routes drop.
-func (a *App) forwardWith(c *fiber.Ctx, b *Backend, id identity.Identity, keepCookies bool) error {
+// pages' CSRF cookie), which API routes drop. A streamed answer is also
+// handed to whole once it has been relayed entirely, when it is at most
+// whole.max bytes (nil: never).
+func (a *App) forwardWith(c *fiber.Ctx, b *Backend, id identity.Identity, keepCookies bool, whole *wholeBody) error {
 	signed, err := a.cfg.Codec.Sign(id, 30*time.Second)
 	if err != nil {
 		return fmt.Errorf("sign identity: %w", err)
@@ -223,7 +225,7 @@ func (a *App) forwardWith(c *fiber.Ctx, b *Backend, id identity.Identity, keepCo
 		return upstreamError(b.Name, err)
 	}
 	resp := c.Response()
-	relay(up, resp)
+	relay(up, resp, whole)
 	span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode()))
 	if resp.StatusCode() >= 500 {
 		span.SetStatus(codes.Error, "")
@@ -238,11 +240,15 @@ func (a *App) forwardWith(c *fiber.Ctx, b *Backend, id identity.Identity, keepCo
 // replace whatever was set before) and takes ownership of up. A body read
 // whole changes hands without a copy; a streamed one is handed over as a
 // stream that releases up when the client has been sent all of it.
-func relay(up, resp *fasthttp.Response) {
+func relay(up, resp *fasthttp.Response, whole *wholeBody) {
 	up.Header.CopyTo(&resp.Header)
 	n := up.Header.ContentLength()
 	if up.IsBodyStream() && (n < 0 || n > streamThreshold) {
-		resp.SetBodyStream(&relayedBody{up: up, r: up.BodyStream(), left: int64(n)}, n)
+		rb := &relayedBody{up: up, r: up.BodyStream(), left: int64(n)}
+		if whole != nil && n <= whole.max {
+			rb.whole, rb.kept = whole, make([]byte, 0, max(n, streamThreshold))
+		}
+		resp.SetBodyStream(rb, n)
 		return
 	}
 	// SwapBody drains the stream over the already read body (closing it
@@ -261,12 +267,31 @@ type relayedBody struct {
 	r    io.Reader
 	left int64 // bytes still due with a Content-Length; negative when chunked
 	done bool
+	// whole gets the bytes kept so far once all are relayed (nil: none are
+	// kept, or there were more than whole.max).
+	whole *wholeBody
+	kept  []byte
+}
+
+// wholeBody receives a streamed answer relayed entirely (the response
+// cache keeps it). take runs after the handler, once the client has been
+// sent every byte.
+type wholeBody struct {
+	max  int
+	take func(body []byte)
 }
 
 func (b *relayedBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	if b.left >= 0 {
 		b.left -= int64(n)
+	}
+	if b.whole != nil {
+		if len(b.kept)+n > b.whole.max {
+			b.whole, b.kept = nil, nil
+		} else {
+			b.kept = append(b.kept, p[:n]...)
+		}
 	}
 	// A sized body is written with exactly its length, so EOF may never be
 	// asked for; a chunked one ends with EOF after its last chunk.
@@ -280,6 +305,8 @@ func (b *relayedBody) Read(p []byte) (int, error) {
 func (b *relayedBody) Close() error {
 	if !b.done {
 		b.up.SetConnectionClose() // read by the client's release hook
+	} else if b.whole != nil {
+		b.whole.take(b.kept)
 	}
 	err := b.up.CloseBodyStream()
 	fasthttp.ReleaseResponse(b.up)
