@@ -284,3 +284,24 @@ func (g *gateway) counter(name string, labels map[string]string) (float64, error
 	}
 	return 0, fmt.Errorf("no metric %s", name)
 }
+
+// With Redis unreachable nothing is named or cached, and every request is
+// still answered (by the backend, as without the cache).
+func TestResponseCacheWithoutRedis(t *testing.T) {
+	var served, data atomic.Int64
+	g := startGateway(t, gatewayOpts{redisURL: "redis://127.0.0.1:1/0", cacheBytes: 1 << 20,
+		backendURL: countingBackend(t, &served, &data)})
+	_, k := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
+	for range 20 {
+		r := do(t, "GET", g.base+"/v2/cities", "", map[string]string{"X-API-Key": k, echoHeader: "1"})
+		if r.status != 200 || r.header.Get("ETag") != "" {
+			t.Fatalf("Redis down: %d ETag %q", r.status, r.header.Get("ETag"))
+		}
+	}
+	if served.Load() != 20 {
+		t.Fatalf("backend served %d of 20", served.Load())
+	}
+	if n, err := g.counter("gateway_response_cache_total", map[string]string{"outcome": "unversioned"}); err != nil || n != 20 {
+		t.Fatalf("unversioned: %v %v, want 20", n, err)
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -57,6 +59,10 @@ type responseCache struct {
 	entries  *otter.Cache[uint64, *cachedAnswer]
 	salt     string // the gateway's version: a new release renames every answer
 	maxEntry int    // the largest streamed answer kept
+	// pauseUntil (unix ns) skips the version reads for a second after one
+	// failed: with Redis unreachable each read would wait out its timeout
+	// (250 ms) before the request went on uncached.
+	pauseUntil atomic.Int64
 	outcomes *prometheus.CounterVec
 }
 
@@ -106,9 +112,16 @@ func newResponseCache(v *changes.Versions, maxBytes uint64, salt string, reg *pr
 // named nor cached). The hash is FNV-1a, not maphash: every gateway replica
 // and restart must give the same request the same ETag.
 func (rc *responseCache) name(ctx context.Context, c *fiber.Ctx, r Route, id identity.Identity) (key string, sum uint64, etag string, ok bool) {
+	now := time.Now().UnixNano()
+	if now < rc.pauseUntil.Load() {
+		return "", 0, "", false
+	}
 	var buf [4]uint64
 	vs, err := rc.versions.Read(ctx, buf[:0], r.Cache.Scopes(id.SpaceID)...)
 	if err != nil {
+		if !errors.Is(err, changes.ErrMissing) {
+			rc.pauseUntil.Store(now + int64(time.Second))
+		}
 		return "", 0, "", false
 	}
 	b := make([]byte, 0, 256)
