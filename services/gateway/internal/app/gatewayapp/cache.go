@@ -63,7 +63,7 @@ type responseCache struct {
 	// failed: with Redis unreachable each read would wait out its timeout
 	// (250 ms) before the request went on uncached.
 	pauseUntil atomic.Int64
-	outcomes *prometheus.CounterVec
+	outcomes   *prometheus.CounterVec
 }
 
 type cachedAnswer struct {
