@@ -12,8 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
@@ -267,5 +269,56 @@ func TestPurgeIdempotencyKeys(t *testing.T) {
 	n, err := jobdb.New(pool).PurgeIdempotencyKeys(ctx, time.Now().Add(-24*time.Hour), 100)
 	if err != nil || n != 1 {
 		t.Fatalf("purged %d err %v", n, err)
+	}
+}
+
+// An expiry is a write the readers must see at once: it bumps every job's
+// version and every space's view (jobs:bulk); a job not due bumps nothing.
+func TestExpiryBumpsChangeVersions(t *testing.T) {
+	ctx := context.Background()
+	rdb, err := redisx.Open("redis://127.0.0.1:6379/13") // this test's own
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rdb.Close() }()
+	if err := rdb.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	v := changes.New(rdb)
+	if err := v.Ensure(ctx, changes.Jobs, changes.JobsBulk); err != nil {
+		t.Fatal(err)
+	}
+	read := func() []uint64 {
+		vs, err := v.Read(ctx, nil, changes.Jobs, changes.JobsBulk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vs
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	acts := &Activities{Store: jobdb.New(pool), Changes: v}
+	env.RegisterActivity(acts)
+
+	v0 := read()
+	if _, err := env.ExecuteActivity(acts.ExpireJob, insertJob(t, "active", time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if v1 := read(); v1[0] != v0[0] || v1[1] != v0[1] {
+		t.Fatalf("a job not due moved the versions: %v → %v", v0, v1)
+	}
+	if _, err := env.ExecuteActivity(acts.ExpireJob, insertJob(t, "active", -time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	v2 := read()
+	if v2[0] != v0[0]+1 || v2[1] != v0[1]+1 {
+		t.Fatalf("an expiry moved the versions %v → %v; want both by one", v0, v2)
+	}
+	insertJob(t, "active", -2*time.Hour)
+	if _, err := env.ExecuteActivity(acts.SweepOverdue); err != nil {
+		t.Fatal(err)
+	}
+	if v3 := read(); v3[0] <= v2[0] || v3[1] <= v2[1] {
+		t.Fatalf("a sweep that expired jobs left the versions at %v", v3)
 	}
 }
