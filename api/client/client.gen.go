@@ -1794,6 +1794,9 @@ type WebhookReceivedReceived bool
 // DirectoryCitySlug defines model for DirectoryCitySlug.
 type DirectoryCitySlug = string
 
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
 // NewsletterToken defines model for NewsletterToken.
 type NewsletterToken = string
 
@@ -1855,6 +1858,9 @@ type GetBlogParams struct {
 
 	// Offset Posts to skip (deep pagination is bounded at 100000).
 	Offset *int `form:"offset,omitempty" json:"offset,omitempty"`
+
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // GetBlog200JSONResponseBody_Data defines parameters for GetBlog.
@@ -1869,6 +1875,15 @@ type ListCitiesParams struct {
 
 	// Search Partial city name, insensitive to case and accents, typo-tolerant from 5 letters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
+
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListCitySpacesParams defines parameters for ListCitySpaces.
+type ListCitySpacesParams struct {
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ListEventsParams defines parameters for ListEvents.
@@ -1886,6 +1901,9 @@ type ListEventsParams struct {
 	To      *string `form:"to,omitempty" json:"to,omitempty"`
 	Page    *int    `form:"page,omitempty" json:"page,omitempty"`
 	PerPage *int    `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ListJobsParams defines parameters for ListJobs.
@@ -1922,6 +1940,9 @@ type ListJobsParams struct {
 
 	// PerPage Page size (only with server-side pagination).
 	PerPage *int `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ListJobsParamsSort defines parameters for ListJobs.
@@ -1937,6 +1958,12 @@ type ListJobsParamsRemote string
 type CreateJobParams struct {
 	// IdempotencyKey Any unique string, at most 200 characters, scoped to the API key.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// GetJobParams defines parameters for GetJob.
+type GetJobParams struct {
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ConfirmNewsletterParams defines parameters for ConfirmNewsletter.
@@ -1988,6 +2015,9 @@ type ListSpacesParams struct {
 
 	// RadiusKm Needs near.
 	RadiusKm *float32 `form:"radius_km,omitempty" json:"radius_km,omitempty"`
+
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // GetBlogFeedParams defines parameters for GetBlogFeed.
@@ -1995,21 +2025,25 @@ type GetBlogFeedParams struct {
 	// Limit Number of items.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// IfNoneMatch An ETag from an earlier answer.
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // GetEventsFeedParams defines parameters for GetEventsFeed.
 type GetEventsFeedParams struct {
-	Limit       *int    `form:"limit,omitempty" json:"limit,omitempty"`
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // JobsFeedParams defines parameters for JobsFeed.
 type JobsFeedParams struct {
 	// Limit Items to return, 1–50; anything else answers 422.
-	Limit       *int    `form:"limit,omitempty" json:"limit,omitempty"`
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CreateFeedbackJSONRequestBody defines body for CreateFeedback for application/json ContentType.
@@ -2604,6 +2638,11 @@ type ClientInterface interface {
 	// Every problem with the query parameters is reported at once in a 422.
 	// Unknown query parameters are ignored.
 	//
+	// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+	// any blog write, and every minute, since scheduled posts appear with time) and
+	// `Cache-Control: public, no-cache`, and a matching `If-None-Match` answers 304 without
+	// spending read budget; without it, no `ETag`.
+	//
 	// Corresponds with GET /v2/blog (the `GetBlog` operationId).
 	GetBlog(ctx context.Context, params *GetBlogParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2646,7 +2685,7 @@ type ClientInterface interface {
 	// whole list. There are no query parameters (unknown ones are ignored). Not paginated.
 	//
 	// Corresponds with GET /v2/city_spaces (the `ListCitySpaces` operationId).
-	ListCitySpaces(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListCitySpaces(ctx context.Context, params *ListCitySpacesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetApiReference Human-readable API reference
 	//
@@ -2677,6 +2716,11 @@ type ClientInterface interface {
 	// Times: `starts_at`/`ends_at` are RFC 3339 timestamps written in the event's own UTC
 	// offset; `timezone` is the IANA zone they belong to (so a client can show local time and
 	// handle daylight-saving changes).
+	//
+	// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+	// any event write, and every minute, since events leave the upcoming list as they end),
+	// `Cache-Control: private, no-cache` and `Vary`, and a matching `If-None-Match` answers 304
+	// without spending read budget; without it, no `ETag`.
 	//
 	// Corresponds with GET /v2/events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2779,6 +2823,12 @@ type ClientInterface interface {
 	// eight fields. A page past the last one answers 200 with no jobs, `current_count` 0,
 	// `has_next` false and `has_previous` true. Continue while `has_next` is true.
 	//
+	// **Conditional requests.** With the gateway's response cache on, the answer carries the
+	// gateway's `ETag` (moved by any write to a job the key can list: a space key's by its
+	// space's writes and bulk ones), `Cache-Control: private, no-cache` and `Vary`; a matching
+	// `If-None-Match` answers 304 without spending read budget. A streamed list (pagination
+	// off) is not named. Without the cache there is no `ETag` and `If-None-Match` is ignored.
+	//
 	// Corresponds with GET /v2/jobs (the `ListJobs` operationId).
 	ListJobs(ctx context.Context, params *ListJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2812,7 +2862,10 @@ type ClientInterface interface {
 	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
 	// read-only key); 409 idempotent request in progress; 422 `validation_error` with
 	// message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
-	// the city/space directory cannot be reached (nothing was stored; retry).
+	// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
+	// stored but the write could not be confirmed (the deployment could not record the change
+	// for the caches): send the same request again, with the same `Idempotency-Key` (or the same
+	// body: fingerprint dedupe updates the stored job), which confirms it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2849,7 +2902,10 @@ type ClientInterface interface {
 	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
 	// read-only key); 409 idempotent request in progress; 422 `validation_error` with
 	// message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
-	// the city/space directory cannot be reached (nothing was stored; retry).
+	// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
+	// stored but the write could not be confirmed (the deployment could not record the change
+	// for the caches): send the same request again, with the same `Idempotency-Key` (or the same
+	// body: fingerprint dedupe updates the stored job), which confirms it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3059,8 +3115,12 @@ type ClientInterface interface {
 	// unknown id, 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
 	// carry the job's edit capability and are sent only to a key that may change the job.
 	//
+	// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+	// any job write), `Cache-Control: private, no-cache` and `Vary`, and a matching
+	// `If-None-Match` answers 304 without spending read budget; without it, no `ETag`.
+	//
 	// Corresponds with GET /v2/jobs/{id_job} (the `GetJob` operationId).
-	GetJob(ctx context.Context, idJob int, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetJob(ctx context.Context, idJob int, params *GetJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ConfirmNewsletter Confirm a subscription (link from the confirmation mail)
 	//
@@ -3299,7 +3359,10 @@ type ClientInterface interface {
 	// blog's extension `_post` (`authors`, `reading_time`).
 	//
 	// Cacheable: the answer carries a weak `ETag` and `Cache-Control: public, max-age=60`;
-	// a request whose `If-None-Match` matches gets `304 Not Modified` with no body.
+	// a request whose `If-None-Match` matches gets `304 Not Modified` with no body. With the
+	// gateway's response cache on, the gateway's own `ETag` (moved by any blog write and every
+	// minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read
+	// budget.
 	//
 	// Corresponds with GET /v2/vine/blog (the `GetBlogFeed` operationId).
 	GetBlogFeed(ctx context.Context, params *GetBlogFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3310,6 +3373,9 @@ type ClientInterface interface {
 	// extension per item; upcoming events (not yet ended), soonest first. `summary` is plain
 	// text of at most 280 characters. Answers carry a weak `ETag` and
 	// `Cache-Control: public, max-age=60`; a matching `If-None-Match` gets 304 with no body.
+	// With the gateway's response cache on, the gateway's own `ETag` (moved by any event write
+	// and every minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends
+	// no read budget.
 	//
 	// Corresponds with GET /v2/vine/events (the `GetEventsFeed` operationId).
 	GetEventsFeed(ctx context.Context, params *GetEventsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3319,6 +3385,8 @@ type ClientInterface interface {
 	// Public (no key). The latest active jobs, newest first, in the shared `vine/1` feed shape
 	// (modelled on JSON Feed 1.1) with the `_job` extension. Answered with a weak `ETag` and
 	// `Cache-Control: public, max-age=60`; a matching `If-None-Match` answers 304 with no body.
+	// With the gateway's response cache on, the gateway's own `ETag` (moved by any job write)
+	// and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read budget.
 	//
 	// Corresponds with GET /v2/vine/jobs (the `JobsFeed` operationId).
 	JobsFeed(ctx context.Context, params *JobsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3376,6 +3444,11 @@ func (c *Client) GetApiInfo(ctx context.Context, reqEditors ...RequestEditorFn) 
 //
 // Every problem with the query parameters is reported at once in a 422.
 // Unknown query parameters are ignored.
+//
+// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+// any blog write, and every minute, since scheduled posts appear with time) and
+// `Cache-Control: public, no-cache`, and a matching `If-None-Match` answers 304 without
+// spending read budget; without it, no `ETag`.
 //
 // Corresponds with GET /v2/blog (the `GetBlog` operationId).
 func (c *Client) GetBlog(ctx context.Context, params *GetBlogParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3439,8 +3512,8 @@ func (c *Client) ListCities(ctx context.Context, params *ListCitiesParams, reqEd
 // whole list. There are no query parameters (unknown ones are ignored). Not paginated.
 //
 // Corresponds with GET /v2/city_spaces (the `ListCitySpaces` operationId).
-func (c *Client) ListCitySpaces(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListCitySpacesRequest(c.Server)
+func (c *Client) ListCitySpaces(ctx context.Context, params *ListCitySpacesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCitySpacesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3490,6 +3563,11 @@ func (c *Client) GetApiReference(ctx context.Context, reqEditors ...RequestEdito
 // Times: `starts_at`/`ends_at` are RFC 3339 timestamps written in the event's own UTC
 // offset; `timezone` is the IANA zone they belong to (so a client can show local time and
 // handle daylight-saving changes).
+//
+// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+// any event write, and every minute, since events leave the upcoming list as they end),
+// `Cache-Control: private, no-cache` and `Vary`, and a matching `If-None-Match` answers 304
+// without spending read budget; without it, no `ETag`.
 //
 // Corresponds with GET /v2/events (the `ListEvents` operationId).
 func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3642,6 +3720,12 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // eight fields. A page past the last one answers 200 with no jobs, `current_count` 0,
 // `has_next` false and `has_previous` true. Continue while `has_next` is true.
 //
+// **Conditional requests.** With the gateway's response cache on, the answer carries the
+// gateway's `ETag` (moved by any write to a job the key can list: a space key's by its
+// space's writes and bulk ones), `Cache-Control: private, no-cache` and `Vary`; a matching
+// `If-None-Match` answers 304 without spending read budget. A streamed list (pagination
+// off) is not named. Without the cache there is no `ETag` and `If-None-Match` is ignored.
+//
 // Corresponds with GET /v2/jobs (the `ListJobs` operationId).
 func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListJobsRequest(c.Server, params)
@@ -3685,7 +3769,10 @@ func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditor
 // **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
 // read-only key); 409 idempotent request in progress; 422 `validation_error` with
 // message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
-// the city/space directory cannot be reached (nothing was stored; retry).
+// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
+// stored but the write could not be confirmed (the deployment could not record the change
+// for the caches): send the same request again, with the same `Idempotency-Key` (or the same
+// body: fingerprint dedupe updates the stored job), which confirms it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3732,7 +3819,10 @@ func (c *Client) CreateJobWithBody(ctx context.Context, params *CreateJobParams,
 // **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
 // read-only key); 409 idempotent request in progress; 422 `validation_error` with
 // message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
-// the city/space directory cannot be reached (nothing was stored; retry).
+// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
+// stored but the write could not be confirmed (the deployment could not record the change
+// for the caches): send the same request again, with the same `Idempotency-Key` (or the same
+// body: fingerprint dedupe updates the stored job), which confirms it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4072,9 +4162,13 @@ func (c *Client) UnpublishJob(ctx context.Context, body UnpublishJobJSONRequestB
 // unknown id, 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
 // carry the job's edit capability and are sent only to a key that may change the job.
 //
+// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+// any job write), `Cache-Control: private, no-cache` and `Vary`, and a matching
+// `If-None-Match` answers 304 without spending read budget; without it, no `ETag`.
+//
 // Corresponds with GET /v2/jobs/{id_job} (the `GetJob` operationId).
-func (c *Client) GetJob(ctx context.Context, idJob int, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetJobRequest(c.Server, idJob)
+func (c *Client) GetJob(ctx context.Context, idJob int, params *GetJobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJobRequest(c.Server, idJob, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4482,7 +4576,10 @@ func (c *Client) ListSpaces(ctx context.Context, params *ListSpacesParams, reqEd
 // blog's extension `_post` (`authors`, `reading_time`).
 //
 // Cacheable: the answer carries a weak `ETag` and `Cache-Control: public, max-age=60`;
-// a request whose `If-None-Match` matches gets `304 Not Modified` with no body.
+// a request whose `If-None-Match` matches gets `304 Not Modified` with no body. With the
+// gateway's response cache on, the gateway's own `ETag` (moved by any blog write and every
+// minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read
+// budget.
 //
 // Corresponds with GET /v2/vine/blog (the `GetBlogFeed` operationId).
 func (c *Client) GetBlogFeed(ctx context.Context, params *GetBlogFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4503,6 +4600,9 @@ func (c *Client) GetBlogFeed(ctx context.Context, params *GetBlogFeedParams, req
 // extension per item; upcoming events (not yet ended), soonest first. `summary` is plain
 // text of at most 280 characters. Answers carry a weak `ETag` and
 // `Cache-Control: public, max-age=60`; a matching `If-None-Match` gets 304 with no body.
+// With the gateway's response cache on, the gateway's own `ETag` (moved by any event write
+// and every minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends
+// no read budget.
 //
 // Corresponds with GET /v2/vine/events (the `GetEventsFeed` operationId).
 func (c *Client) GetEventsFeed(ctx context.Context, params *GetEventsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4522,6 +4622,8 @@ func (c *Client) GetEventsFeed(ctx context.Context, params *GetEventsFeedParams,
 // Public (no key). The latest active jobs, newest first, in the shared `vine/1` feed shape
 // (modelled on JSON Feed 1.1) with the `_job` extension. Answered with a weak `ETag` and
 // `Cache-Control: public, max-age=60`; a matching `If-None-Match` answers 304 with no body.
+// With the gateway's response cache on, the gateway's own `ETag` (moved by any job write)
+// and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read budget.
 //
 // Corresponds with GET /v2/vine/jobs (the `JobsFeed` operationId).
 func (c *Client) JobsFeed(ctx context.Context, params *JobsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4662,6 +4764,21 @@ func NewGetBlogRequest(server string, params *GetBlogParams) (*http.Request, err
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -4728,11 +4845,26 @@ func NewListCitiesRequest(server string, params *ListCitiesParams) (*http.Reques
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewListCitySpacesRequest constructs an http.Request for the ListCitySpaces method
-func NewListCitySpacesRequest(server string) (*http.Request, error) {
+func NewListCitySpacesRequest(server string, params *ListCitySpacesParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4753,6 +4885,21 @@ func NewListCitySpacesRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -4894,6 +5041,21 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -5170,6 +5332,21 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -5471,7 +5648,7 @@ func NewUnpublishJobRequestWithBody(server string, contentType string, body io.R
 }
 
 // NewGetJobRequest constructs an http.Request for the GetJob method
-func NewGetJobRequest(server string, idJob int) (*http.Request, error) {
+func NewGetJobRequest(server string, idJob int, params *GetJobParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5499,6 +5676,21 @@ func NewGetJobRequest(server string, idJob int) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -5993,6 +6185,21 @@ func NewListSpacesRequest(server string, params *ListSpacesParams) (*http.Reques
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -6292,6 +6499,11 @@ type ClientWithResponsesInterface interface {
 	// Every problem with the query parameters is reported at once in a 422.
 	// Unknown query parameters are ignored.
 	//
+	// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+	// any blog write, and every minute, since scheduled posts appear with time) and
+	// `Cache-Control: public, no-cache`, and a matching `If-None-Match` answers 304 without
+	// spending read budget; without it, no `ETag`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v2/blog (the `GetBlog` operationId).
@@ -6340,7 +6552,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v2/city_spaces (the `ListCitySpaces` operationId).
-	ListCitySpacesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListCitySpacesResponse, error)
+	ListCitySpacesWithResponse(ctx context.Context, params *ListCitySpacesParams, reqEditors ...RequestEditorFn) (*ListCitySpacesResponse, error)
 
 	// GetApiReferenceWithResponse Human-readable API reference
 	//
@@ -6373,6 +6585,11 @@ type ClientWithResponsesInterface interface {
 	// Times: `starts_at`/`ends_at` are RFC 3339 timestamps written in the event's own UTC
 	// offset; `timezone` is the IANA zone they belong to (so a client can show local time and
 	// handle daylight-saving changes).
+	//
+	// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+	// any event write, and every minute, since events leave the upcoming list as they end),
+	// `Cache-Control: private, no-cache` and `Vary`, and a matching `If-None-Match` answers 304
+	// without spending read budget; without it, no `ETag`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6479,6 +6696,12 @@ type ClientWithResponsesInterface interface {
 	// eight fields. A page past the last one answers 200 with no jobs, `current_count` 0,
 	// `has_next` false and `has_previous` true. Continue while `has_next` is true.
 	//
+	// **Conditional requests.** With the gateway's response cache on, the answer carries the
+	// gateway's `ETag` (moved by any write to a job the key can list: a space key's by its
+	// space's writes and bulk ones), `Cache-Control: private, no-cache` and `Vary`; a matching
+	// `If-None-Match` answers 304 without spending read budget. A streamed list (pagination
+	// off) is not named. Without the cache there is no `ETag` and `If-None-Match` is ignored.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v2/jobs (the `ListJobs` operationId).
@@ -6514,7 +6737,10 @@ type ClientWithResponsesInterface interface {
 	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
 	// read-only key); 409 idempotent request in progress; 422 `validation_error` with
 	// message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
-	// the city/space directory cannot be reached (nothing was stored; retry).
+	// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
+	// stored but the write could not be confirmed (the deployment could not record the change
+	// for the caches): send the same request again, with the same `Idempotency-Key` (or the same
+	// body: fingerprint dedupe updates the stored job), which confirms it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6551,7 +6777,10 @@ type ClientWithResponsesInterface interface {
 	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
 	// read-only key); 409 idempotent request in progress; 422 `validation_error` with
 	// message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
-	// the city/space directory cannot be reached (nothing was stored; retry).
+	// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
+	// stored but the write could not be confirmed (the deployment could not record the change
+	// for the caches): send the same request again, with the same `Idempotency-Key` (or the same
+	// body: fingerprint dedupe updates the stored job), which confirms it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6761,10 +6990,14 @@ type ClientWithResponsesInterface interface {
 	// unknown id, 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
 	// carry the job's edit capability and are sent only to a key that may change the job.
 	//
+	// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+	// any job write), `Cache-Control: private, no-cache` and `Vary`, and a matching
+	// `If-None-Match` answers 304 without spending read budget; without it, no `ETag`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v2/jobs/{id_job} (the `GetJob` operationId).
-	GetJobWithResponse(ctx context.Context, idJob int, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
+	GetJobWithResponse(ctx context.Context, idJob int, params *GetJobParams, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
 
 	// ConfirmNewsletterWithResponse Confirm a subscription (link from the confirmation mail)
 	//
@@ -7013,7 +7246,10 @@ type ClientWithResponsesInterface interface {
 	// blog's extension `_post` (`authors`, `reading_time`).
 	//
 	// Cacheable: the answer carries a weak `ETag` and `Cache-Control: public, max-age=60`;
-	// a request whose `If-None-Match` matches gets `304 Not Modified` with no body.
+	// a request whose `If-None-Match` matches gets `304 Not Modified` with no body. With the
+	// gateway's response cache on, the gateway's own `ETag` (moved by any blog write and every
+	// minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read
+	// budget.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7026,6 +7262,9 @@ type ClientWithResponsesInterface interface {
 	// extension per item; upcoming events (not yet ended), soonest first. `summary` is plain
 	// text of at most 280 characters. Answers carry a weak `ETag` and
 	// `Cache-Control: public, max-age=60`; a matching `If-None-Match` gets 304 with no body.
+	// With the gateway's response cache on, the gateway's own `ETag` (moved by any event write
+	// and every minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends
+	// no read budget.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7037,6 +7276,8 @@ type ClientWithResponsesInterface interface {
 	// Public (no key). The latest active jobs, newest first, in the shared `vine/1` feed shape
 	// (modelled on JSON Feed 1.1) with the `_job` extension. Answered with a weak `ETag` and
 	// `Cache-Control: public, max-age=60`; a matching `If-None-Match` answers 304 with no body.
+	// With the gateway's response cache on, the gateway's own `ETag` (moved by any job write)
+	// and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read budget.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7111,8 +7352,24 @@ func (r GetApiInfoResponse) ContentType() string {
 type GetBlogResponse200Headers struct {
 	AccessControlAllowOrigin   *string
 	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetBlogResponse304Headers the declared response headers of an HTTP 304 response for GetBlog
+type GetBlogResponse304Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -7211,6 +7468,8 @@ type GetBlogResponse struct {
 	JSON504 *Timeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetBlogResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetBlogResponse304Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetBlogResponse404Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
@@ -7304,6 +7563,7 @@ type ListCitiesResponse200Headers struct {
 	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -7313,9 +7573,11 @@ type ListCitiesResponse200Headers struct {
 type ListCitiesResponse304Headers struct {
 	AccessControlAllowOrigin   *string
 	AccessControlExposeHeaders *string
+	CacheControl               *string
 	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -7525,6 +7787,7 @@ type ListCitySpacesResponse200Headers struct {
 	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -7534,9 +7797,11 @@ type ListCitySpacesResponse200Headers struct {
 type ListCitySpacesResponse304Headers struct {
 	AccessControlAllowOrigin   *string
 	AccessControlExposeHeaders *string
+	CacheControl               *string
 	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -7779,8 +8044,25 @@ func (r GetApiReferenceResponse) ContentType() string {
 type ListEventsResponse200Headers struct {
 	AccessControlAllowOrigin   *string
 	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// ListEventsResponse304Headers the declared response headers of an HTTP 304 response for ListEvents
+type ListEventsResponse304Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -7888,6 +8170,8 @@ type ListEventsResponse struct {
 	JSON504 *Timeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListEventsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListEventsResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListEventsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -8353,8 +8637,25 @@ func (r GetHealthResponse) ContentType() string {
 type ListJobsResponse200Headers struct {
 	AccessControlAllowOrigin   *string
 	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// ListJobsResponse304Headers the declared response headers of an HTTP 304 response for ListJobs
+type ListJobsResponse304Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -8462,6 +8763,8 @@ type ListJobsResponse struct {
 	JSON504 *Timeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListJobsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListJobsResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListJobsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -10619,8 +10922,25 @@ func (r UnpublishJobResponse) ContentType() string {
 type GetJobResponse200Headers struct {
 	AccessControlAllowOrigin   *string
 	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobResponse304Headers the declared response headers of an HTTP 304 response for GetJob
+type GetJobResponse304Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -10742,6 +11062,8 @@ type GetJobResponse struct {
 	JSON504 *Timeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetJobResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetJobResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetJobResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -12201,6 +12523,7 @@ type ListSpacesResponse200Headers struct {
 	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -12210,9 +12533,11 @@ type ListSpacesResponse200Headers struct {
 type ListSpacesResponse304Headers struct {
 	AccessControlAllowOrigin   *string
 	AccessControlExposeHeaders *string
+	CacheControl               *string
 	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -12435,6 +12760,7 @@ type GetBlogFeedResponse304Headers struct {
 	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -12619,8 +12945,11 @@ type GetEventsFeedResponse200Headers struct {
 type GetEventsFeedResponse304Headers struct {
 	AccessControlAllowOrigin   *string
 	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -12803,8 +13132,11 @@ type JobsFeedResponse200Headers struct {
 type JobsFeedResponse304Headers struct {
 	AccessControlAllowOrigin   *string
 	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
+	Vary                       *string
 	XRateLimitLimit            *int
 	XRateLimitRemaining        *int
 	XRateLimitReset            *int
@@ -13021,6 +13353,11 @@ func (c *ClientWithResponses) GetApiInfoWithResponse(ctx context.Context, reqEdi
 // Every problem with the query parameters is reported at once in a 422.
 // Unknown query parameters are ignored.
 //
+// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+// any blog write, and every minute, since scheduled posts appear with time) and
+// `Cache-Control: public, no-cache`, and a matching `If-None-Match` answers 304 without
+// spending read budget; without it, no `ETag`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v2/blog (the `GetBlog` operationId).
@@ -13081,8 +13418,8 @@ func (c *ClientWithResponses) ListCitiesWithResponse(ctx context.Context, params
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v2/city_spaces (the `ListCitySpaces` operationId).
-func (c *ClientWithResponses) ListCitySpacesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListCitySpacesResponse, error) {
-	rsp, err := c.ListCitySpaces(ctx, reqEditors...)
+func (c *ClientWithResponses) ListCitySpacesWithResponse(ctx context.Context, params *ListCitySpacesParams, reqEditors ...RequestEditorFn) (*ListCitySpacesResponse, error) {
+	rsp, err := c.ListCitySpaces(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13126,6 +13463,11 @@ func (c *ClientWithResponses) GetApiReferenceWithResponse(ctx context.Context, r
 // Times: `starts_at`/`ends_at` are RFC 3339 timestamps written in the event's own UTC
 // offset; `timezone` is the IANA zone they belong to (so a client can show local time and
 // handle daylight-saving changes).
+//
+// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+// any event write, and every minute, since events leave the upcoming list as they end),
+// `Cache-Control: private, no-cache` and `Vary`, and a matching `If-None-Match` answers 304
+// without spending read budget; without it, no `ETag`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13262,6 +13604,12 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // eight fields. A page past the last one answers 200 with no jobs, `current_count` 0,
 // `has_next` false and `has_previous` true. Continue while `has_next` is true.
 //
+// **Conditional requests.** With the gateway's response cache on, the answer carries the
+// gateway's `ETag` (moved by any write to a job the key can list: a space key's by its
+// space's writes and bulk ones), `Cache-Control: private, no-cache` and `Vary`; a matching
+// `If-None-Match` answers 304 without spending read budget. A streamed list (pagination
+// off) is not named. Without the cache there is no `ETag` and `If-None-Match` is ignored.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v2/jobs (the `ListJobs` operationId).
@@ -13303,7 +13651,10 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *
 // **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
 // read-only key); 409 idempotent request in progress; 422 `validation_error` with
 // message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
-// the city/space directory cannot be reached (nothing was stored; retry).
+// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
+// stored but the write could not be confirmed (the deployment could not record the change
+// for the caches): send the same request again, with the same `Idempotency-Key` (or the same
+// body: fingerprint dedupe updates the stored job), which confirms it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13346,7 +13697,10 @@ func (c *ClientWithResponses) CreateJobWithBodyWithResponse(ctx context.Context,
 // **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
 // read-only key); 409 idempotent request in progress; 422 `validation_error` with
 // message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
-// the city/space directory cannot be reached (nothing was stored; retry).
+// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
+// stored but the write could not be confirmed (the deployment could not record the change
+// for the caches): send the same request again, with the same `Idempotency-Key` (or the same
+// body: fingerprint dedupe updates the stored job), which confirms it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13634,11 +13988,15 @@ func (c *ClientWithResponses) UnpublishJobWithResponse(ctx context.Context, body
 // unknown id, 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
 // carry the job's edit capability and are sent only to a key that may change the job.
 //
+// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
+// any job write), `Cache-Control: private, no-cache` and `Vary`, and a matching
+// `If-None-Match` answers 304 without spending read budget; without it, no `ETag`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v2/jobs/{id_job} (the `GetJob` operationId).
-func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, idJob int, reqEditors ...RequestEditorFn) (*GetJobResponse, error) {
-	rsp, err := c.GetJob(ctx, idJob, reqEditors...)
+func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, idJob int, params *GetJobParams, reqEditors ...RequestEditorFn) (*GetJobResponse, error) {
+	rsp, err := c.GetJob(ctx, idJob, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13988,7 +14346,10 @@ func (c *ClientWithResponses) ListSpacesWithResponse(ctx context.Context, params
 // blog's extension `_post` (`authors`, `reading_time`).
 //
 // Cacheable: the answer carries a weak `ETag` and `Cache-Control: public, max-age=60`;
-// a request whose `If-None-Match` matches gets `304 Not Modified` with no body.
+// a request whose `If-None-Match` matches gets `304 Not Modified` with no body. With the
+// gateway's response cache on, the gateway's own `ETag` (moved by any blog write and every
+// minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read
+// budget.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14007,6 +14368,9 @@ func (c *ClientWithResponses) GetBlogFeedWithResponse(ctx context.Context, param
 // extension per item; upcoming events (not yet ended), soonest first. `summary` is plain
 // text of at most 280 characters. Answers carry a weak `ETag` and
 // `Cache-Control: public, max-age=60`; a matching `If-None-Match` gets 304 with no body.
+// With the gateway's response cache on, the gateway's own `ETag` (moved by any event write
+// and every minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends
+// no read budget.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14024,6 +14388,8 @@ func (c *ClientWithResponses) GetEventsFeedWithResponse(ctx context.Context, par
 // Public (no key). The latest active jobs, newest first, in the shared `vine/1` feed shape
 // (modelled on JSON Feed 1.1) with the `_job` extension. Answered with a weak `ETag` and
 // `Cache-Control: public, max-age=60`; a matching `If-None-Match` answers 304 with no body.
+// With the gateway's response cache on, the gateway's own `ETag` (moved by any job write)
+// and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read budget.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14117,6 +14483,9 @@ func ParseGetBlogResponse(rsp *http.Response) (*GetBlogResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14178,6 +14547,20 @@ func ParseGetBlogResponse(rsp *http.Response) (*GetBlogResponse, error) {
 			}
 			headers.AccessControlExposeHeaders = &value
 		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14214,6 +14597,79 @@ func ParseGetBlogResponse(rsp *http.Response) (*GetBlogResponse, error) {
 			headers.XRateLimitReset = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetBlogResponse304Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetBlogResponse404Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
@@ -14665,6 +15121,13 @@ func ParseListCitiesResponse(rsp *http.Response) (*ListCitiesResponse, error) {
 			}
 			headers.RateLimitPolicy = &value
 		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -14703,6 +15166,13 @@ func ParseListCitiesResponse(rsp *http.Response) (*ListCitiesResponse, error) {
 			}
 			headers.AccessControlExposeHeaders = &value
 		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14723,6 +15193,13 @@ func ParseListCitiesResponse(rsp *http.Response) (*ListCitiesResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -15214,6 +15691,13 @@ func ParseListCitySpacesResponse(rsp *http.Response) (*ListCitySpacesResponse, e
 			}
 			headers.RateLimitPolicy = &value
 		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15252,6 +15736,13 @@ func ParseListCitySpacesResponse(rsp *http.Response) (*ListCitySpacesResponse, e
 			}
 			headers.AccessControlExposeHeaders = &value
 		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15272,6 +15763,13 @@ func ParseListCitySpacesResponse(rsp *http.Response) (*ListCitySpacesResponse, e
 				return nil, err
 			}
 			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -15682,6 +16180,9 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15750,6 +16251,20 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 			}
 			headers.AccessControlExposeHeaders = &value
 		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15763,6 +16278,13 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -15786,6 +16308,79 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 			headers.XRateLimitReset = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListEventsResponse304Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListEventsResponse401Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
@@ -16997,6 +17592,9 @@ func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17065,6 +17663,20 @@ func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
 			}
 			headers.AccessControlExposeHeaders = &value
 		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17078,6 +17690,13 @@ func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -17101,6 +17720,79 @@ func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
 			headers.XRateLimitReset = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListJobsResponse304Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListJobsResponse401Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
@@ -22547,6 +23239,9 @@ func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22622,6 +23317,20 @@ func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
 			}
 			headers.AccessControlExposeHeaders = &value
 		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -22635,6 +23344,13 @@ func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -22658,6 +23374,79 @@ func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
 			headers.XRateLimitReset = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetJobResponse304Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetJobResponse401Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
@@ -26368,6 +27157,13 @@ func ParseListSpacesResponse(rsp *http.Response) (*ListSpacesResponse, error) {
 			}
 			headers.RateLimitPolicy = &value
 		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26406,6 +27202,13 @@ func ParseListSpacesResponse(rsp *http.Response) (*ListSpacesResponse, error) {
 			}
 			headers.AccessControlExposeHeaders = &value
 		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -26426,6 +27229,13 @@ func ParseListSpacesResponse(rsp *http.Response) (*ListSpacesResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -26977,6 +27787,13 @@ func ParseGetBlogFeedResponse(rsp *http.Response) (*GetBlogFeedResponse, error) 
 			}
 			headers.RateLimitPolicy = &value
 		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27422,6 +28239,20 @@ func ParseGetEventsFeedResponse(rsp *http.Response) (*GetEventsFeedResponse, err
 			}
 			headers.AccessControlExposeHeaders = &value
 		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -27435,6 +28266,13 @@ func ParseGetEventsFeedResponse(rsp *http.Response) (*GetEventsFeedResponse, err
 				return nil, err
 			}
 			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -27881,6 +28719,20 @@ func ParseJobsFeedResponse(rsp *http.Response) (*JobsFeedResponse, error) {
 			}
 			headers.AccessControlExposeHeaders = &value
 		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -27894,6 +28746,13 @@ func ParseJobsFeedResponse(rsp *http.Response) (*JobsFeedResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int

@@ -76,8 +76,10 @@ func toWebError(err error) error {
 	case errors.Is(err, jobbus.ErrIdempotencyMismatch):
 		return web.Validation("Validation failed", []string{"Idempotency-Key was already used with a different request body; use a new key for a different request"})
 	case errors.Is(err, jobbus.ErrUnannounced):
-		return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
-			Message: "The write is stored but could not be confirmed; send the same request again"}
+		// Wrapped with the cause, so that the error handler's log line says
+		// why (Redis unreachable, say); the client sees the envelope only.
+		return fmt.Errorf("%w: %w", &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
+			Message: "The write is stored but could not be confirmed; send the same request again"}, err)
 	case errors.Is(err, jobbus.ErrDirectoryUnavailable):
 		return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
 			Message: "The city and space directory is unavailable; retry shortly"}

@@ -222,10 +222,10 @@ func (b *Business) apply(ctx context.Context, id int64, ev Event, pay *Payment, 
 	if err := tx.Commit(ctx); err != nil {
 		return TransitionResult{}, fmt.Errorf("commit %s of %s: %w", ev, jobRef(id), err)
 	}
-	if c.Writes() || pay != nil {
-		if err := b.Changed(ctx, d.SpaceID); err != nil {
-			return TransitionResult{}, err
-		}
+	// Also when nothing was written: this may be the retry of a transition
+	// that committed and then failed to bump (it now answers already_…).
+	if err := b.Changed(ctx, d.SpaceID); err != nil {
+		return TransitionResult{}, err
 	}
 	return res, nil
 }

@@ -68,13 +68,14 @@ func (a *Activities) SweepOverdue(ctx context.Context) (int, error) {
 		n, err := a.Store.ExpireOverdue(ctx, sweepBatch)
 		total += n
 		a.Metrics.Add("sweep", n)
-		if n > 0 {
-			if berr := a.Changes.Bump(ctx, changes.Jobs, changes.JobsBulk); berr != nil {
-				return total, berr
-			}
-		}
-		if err != nil || n < sweepBatch {
+		if err != nil {
 			return total, err
+		}
+		if n < sweepBatch {
+			// Whether or not this sweep expired anything: it may be the retry
+			// of one that expired jobs and then failed to bump (hourly, so
+			// the caches lose little).
+			return total, a.Changes.Bump(ctx, changes.Jobs, changes.JobsBulk)
 		}
 		if ctx.Err() != nil {
 			return total, ctx.Err()
