@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -301,6 +303,84 @@ func TestPgText(t *testing.T) {
 	} {
 		if got := pgText(tc.in); got != tc.want {
 			t.Errorf("pgText(%#v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCountByAddsEveryRouteByOneLabel(t *testing.T) {
+	metrics := `# HELP gateway_response_cache_total x
+gateway_response_cache_total{outcome="hit",route="/v2/jobs"} 1.5e+06
+gateway_response_cache_total{outcome="hit",route="/v2/jobs/:id_job<int>"} 20
+gateway_response_cache_total{outcome="not_modified",route="/v2/jobs"} 7
+gateway_response_cache_total_other{outcome="hit",route="/v2/jobs"} 99
+http_requests_total{method="GET",route="/v2/jobs",status_class="3xx"} 5
+http_requests_total{method="GET",route="/v2/jobs",xstatus_class="2xx"} 5
+`
+	got := countBy(strings.NewReader(metrics), "gateway_response_cache_total", "outcome")
+	if len(got) != 2 || got["hit"] != 1500020 || got["not_modified"] != 7 {
+		t.Fatalf("%v", got)
+	}
+	classes := countBy(strings.NewReader(metrics), "http_requests_total", "status_class")
+	if len(classes) != 1 || classes["3xx"] != 5 {
+		t.Fatalf("%v", classes)
+	}
+	before := counters{classes: classes, cache: got}
+	after := counters{classes: map[string]int64{"3xx": 9, "2xx": 1}, cache: map[string]int64{"hit": 1500020, "not_modified": 10}}
+	d := after.since(before)
+	if len(d.classes) != 2 || d.classes["3xx"] != 4 || d.classes["2xx"] != 1 || len(d.cache) != 1 || d.cache["not_modified"] != 3 {
+		t.Fatalf("%+v", d)
+	}
+	if non304(measurement{counted: d}) != 1 {
+		t.Fatalf("non-304s of %v", d.classes)
+	}
+}
+
+func TestRowsSelectsGroupsAndSingleRows(t *testing.T) {
+	c := config{Rows: map[string]bool{"cache": true, "e": true}}
+	for id, want := range map[string]bool{"a$": true, "am": true, "h$": true, "n": true, "a": true, "h": true, "hello": true,
+		"e1": true, "e2": true, "b1": false, "c": false, "rate": false} {
+		if c.wants(id) != want {
+			t.Errorf("-rows cache,e: wants(%q) = %t", id, !want)
+		}
+	}
+	c = config{Rows: map[string]bool{"a": true, "h$": true}}
+	for id, want := range map[string]bool{"a": true, "h$": true, "a$": false, "am": false, "h": false, "n": false, "hello": false} {
+		if c.wants(id) != want {
+			t.Errorf("-rows a,h$: wants(%q) = %t", id, !want)
+		}
+	}
+}
+
+func TestUniqueGETPathsDifferPerRequest(t *testing.T) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.RequestURI()]++
+		mu.Unlock()
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	l := load{Method: "GET", Unique: true, Requests: []request{{Path: "/v2/jobs?city=a&x=%s"}, {Path: "/v2/jobs?city=b&x=%s"}}}
+	res, err := runWrk(context.Background(), wrkRun{BaseURL: srv.URL, Load: l, Conns: 4, Threads: 2, Duration: time.Second,
+		Timeout: 2 * time.Second, Nonce: "t1", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if res.Requests < 10 || int64(len(seen)) < res.Requests {
+		t.Fatalf("%d requests, %d distinct paths", res.Requests, len(seen))
+	}
+	for p, n := range seen {
+		if n != 1 || strings.Contains(p, "%s") || !strings.HasPrefix(p, "/v2/jobs?city=") || !strings.Contains(p, "&x=t1-") {
+			t.Fatalf("%q sent %d times", p, n)
 		}
 	}
 }

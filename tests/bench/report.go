@@ -22,6 +22,8 @@ type report struct {
 	data                  dataset
 	hello                 *measurement
 	rows                  []rowResult
+	cached                []rowResult // the cached phase: the gateway with its response cache on
+	rssCached             map[string]rss
 	rate                  *rateResult
 	overloads             []overloadResult
 	growth                []growthPoint
@@ -43,6 +45,9 @@ const (
 	targetNginxRatio   = 1.0  // gateway req/s over nginx's plain relay, same rounds
 	targetHopRatio     = 0.95 // gateway req/s over the bare fasthttp hop, same rounds
 	targetCPURatio     = 1.15 // gateway's whole-system CPU per request over direct's
+	targetHitPgbench   = 1.5  // row a from the response cache over its SQL under pgbench
+	targetMissRatio    = 1.0  // row a's misses with the cache on over row a with it off
+	targetNotModified  = 0.5  // row a's 304s over the hello-world ceiling
 	capGateway         = 32 << 20
 	capBackend         = 64 << 20
 )
@@ -208,6 +213,9 @@ func (r *report) markdown() string {
 	if a := r.find("a"); a != nil && a.rounds != nil {
 		a.rounds.markdown(w)
 	}
+	if len(r.cached) > 0 {
+		r.cachedTable(w, helloRPS)
+	}
 
 	if rt := r.rate; rt != nil {
 		w("Constant rate (the bench's own open-loop Go generator; latency counted from each request's scheduled start, so stalls are not hidden): %d req/s of row a through the gateway for %s: %d sent, %d ok, %d errors, %d dropped; p50 %s ms, p99 %s ms, max %s ms.\n\n",
@@ -236,6 +244,74 @@ func (r *report) markdown() string {
 		r.growthTable(w)
 	}
 	return b.String()
+}
+
+// cachedTable writes the cached phase: each row beside the row it repeats
+// with the cache off and, for a$ and n, beside their ceilings.
+func (r *report) cachedTable(w func(string, ...any), helloRPS float64) {
+	w("Cached phase: the gateway restarted with RESPONSE_CACHE_MB=%d (ETags, 304s and its response cache on; every other row runs without it). "+
+		"Cache outcomes are the gateway's gateway_response_cache_total over the measured run; other = bypass and unversioned:\n\n", cacheMB)
+	w("| row | request | req/s | p50 ms | p99 ms | errors | cache: 304 / hit / miss / other | × cache off | × ceiling | CPU µs/req: total (gw + svc + pg + redis) |\n")
+	w("|---|---|--:|--:|--:|--:|---|--:|--:|---|\n")
+	for _, rr := range r.cached {
+		m := rr.gateway
+		off := "–"
+		if o := r.find(rr.row.Of); o != nil {
+			off = fmt.Sprintf("%s × %s", ratio(m.wrk.RPS(), o.gateway.wrk.RPS()), rr.row.Of)
+		}
+		ceiling := "–"
+		switch a := r.find("a"); {
+		case rr.row.ID == "a$" && a != nil && a.pg != nil:
+			ceiling = ratio(m.wrk.RPS(), a.pg.TPS) + " × a pgbench"
+		case rr.row.ID == "n" && helloRPS > 0:
+			ceiling = ratio(m.wrk.RPS(), helloRPS) + " × hello"
+		}
+		errs := fmt.Sprint(m.wrk.Errors())
+		if m.s5xx > 0 {
+			errs += fmt.Sprintf(" (%d 5xx)", m.s5xx)
+		}
+		name := rr.row.Name
+		if rr.row.ID == "n" {
+			name += fmt.Sprintf("; answers other than 304: %d", non304(m))
+		}
+		c := m.counted.cache
+		w("| %s | %s | %.0f | %s | %s | %s | %d / %d / %d / %d | %s | %s | %s (%s + %s + %s + %s) |\n", rr.row.ID, name, m.wrk.RPS(), ms(m.wrk.P50), ms(m.wrk.P99), errs,
+			c[cacheNotModified], c[cacheHit], c[cacheMiss], c[cacheBypass]+c[cacheUnversioned], off, ceiling,
+			usd(m.cpuPerRequest("gateway", "backend", "postgres", "redis")), usd(m.cpuPerRequest("gateway")), usd(m.cpuPerRequest("backend")),
+			usd(m.cpuPerRequest("postgres")), usd(m.cpuPerRequest("redis")))
+	}
+	w("\nGateway peak resident memory during the cached phase: %s MiB VmRSS (RssAnon); not in the memory table below, which is the gateway without the cache.\n\n",
+		mibs(r.rssCached["gateway"]))
+}
+
+// Outcomes of gateway_response_cache_total (services/gateway, cache.go).
+const (
+	cacheNotModified = "not_modified"
+	cacheHit         = "hit"
+	cacheMiss        = "miss"
+	cacheBypass      = "bypass"
+	cacheUnversioned = "unversioned"
+)
+
+// non304 is how many answers the gateway counted during the run that were
+// not 304s.
+func non304(m measurement) int64 {
+	var n int64
+	for class, v := range m.counted.classes {
+		if class != "3xx" {
+			n += v
+		}
+	}
+	return n
+}
+
+func (r *report) findCached(id string) *rowResult {
+	for i := range r.cached {
+		if r.cached[i].row.ID == id {
+			return &r.cached[i]
+		}
+	}
+	return nil
 }
 
 func ratioPg(d *measurement, p *pgbenchResult) string {
@@ -288,6 +364,7 @@ func (r *report) targets(w func(string, ...any)) {
 		w("| (c) the unpaginated stream of %d jobs vs the paginated list (a) [prototype 0.07] | %.2f × | – |\n",
 			r.data.StreamCityMatches, c.gateway.wrk.RPS()/a.gateway.wrk.RPS())
 	}
+	r.cachedTargets(w)
 	if len(r.overloads) > 0 {
 		var to, shed int64
 		for _, o := range r.overloads {
@@ -309,6 +386,30 @@ func (r *report) targets(w func(string, ...any)) {
 		}
 	}
 	w("\n")
+}
+
+// cachedTargets are the response cache's targets: hits well above the
+// same SQL under pgbench, misses no slower than the gateway without the
+// cache, and 304s at half the bare HTTP ceiling.
+func (r *report) cachedTargets(w func(string, ...any)) {
+	a := r.find("a")
+	if hit := r.findCached("a$"); hit != nil && a != nil && a.pg != nil {
+		x := hit.gateway.wrk.RPS() / a.pg.TPS
+		w("| (a$) row a from the response cache ≥ %.2f × its SQL under pgbench | %.2f | %s |\n", targetHitPgbench, x, verdict(x >= targetHitPgbench))
+	}
+	if miss := r.findCached("am"); miss != nil && a != nil {
+		x := miss.gateway.wrk.RPS() / a.gateway.wrk.RPS()
+		w("| (am) row a's misses with the cache on ≥ %.2f × row a with it off (the runs one after the other; gw CPU µs/req: %s against %s) | %.2f | %s |\n",
+			targetMissRatio, usd(miss.gateway.cpuPerRequest("gateway")), usd(a.gateway.cpuPerRequest("gateway")), x, verdict(x >= targetMissRatio))
+	}
+	if n := r.findCached("n"); n != nil {
+		if r.hello != nil {
+			x := n.gateway.wrk.RPS() / r.hello.wrk.RPS()
+			w("| (n) 304s ≥ %.2f × the hello-world ceiling | %.2f | %s |\n", targetNotModified, x, verdict(x >= targetNotModified))
+		}
+		bad := non304(n.gateway) + n.gateway.wrk.Errors()
+		w("| (n) every conditional request answered 304 (answers other than 304 + wrk errors) | %d | %s |\n", bad, verdict(bad == 0))
+	}
 }
 
 func (r *report) growthTable(w func(string, ...any)) {

@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // dataset is what the rows ask for, picked from the generated data once.
@@ -24,6 +28,8 @@ type dataset struct {
 	RareMatches       int
 	CityID            int64 // a confirmed city to post jobs to
 	CitySearches      []string
+	// JobIDs are 64 active jobs spread over the data, for row (h).
+	JobIDs []int64
 }
 
 var jobTypes = []string{"fulltime", "parttime", "freelance", "internship"}
@@ -91,6 +97,19 @@ func (b *bench) pickData(ctx context.Context) (dataset, error) {
 		return d, fmt.Errorf("city to post to: %w", err)
 	}
 	d.CitySearches = []string{"ber", "mar", "san", "por", "vel", "nova", "heim", "burg"}
+	// Ordered by a hash of the id: spread over the whole table, the same
+	// jobs in every run of the same data.
+	rows, err = b.data.Query(ctx, `SELECT id FROM jobs.jobs WHERE status = 'active' AND expiration_date > now()
+		ORDER BY md5(id::text) LIMIT 64`)
+	if err != nil {
+		return d, err
+	}
+	if d.JobIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		return d, fmt.Errorf("jobs of row h: %w", err)
+	}
+	if len(d.JobIDs) < 64 {
+		return d, fmt.Errorf("only %d active jobs", len(d.JobIDs))
+	}
 	return d, nil
 }
 
@@ -146,6 +165,9 @@ type row struct {
 	SQL [][]statement
 	// Setup runs once before the row (say, creating what replays replay).
 	Setup func(ctx context.Context, base string, l load) error
+	// Of is, for a row of the cached phase, the row (cache off) whose
+	// requests it sends and whose figures it is compared with.
+	Of string
 }
 
 func (b *bench) keyHeaders() map[string]string {
@@ -237,7 +259,8 @@ func (b *bench) seqNext() int {
 	return b.seq
 }
 
-// readRows are (f) the city search of the directory and (g) the public jobs feed.
+// readRows are (f) the city search of the directory, (g) the public jobs
+// feed and (h) single jobs.
 func (b *bench) readRows(d dataset) []row {
 	f := row{ID: "f", Name: "GET /v2/cities?search=", Backend: "directory", Direct: true,
 		Load: load{Method: "GET", Headers: b.keyHeaders()}}
@@ -246,9 +269,70 @@ func (b *bench) readRows(d dataset) []row {
 	}
 	g := row{ID: "g", Name: "GET /v2/vine/jobs (public feed)", Backend: "jobs", Direct: true,
 		Load: load{Method: "GET", Requests: []request{{Path: "/v2/vine/jobs"}}}}
-	return []row{f, g}
+	h := row{ID: "h", Name: fmt.Sprintf("GET /v2/jobs/{id} over %d active jobs", len(d.JobIDs)), Backend: "jobs", Direct: true,
+		Load: load{Method: "GET", Headers: b.keyHeaders()}}
+	for _, id := range d.JobIDs {
+		h.Load.Requests = append(h.Load.Requests, request{Path: "/v2/jobs/" + strconv.FormatInt(id, 10)})
+	}
+	return []row{f, g, h}
 }
 
+// cachedRows are the rows of the cached phase, measured through the
+// gateway with its response cache on: (a$) row a's requests again and
+// again, answered from the cache; (h$) the same for row h; (n) row a's
+// requests with If-None-Match of their ETag, answered 304; (am) row a's
+// requests made unique by a parameter the jobs service ignores, each one a
+// miss that is forwarded and stored. am comes last: its thousands of
+// entries would otherwise push the others' out of the cache.
+func (b *bench) cachedRows(a, h row) []row {
+	aHit := row{ID: "a$", Name: "row a again and again (cache hits)", Backend: "jobs", Of: "a", Load: a.Load}
+	hHit := row{ID: "h$", Name: "row h again and again (cache hits)", Backend: "jobs", Of: "h", Load: h.Load}
+	n := row{ID: "n", Name: "row a with If-None-Match of each request's ETag (304)", Backend: "jobs", Of: "a",
+		Load: load{Method: "GET", Headers: a.Load.Headers, Requests: slices.Clone(a.Load.Requests)}}
+	// Setup fetches each request's ETag and checks that the conditional
+	// request is answered 304; it sets If-None-Match on the row's own
+	// requests (l shares their array).
+	n.Setup = func(ctx context.Context, base string, l load) error {
+		for i, r := range l.Requests {
+			resp, raw, err := b.send(ctx, base, l, i)
+			if err != nil {
+				return err
+			}
+			etag := resp.Header.Get("ETag")
+			if resp.StatusCode != http.StatusOK || etag == "" {
+				return fmt.Errorf("GET %s: %d, ETag %q (is the response cache on?): %.300s", r.Path, resp.StatusCode, etag, raw)
+			}
+			l.Requests[i].Header = map[string]string{"If-None-Match": etag}
+			if resp, raw, err = b.send(ctx, base, l, i); err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusNotModified {
+				return fmt.Errorf("GET %s with If-None-Match %s: %d, not 304: %.300s", r.Path, etag, resp.StatusCode, raw)
+			}
+		}
+		return nil
+	}
+	miss := row{ID: "am", Name: "row a, each request made unique by an ignored parameter (cache misses)", Backend: "jobs", Of: "a",
+		Load: load{Method: "GET", Headers: a.Load.Headers, Unique: true}}
+	for _, r := range a.Load.Requests {
+		miss.Load.Requests = append(miss.Load.Requests, request{Path: r.Path + "&bench_miss=%s"})
+	}
+	return []row{aHit, hHit, n, miss}
+}
+
+// rowGroups are names -rows takes for several rows: cache is the cached
+// phase with the rows its figures are compared with (a and its pgbench, h,
+// the hello-world ceiling).
+var rowGroups = map[string][]string{"cache": {"a$", "am", "h$", "n", "a", "h", "hello"}}
+
 func (c config) wants(id string) bool {
-	return c.Rows == nil || c.Rows[id] || c.Rows[strings.TrimRight(id, "0123456789")]
+	if c.Rows == nil || c.Rows[id] || c.Rows[strings.TrimRight(id, "0123456789")] {
+		return true
+	}
+	for g, ids := range rowGroups {
+		if c.Rows[g] && slices.Contains(ids, id) {
+			return true
+		}
+	}
+	return false
 }

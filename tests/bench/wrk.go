@@ -24,9 +24,9 @@ type request struct {
 }
 
 // load is what one run sends to one host: its requests in rotation, with
-// the same method and common headers. With Unique, every %s in a body is
-// replaced by a token unique to the request (run nonce, wrk thread, counter),
-// so that no two bodies are alike.
+// the same method and common headers. With Unique, every %s in a path or a
+// body is replaced by a token unique to the request (run nonce, wrk thread,
+// counter), so that no two requests are alike.
 type load struct {
 	Method   string
 	Headers  map[string]string
@@ -121,7 +121,8 @@ local fixed = {}
 local counter = 0
 function init(args)
   for i, r in ipairs(requests) do
-    if not unique or r.body == nil then fixed[i] = wrk.format(method, r.path, r.headers, r.body) end
+    local varies = unique and (r.path:find("%s", 1, true) or (r.body and r.body:find("%s", 1, true)))
+    if not varies then fixed[i] = wrk.format(method, r.path, r.headers, r.body) end
   end
 end
 
@@ -132,7 +133,8 @@ function request()
   if f then return f end
   local r = requests[i]
   local token = nonce .. "-" .. tostring(tid) .. "-" .. tostring(counter)
-  return wrk.format(method, r.path, r.headers, (r.body:gsub("%%s", token)))
+  local body = r.body and (r.body:gsub("%%s", token))
+  return wrk.format(method, (r.path:gsub("%%s", token)), r.headers, body)
 end
 
 function done(summary, latency, requests)
