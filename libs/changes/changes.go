@@ -51,17 +51,21 @@ func JobsSpace(spaceID int64) string { return "jobs:space:" + strconv.FormatInt(
 
 // key names a scope's counter. Every key has the hash tag {cv}: on a Redis
 // Cluster they share one slot, so one MGET reads any set of them.
-func key(scope string) string { return "cv:{cv}:" + scope }
+func (v *Versions) key(scope string) string { return v.prefix + "cv:{cv}:" + scope }
 
 // Versions reads and bumps the counters. A nil *Versions bumps nothing and
 // reads nothing (no REDIS_URL).
 type Versions struct {
-	rdb redis.UniversalClient
-	now func() time.Time
+	rdb    redis.UniversalClient
+	prefix string
+	now    func() time.Time
 }
 
-// New keeps the counters in rdb.
-func New(rdb redis.UniversalClient) *Versions { return &Versions{rdb: rdb, now: time.Now} }
+// New keeps the counters in rdb under prefix (REDIS_KEY_PREFIX: the same on
+// every process of a deployment, and another deployment's on a shared Redis).
+func New(rdb redis.UniversalClient, prefix string) *Versions {
+	return &Versions{rdb: rdb, prefix: prefix, now: time.Now}
+}
 
 // Close closes the Redis client (nil: nothing to close).
 func (v *Versions) Close() error {
@@ -89,7 +93,7 @@ func (v *Versions) Bump(ctx context.Context, scopes ...string) error {
 	}
 	keys := make([]string, len(scopes))
 	for i, s := range scopes {
-		keys[i] = key(s)
+		keys[i] = v.key(s)
 	}
 	var err error
 	for attempt := range 3 {
@@ -118,7 +122,7 @@ func (v *Versions) Ensure(ctx context.Context, scopes ...string) error {
 	start := v.now().UnixMicro()
 	pipe := v.rdb.Pipeline()
 	for _, s := range scopes {
-		pipe.SetNX(ctx, key(s), start, 0)
+		pipe.SetNX(ctx, v.key(s), start, 0)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("ensure change versions %v: %w", scopes, err)
@@ -156,7 +160,7 @@ func (v *Versions) Read(ctx context.Context, dst []uint64, scopes ...string) ([]
 	var keys [4]string
 	ks := keys[:0]
 	for _, s := range scopes {
-		ks = append(ks, key(s))
+		ks = append(ks, v.key(s))
 	}
 	vals, err := v.rdb.MGet(ctx, ks...).Result()
 	if err != nil {

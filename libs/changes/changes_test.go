@@ -24,7 +24,7 @@ func open(t *testing.T, url string) *changes.Versions {
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("redis at %s: %v", url, err)
 	}
-	return changes.New(rdb)
+	return changes.New(rdb, "test:")
 }
 
 func redisURL() string {
@@ -113,7 +113,7 @@ func TestBumpFailsWhenRedisIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = rdb.Close() }()
-	if err := changes.New(rdb).Bump(context.Background(), changes.Jobs); err == nil {
+	if err := changes.New(rdb, "test:").Bump(context.Background(), changes.Jobs); err == nil {
 		t.Fatal("bump against no Redis succeeded; the writer would acknowledge a write readers may not see")
 	}
 }

@@ -81,6 +81,10 @@ type Common struct {
 	// cache; empty: none. Set it on every process that writes a scope or on
 	// none (a writer that does not bump leaves the gateway's cache stale).
 	RedisURL string `env:"REDIS_URL"`
+	// RedisKeyPrefix starts every Redis key (the gateway's rate-limit
+	// windows, the change versions): the same on every process of one
+	// deployment, different between deployments that share a Redis.
+	RedisKeyPrefix string `env:"REDIS_KEY_PREFIX" envDefault:"cj:rl:"`
 }
 
 // CommonSettings returns c, so that libs/service finds it in any struct that embeds it.

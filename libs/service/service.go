@@ -274,7 +274,7 @@ func openChanges(cfg Config, spec Spec) (*changes.Versions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	return changes.New(rdb), nil
+	return changes.New(rdb, c.CommonSettings().RedisKeyPrefix), nil
 }
 
 func configure(log *slog.Logger, cfg Config, defaults map[string]string) error {

@@ -80,10 +80,10 @@ func TestResponseCache(t *testing.T) {
 	if err := rdb.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	versions := changes.New(rdb)
 	var served, data atomic.Int64
 	g := startGateway(t, gatewayOpts{redisURL: cacheRedis, readLimit: 1000, publicRead: 1000, cacheBytes: 4 << 20, // keeps answers up to 512 KiB
 		backendURL: countingBackend(t, &served, &data)})
+	versions := changes.New(rdb, g.prefix)
 	_, platform := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
 	_, other := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
 	_, spaceKey := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}, SpaceID: 5})

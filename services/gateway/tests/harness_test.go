@@ -246,7 +246,7 @@ func startGateway(t testing.TB, o gatewayOpts) *gateway {
 		ReadLimitPerMinute: o.readLimit, PublicReadLimitPerMinute: o.publicRead,
 		PublicBaseURL: "http://gateway.test", Version: "test", OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
 		AccessLog: !o.noAccessLog, CORSAllowOrigins: "*",
-		Changes: changes.New(rdb), ResponseCacheBytes: o.cacheBytes,
+		Changes: changes.New(rdb, prefix), ResponseCacheBytes: o.cacheBytes,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ func busWithChanges(t *testing.T, url string) (*jobbus.Business, *changes.Versio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	v := changes.New(rdb)
+	v := changes.New(rdb, "test:")
 	dir := dirclient.New(dirURL, codec, dirclient.Options{})
 	return jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv, Changes: v}), v
 }

@@ -149,7 +149,7 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 	keys := keybus.New(keydb.New(p.Pool), log, cfg.KeyCacheTTL)
 	gw, err := gatewayapp.Routes(p.API.App, gatewayapp.Config{
 		Log: log, Keys: keys, Codec: p.Codec, Redis: rdb, Backends: backends, Registry: p.Metrics.Registry,
-		Changes: changes.New(rdb), ResponseCacheBytes: uint64(cfg.ResponseCacheMB) << 20,
+		Changes: changes.New(rdb, cfg.RedisKeyPrefix), ResponseCacheBytes: uint64(cfg.ResponseCacheMB) << 20,
 		Limiter:             ratelimit.New(rdb, cfg.RedisKeyPrefix, cfg.RateLimitWindow, log),
 		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,
 		ReadLimitPerMinute: cfg.ReadLimitPerMinute, PublicReadLimitPerMinute: cfg.PublicReadLimitPerMinute,

@@ -284,7 +284,7 @@ func TestExpiryBumpsChangeVersions(t *testing.T) {
 	if err := rdb.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	v := changes.New(rdb)
+	v := changes.New(rdb, "test:")
 	if err := v.Ensure(ctx, changes.Jobs, changes.JobsBulk); err != nil {
 		t.Fatal(err)
 	}
