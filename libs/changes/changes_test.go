@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/coworkjobs/coworkjobs/libs/changes"
@@ -115,5 +116,62 @@ func TestBumpFailsWhenRedisIsDown(t *testing.T) {
 	defer func() { _ = rdb.Close() }()
 	if err := changes.New(rdb, "test:").Bump(context.Background(), changes.Jobs); err == nil {
 		t.Fatal("bump against no Redis succeeded; the writer would acknowledge a write readers may not see")
+	}
+}
+
+// Coalesced reads see every bump acknowledged before they began, while
+// many concurrent reads share MGETs.
+func TestCoalescedReads(t *testing.T) {
+	ctx := context.Background()
+	v := open(t, redisURL())
+	c := v.Coalesced()
+	a, b := scope("ca"), scope("cb")
+	if err := v.Ensure(ctx, a, b); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var reads atomic.Int64
+	var bg sync.WaitGroup
+	for range 16 { // keep batches busy
+		bg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := c.Read(ctx, nil, b, a); err != nil {
+					t.Error(err)
+					return
+				}
+				reads.Add(1)
+			}
+		})
+	}
+	for range 300 {
+		if err := v.Bump(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		want, err := v.Read(ctx, nil, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Read(ctx, nil, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0] < want[0] {
+			t.Fatalf("a coalesced read begun after a bump to %d saw %d", want[0], got[0])
+		}
+	}
+	close(stop)
+	bg.Wait()
+	if n, mgets := c.Counts(); mgets >= n || n != reads.Load()+300 {
+		t.Fatalf("%d coalesced reads (%d made) took %d MGETs: none were shared", n, reads.Load()+300, mgets)
+	} else {
+		t.Logf("%d coalesced reads in %d MGETs", n, mgets)
+	}
+	if _, err := c.Read(ctx, nil, scope("never")); !errors.Is(err, changes.ErrMissing) {
+		t.Fatalf("missing scope: %v", err)
 	}
 }

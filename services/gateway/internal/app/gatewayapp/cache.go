@@ -55,7 +55,7 @@ const HeaderReadReplica = web.HeaderReadReplica
 // miss per replica per version. Bounded in bytes (otter's weighted
 // S3-FIFO), so overload cannot grow it.
 type responseCache struct {
-	versions *changes.Versions
+	versions *changes.Coalesced
 	entries  *otter.Cache[uint64, *cachedAnswer]
 	salt     string // the gateway's version: a new release renames every answer
 	maxEntry int    // the largest streamed answer kept
@@ -83,7 +83,7 @@ const (
 
 func newResponseCache(v *changes.Versions, maxBytes uint64, salt string, reg *prometheus.Registry) *responseCache {
 	rc := &responseCache{
-		versions: v, salt: salt,
+		versions: v.Coalesced(), salt: salt,
 		// An eighth of the budget, at most 8 MiB: one unpaginated list
 		// (~0.7 KB a job) may not push out the many pages.
 		maxEntry: int(min(maxBytes/8, 8<<20)),
@@ -102,7 +102,15 @@ func newResponseCache(v *changes.Versions, maxBytes uint64, salt string, reg *pr
 		reg.MustRegister(rc.outcomes, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "gateway_response_cache_bytes",
 			Help: "Bytes of answers held by the response cache (the weight otter counts).",
-		}, func() float64 { return float64(rc.entries.WeightedSize()) }))
+		}, func() float64 { return float64(rc.entries.WeightedSize()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "gateway_change_version_reads_total",
+				Help: "Reads of the change versions (one per cacheable GET while Redis answers).",
+			}, func() float64 { r, _ := rc.versions.Counts(); return float64(r) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "gateway_change_version_batches_total",
+				Help: "Redis MGETs that served those reads: concurrent reads share one (libs/changes.Coalesced).",
+			}, func() float64 { _, b := rc.versions.Counts(); return float64(b) }))
 	}
 	return rc
 }
@@ -152,10 +160,13 @@ func (rc *responseCache) get(key string, sum uint64) (*cachedAnswer, bool) {
 	return a, true
 }
 
+// put keeps resp's body without copying it: the body's buffer changes hands
+// (SwapBody gives it up), and resp goes on sending it as a raw body, which
+// fasthttp never writes to.
 func (rc *responseCache) put(key string, sum uint64, resp *fasthttp.Response) {
-	rc.entries.Set(sum, &cachedAnswer{
-		key: key, contentType: string(resp.Header.ContentType()), body: bytes.Clone(resp.Body()),
-	})
+	body := resp.SwapBody(nil)
+	resp.SetBodyRaw(body)
+	rc.entries.Set(sum, &cachedAnswer{key: key, contentType: string(resp.Header.ContentType()), body: body})
 }
 
 // cacheControl is what clients may do with a named answer: keep it and ask
