@@ -81,7 +81,7 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	b.s, err = suite.Start(ctx, suite.Options{
-		Name: "bench", DatabaseURL: b.db.URL, RedisURL: redisURL, Services: services, Admin: true,
+		Name: "bench", DatabaseURL: b.db.URL, RedisURL: redisURL, Services: services, Admin: true, Pprof: cfg.ProfileRow != "",
 		Seeds: [][]string{
 			{"directory-seed", "synthetic", "-cities", strconv.Itoa(cfg.Cities), "-spaces", strconv.Itoa(cfg.Spaces), "-reset"},
 			{"jobs-seed", "synthetic", "-jobs", strconv.Itoa(cfg.Jobs)},
@@ -364,7 +364,7 @@ func (b *bench) fetchProfile(ctx context.Context, name, what, file string) error
 	if err := os.MkdirAll(b.cfg.ProfileDir, 0o755); err != nil {
 		return err
 	}
-	u := b.s.Admin[name] + "/debug/pprof/" + what
+	u := b.s.Pprof[name] + "/debug/pprof/" + what
 	if what == "metrics" {
 		u = b.s.Admin[name] + "/metrics"
 	}

@@ -55,9 +55,11 @@ type Options struct {
 	Seeds [][]string
 	// Keys runs `gateway-keys demo` and fills Suite.Keys.
 	Keys bool
-	// Admin gives every process an admin address (/metrics, pprof); without
-	// it ADMIN_ADDR=off.
+	// Admin gives every process an admin address (/metrics); without it
+	// ADMIN_ADDR=off.
 	Admin bool
+	// Pprof gives every process a pprof address (PPROF_ADDR; Suite.Pprof).
+	Pprof bool
 	// Env is added to every process's environment (and overrides the
 	// defaults, e.g. TEMPORAL_ADDRESS or LOG_LEVEL).
 	Env []string
@@ -77,6 +79,7 @@ type Suite struct {
 	Env    []string          // the environment every process gets
 	URL    map[string]string // API base URL by process ("http://127.0.0.1:port")
 	Admin  map[string]string // admin base URL by process (only with Options.Admin)
+	Pprof  map[string]string // pprof base URL by process (only with Options.Pprof)
 	Keys   map[string]string // demo keys by kind ("live platform key", ...), with Options.Keys
 
 	mu        sync.Mutex
@@ -166,7 +169,7 @@ func Start(ctx context.Context, o Options) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Suite{Bin: bin, URL: map[string]string{}, Admin: map[string]string{}, Keys: map[string]string{},
+	s := &Suite{Bin: bin, URL: map[string]string{}, Admin: map[string]string{}, Pprof: map[string]string{}, Keys: map[string]string{},
 		procs: map[string]*proc{}, opts: o, replicas: map[string][]string{}}
 	if s.LogDir, err = os.MkdirTemp("", o.Name+"-logs"); err != nil {
 		return nil, err
@@ -194,6 +197,12 @@ func Start(ctx context.Context, o Options) (*Suite, error) {
 				return nil, err
 			}
 			s.Admin[name] = "http://" + a
+		}
+		if o.Pprof {
+			if a, err = FreeAddr(); err != nil {
+				return nil, err
+			}
+			s.Pprof[name] = "http://" + a
 		}
 	}
 	for _, name := range o.Services {
@@ -291,6 +300,9 @@ func (s *Suite) Start(ctx context.Context, name string) error {
 	cmd.Env = append(append([]string{}, s.Env...), "HTTP_ADDR="+strings.TrimPrefix(s.URL[name], "http://"))
 	if a, ok := s.Admin[name]; ok {
 		cmd.Env = append(cmd.Env, "ADMIN_ADDR="+strings.TrimPrefix(a, "http://"))
+	}
+	if a, ok := s.Pprof[name]; ok {
+		cmd.Env = append(cmd.Env, "PPROF_ADDR="+strings.TrimPrefix(a, "http://"))
 	}
 	f, err := os.OpenFile(filepath.Join(s.LogDir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
