@@ -263,6 +263,8 @@ func (r *report) cachedTable(w func(string, ...any), helloRPS float64) {
 		switch a := r.find("a"); {
 		case rr.row.ID == "a$" && a != nil && a.pg != nil:
 			ceiling = ratio(m.wrk.RPS(), a.pg.TPS) + " × a pgbench"
+		case rr.row.ID == "c$" && r.find("c") != nil && r.find("c").pg != nil:
+			ceiling = ratio(m.wrk.RPS(), r.find("c").pg.TPS) + " × c pgbench"
 		case rr.row.ID == "n" && helloRPS > 0:
 			ceiling = ratio(m.wrk.RPS(), helloRPS) + " × hello"
 		}

@@ -323,7 +323,7 @@ func (b *bench) cachedRows(a, h row) []row {
 // rowGroups are names -rows takes for several rows: cache is the cached
 // phase with the rows its figures are compared with (a and its pgbench, h,
 // the hello-world ceiling).
-var rowGroups = map[string][]string{"cache": {"a$", "am", "h$", "n", "a", "h", "hello"}}
+var rowGroups = map[string][]string{"cache": {"a$", "am", "h$", "n", "c$", "a", "h", "c", "hello"}}
 
 func (c config) wants(id string) bool {
 	if c.Rows == nil || c.Rows[id] || c.Rows[strings.TrimRight(id, "0123456789")] {
