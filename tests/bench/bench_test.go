@@ -338,7 +338,7 @@ http_requests_total{method="GET",route="/v2/jobs",xstatus_class="2xx"} 5
 func TestRowsSelectsGroupsAndSingleRows(t *testing.T) {
 	c := config{Rows: map[string]bool{"cache": true, "e": true}}
 	for id, want := range map[string]bool{"a$": true, "am": true, "h$": true, "n": true, "a": true, "h": true, "hello": true,
-		"c$": true, "c": true, "e1": true, "e2": true, "b1": false, "rate": false} {
+		"c$": true, "c": true, "b1$": true, "b1": true, "e1": true, "e2": true, "rate": false} {
 		if c.wants(id) != want {
 			t.Errorf("-rows cache,e: wants(%q) = %t", id, !want)
 		}

@@ -285,13 +285,15 @@ func (b *bench) runMain(ctx context.Context, d dataset) error {
 	}
 	rows = append(rows, b.writeRows(d)...)
 	rows = append(rows, b.readRows(d)...)
-	var aRow, hRow *row
+	var aRow, hRow, b1Row *row
 	for i, r := range rows {
 		switch r.ID {
 		case "a":
 			aRow = &rows[i]
 		case "h":
 			hRow = &rows[i]
+		case "b1":
+			b1Row = &rows[i]
 		}
 		if !b.cfg.wants(r.ID) {
 			continue
@@ -307,7 +309,7 @@ func (b *bench) runMain(ctx context.Context, d dataset) error {
 		rr := runRate(ctx, b.s.URL["gateway"], paths(aRow.Load), aRow.Load.Headers, b.cfg.Rate, b.cfg.Duration, 256)
 		b.rep.rate = &rr
 	}
-	if err := b.runCachedPhase(ctx, b.cachedRows(*aRow, *hRow)); err != nil {
+	if err := b.runCachedPhase(ctx, b.cachedRows(*aRow, *hRow, *b1Row)); err != nil {
 		return err
 	}
 

@@ -263,6 +263,8 @@ func (r *report) cachedTable(w func(string, ...any), helloRPS float64) {
 		switch a := r.find("a"); {
 		case rr.row.ID == "a$" && a != nil && a.pg != nil:
 			ceiling = ratio(m.wrk.RPS(), a.pg.TPS) + " × a pgbench"
+		case rr.row.ID == "b1$" && r.find("b1") != nil && r.find("b1").pg != nil:
+			ceiling = ratio(m.wrk.RPS(), r.find("b1").pg.TPS) + " × b1 pgbench"
 		case rr.row.ID == "c$" && r.find("c") != nil && r.find("c").pg != nil:
 			ceiling = ratio(m.wrk.RPS(), r.find("c").pg.TPS) + " × c pgbench"
 		case rr.row.ID == "n" && helloRPS > 0:
