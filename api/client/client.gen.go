@@ -2826,8 +2826,8 @@ type ClientInterface interface {
 	// **Conditional requests.** With the gateway's response cache on, the answer carries the
 	// gateway's `ETag` (moved by any write to a job the key can list: a space key's by its
 	// space's writes and bulk ones), `Cache-Control: private, no-cache` and `Vary`; a matching
-	// `If-None-Match` answers 304 without spending read budget. A streamed list (pagination
-	// off) is not named. Without the cache there is no `ETag` and `If-None-Match` is ignored.
+	// `If-None-Match` answers 304 without spending read budget; a streamed list (pagination
+	// off) is named too. Without the cache there is no `ETag` and `If-None-Match` is ignored.
 	//
 	// Corresponds with GET /v2/jobs (the `ListJobs` operationId).
 	ListJobs(ctx context.Context, params *ListJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3723,8 +3723,8 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // **Conditional requests.** With the gateway's response cache on, the answer carries the
 // gateway's `ETag` (moved by any write to a job the key can list: a space key's by its
 // space's writes and bulk ones), `Cache-Control: private, no-cache` and `Vary`; a matching
-// `If-None-Match` answers 304 without spending read budget. A streamed list (pagination
-// off) is not named. Without the cache there is no `ETag` and `If-None-Match` is ignored.
+// `If-None-Match` answers 304 without spending read budget; a streamed list (pagination
+// off) is named too. Without the cache there is no `ETag` and `If-None-Match` is ignored.
 //
 // Corresponds with GET /v2/jobs (the `ListJobs` operationId).
 func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6699,8 +6699,8 @@ type ClientWithResponsesInterface interface {
 	// **Conditional requests.** With the gateway's response cache on, the answer carries the
 	// gateway's `ETag` (moved by any write to a job the key can list: a space key's by its
 	// space's writes and bulk ones), `Cache-Control: private, no-cache` and `Vary`; a matching
-	// `If-None-Match` answers 304 without spending read budget. A streamed list (pagination
-	// off) is not named. Without the cache there is no `ETag` and `If-None-Match` is ignored.
+	// `If-None-Match` answers 304 without spending read budget; a streamed list (pagination
+	// off) is named too. Without the cache there is no `ETag` and `If-None-Match` is ignored.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13607,8 +13607,8 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // **Conditional requests.** With the gateway's response cache on, the answer carries the
 // gateway's `ETag` (moved by any write to a job the key can list: a space key's by its
 // space's writes and bulk ones), `Cache-Control: private, no-cache` and `Vary`; a matching
-// `If-None-Match` answers 304 without spending read budget. A streamed list (pagination
-// off) is not named. Without the cache there is no `ETag` and `If-None-Match` is ignored.
+// `If-None-Match` answers 304 without spending read budget; a streamed list (pagination
+// off) is named too. Without the cache there is no `ETag` and `If-None-Match` is ignored.
 //
 // Returns a wrapper object for the known response body format(s).
 //
