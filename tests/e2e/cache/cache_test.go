@@ -63,7 +63,7 @@ func send(t *testing.T, method, url, body string, hdr ...string) answer {
 type listed struct {
 	Jobs []struct {
 		ID     json.RawMessage `json:"id_job"` // a number; a string in older answers
-		Status string `json:"status"`
+		Status string          `json:"status"`
 	} `json:"jobs"`
 	Total int `json:"total"`
 }
