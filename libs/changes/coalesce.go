@@ -64,7 +64,7 @@ func (c *Coalesced) Read(ctx context.Context, dst []uint64, scopes ...string) ([
 	}
 	if !c.busy {
 		c.busy = true
-		go c.send()
+		go c.send() //nolint:gosec // G118: one batch serves many requests, so no request's context may end it
 	}
 	c.mu.Unlock()
 

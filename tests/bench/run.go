@@ -404,7 +404,13 @@ func (b *bench) probe(ctx context.Context, base string, l load, i int) ([]byte, 
 
 // send sends request i of a load once, as wrk would (a Unique load's %s
 // replaced), and reads the whole answer.
-func (b *bench) send(ctx context.Context, base string, l load, i int) (*http.Response, []byte, error) {
+// sentAnswer is what send read of an answer (its body is read and closed).
+type sentAnswer struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func (b *bench) send(ctx context.Context, base string, l load, i int) (sentAnswer, []byte, error) {
 	r := l.Requests[i%len(l.Requests)]
 	path, body := r.Path, r.Body
 	if l.Unique {
@@ -414,7 +420,7 @@ func (b *bench) send(ctx context.Context, base string, l load, i int) (*http.Res
 	}
 	req, err := http.NewRequestWithContext(ctx, l.Method, base+path, strings.NewReader(body))
 	if err != nil {
-		return nil, nil, err
+		return sentAnswer{}, nil, err
 	}
 	for k, v := range l.Headers {
 		req.Header.Set(k, v)
@@ -424,12 +430,12 @@ func (b *bench) send(ctx context.Context, base string, l load, i int) (*http.Res
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return nil, nil, err
+		return sentAnswer{}, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, nil, err
+		return sentAnswer{}, nil, err
 	}
-	return resp, raw, nil
+	return sentAnswer{StatusCode: resp.StatusCode, Header: resp.Header}, raw, nil
 }
