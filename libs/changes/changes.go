@@ -166,16 +166,30 @@ func (v *Versions) Read(ctx context.Context, dst []uint64, scopes ...string) ([]
 	if err != nil {
 		return dst, fmt.Errorf("read change versions: %w", err)
 	}
-	for _, val := range vals {
-		s, ok := val.(string)
+	return appendVersions(dst, vals, nil)
+}
+
+// appendVersions appends the MGET answers vals[at[i]] (every one in order
+// when at is nil) to dst; a missing counter is ErrMissing.
+func appendVersions(dst []uint64, vals []any, at []int) ([]uint64, error) {
+	n := len(at)
+	if at == nil {
+		n = len(vals)
+	}
+	for i := range n {
+		j := i
+		if at != nil {
+			j = at[i]
+		}
+		s, ok := vals[j].(string)
 		if !ok {
 			return dst, ErrMissing
 		}
-		n, err := strconv.ParseUint(s, 10, 64)
+		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			return dst, fmt.Errorf("read change versions: %q: %w", s, err)
 		}
-		dst = append(dst, n)
+		dst = append(dst, v)
 	}
 	return dst, nil
 }

@@ -3,7 +3,6 @@ package changes
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -76,18 +75,7 @@ func (c *Coalesced) Read(ctx context.Context, dst []uint64, scopes ...string) ([
 	if b.err != nil {
 		return dst, fmt.Errorf("read change versions: %w", b.err)
 	}
-	for _, i := range idx {
-		s, ok := b.vals[i].(string)
-		if !ok {
-			return dst, ErrMissing
-		}
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return dst, fmt.Errorf("read change versions: %q: %w", s, err)
-		}
-		dst = append(dst, n)
-	}
-	return dst, nil
+	return appendVersions(dst, b.vals, idx)
 }
 
 // send sends the collecting batch, then the one that collected meanwhile,
