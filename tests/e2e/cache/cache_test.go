@@ -69,8 +69,21 @@ type listed struct {
 }
 
 func TestReadsAfterAcknowledgedWrites(t *testing.T) {
+	t.Run("one gateway", func(t *testing.T) { readsAfterWrites(t, 1) })
+	// Each gateway keeps its own cache: a client whose requests alternate
+	// between two (no keep-alive, the balancer turns each connection to the
+	// next replica) must still see every acknowledged write.
+	t.Run("two gateways", func(t *testing.T) { readsAfterWrites(t, 2) })
+}
+
+func readsAfterWrites(t *testing.T, replicas int) {
+	if replicas > 1 {
+		old := client
+		client = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		t.Cleanup(func() { client = old })
+	}
 	sys := suite.StartTest(t, suite.Options{
-		Name: "cache", DatabaseURL: dbURL, Keys: true, Admin: true,
+		Name: "cache", DatabaseURL: dbURL, Keys: true, Admin: true, Replicas: replicas,
 		Env: []string{"RESPONSE_CACHE_MB=16", "JOBS_PAGINATION_ENABLED=true",
 			"READ_RATE_LIMIT_PER_MINUTE=1000000", "WRITE_RATE_LIMIT_PER_MINUTE=100000"},
 	})
@@ -175,21 +188,23 @@ func TestReadsAfterAcknowledgedWrites(t *testing.T) {
 	}
 
 	// What the gateway says it did: hits and 304s, and misses after writes.
-	resp, err := client.Get(sys.Admin["gateway"] + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	for _, outcome := range []string{"hit", "miss", "not_modified"} {
-		re := regexp.MustCompile(`gateway_response_cache_total\{outcome="` + outcome + `",route="/v2/jobs"\} (\d+)`)
-		m := re.FindSubmatch(metrics)
-		if m == nil {
-			t.Errorf("no gateway_response_cache_total for %s on /v2/jobs", outcome)
-			continue
+	for _, gw := range sys.Replicas("gateway") {
+		resp, err := client.Get(sys.Admin[gw] + "/metrics")
+		if err != nil {
+			t.Fatal(err)
 		}
-		if n, _ := strconv.Atoi(string(m[1])); n == 0 {
-			t.Errorf("gateway_response_cache_total{%s} is 0", outcome)
+		metrics, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		for _, outcome := range []string{"hit", "miss", "not_modified"} {
+			re := regexp.MustCompile(`gateway_response_cache_total\{outcome="` + outcome + `",route="/v2/jobs"\} (\d+)`)
+			m := re.FindSubmatch(metrics)
+			if m == nil {
+				t.Errorf("%s: no gateway_response_cache_total for %s on /v2/jobs", gw, outcome)
+				continue
+			}
+			if n, _ := strconv.Atoi(string(m[1])); n == 0 {
+				t.Errorf("%s: gateway_response_cache_total{%s} is 0", gw, outcome)
+			}
 		}
 	}
 	t.Logf("readers: %d 304s, %d full answers; %d creates", notModified.Load(), full.Load(), acked.Load())
