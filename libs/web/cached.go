@@ -36,15 +36,16 @@ func sendCacheable(c *fiber.Ctx, data any, cacheControl string) error {
 	c.Set(fiber.HeaderETag, etag)
 	c.Set(fiber.HeaderCacheControl, cacheControl)
 	c.Set(fiber.HeaderVary, "Accept-Encoding")
-	if etagMatches(c.Get(fiber.HeaderIfNoneMatch), etag) {
+	if ETagMatches(c.Get(fiber.HeaderIfNoneMatch), etag) {
 		return c.SendStatus(http.StatusNotModified)
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Status(http.StatusOK).Send(body)
 }
 
-// etagMatches implements the weak comparison of If-None-Match (RFC 9110 13.1.2).
-func etagMatches(header, etag string) bool {
+// ETagMatches implements the weak comparison of If-None-Match (RFC 9110
+// 13.1.2): the backends' hashed ETags and the gateway's named ones use it.
+func ETagMatches(header, etag string) bool {
 	if header == "" {
 		return false
 	}

@@ -1,7 +1,6 @@
 package gatewayapp
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -42,9 +41,6 @@ func jobsScopes(spaceID int64) []string {
 	}
 	return []string{changes.Jobs}
 }
-
-// HeaderReadReplica: see web.HeaderReadReplica.
-const HeaderReadReplica = web.HeaderReadReplica
 
 // responseCache holds whole answers per gateway replica, keyed by the
 // answer's name: a write moves the versions, so the next request has a new
@@ -179,21 +175,6 @@ func cacheControl(r Route) string {
 	return "private, no-cache"
 }
 
-// etagMatches is the weak comparison of If-None-Match (RFC 9110 13.1.2).
-func etagMatches(header []byte, etag string) bool {
-	if len(header) == 0 {
-		return false
-	}
-	want := []byte(etag[2:]) // without W/
-	for part := range bytes.SplitSeq(header, []byte(",")) {
-		part = bytes.TrimSpace(part)
-		if bytes.Equal(part, []byte("*")) || bytes.Equal(bytes.TrimPrefix(part, []byte("W/")), want) {
-			return true
-		}
-	}
-	return false
-}
-
 // namedRequest is a cacheable request whose answer has a name.
 type namedRequest struct {
 	key         string
@@ -216,7 +197,7 @@ func (rc *responseCache) lookup(c *fiber.Ctx, r Route, id identity.Identity) *na
 		return nil
 	}
 	n := &namedRequest{key: key, sum: sum, etag: etag}
-	if etagMatches(c.Request().Header.Peek(fiber.HeaderIfNoneMatch), etag) {
+	if web.ETagMatches(c.Get(fiber.HeaderIfNoneMatch), etag) {
 		rc.outcomes.WithLabelValues(r.Path, cacheNotModified).Inc()
 		setValidators(c, r, etag)
 		c.Status(fiber.StatusNotModified)

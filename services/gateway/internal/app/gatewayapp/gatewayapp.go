@@ -217,8 +217,8 @@ func (a *App) handler(r Route) fiber.Handler {
 			}
 			err = a.forwardWith(c, backend, id, r.Page, whole)
 			// Internal: whether the answer came from a replica.
-			replica := len(c.Response().Header.Peek(HeaderReadReplica)) > 0
-			c.Response().Header.Del(HeaderReadReplica)
+			replica := len(c.Response().Header.Peek(web.HeaderReadReplica)) > 0
+			c.Response().Header.Del(web.HeaderReadReplica)
 			if named != nil && err == nil {
 				a.cache.store(c, r, named, replica)
 			}
