@@ -94,19 +94,22 @@ func (b *bench) nonce() string {
 	return "r" + strconv.FormatInt(time.Now().UnixNano()%1e10, 36) + strconv.Itoa(b.seqNext())
 }
 
-// runRow measures one row through the gateway, then its ceilings.
-func (b *bench) runRow(ctx context.Context, r row) (rowResult, error) {
+// measureGateway runs r's Setup, probes its first requests for a success
+// envelope (when probe), and measures it through the gateway, CPU-profiled
+// when it is the -profile row.
+func (b *bench) measureGateway(ctx context.Context, r row, probe bool) (measurement, string, error) {
 	b.note("row %s: %s", r.ID, r.Name)
-	res := rowResult{row: r}
 	gw := b.s.URL["gateway"]
 	if r.Setup != nil {
 		if err := r.Setup(ctx, gw, r.Load); err != nil {
-			return res, fmt.Errorf("row %s setup: %w", r.ID, err)
+			return measurement{}, "", fmt.Errorf("row %s setup: %w", r.ID, err)
 		}
 	}
-	for i := range min(len(r.Load.Requests), 4) {
-		if _, err := b.probe(ctx, gw, r.Load, i); err != nil {
-			return res, fmt.Errorf("row %s probe: %w", r.ID, err)
+	if probe {
+		for i := range min(len(r.Load.Requests), 4) {
+			if _, err := b.probe(ctx, gw, r.Load, i); err != nil {
+				return measurement{}, "", fmt.Errorf("row %s probe: %w", r.ID, err)
+			}
 		}
 	}
 	profile := ""
@@ -115,7 +118,17 @@ func (b *bench) runRow(ctx context.Context, r row) (rowResult, error) {
 	}
 	m, nonce, err := b.measure(ctx, gw, r.Load, r.Backend, "gateway", b.cfg.Conns, b.cfg.Threads, profile)
 	if err != nil {
-		return res, fmt.Errorf("row %s: %w", r.ID, err)
+		return m, nonce, fmt.Errorf("row %s: %w", r.ID, err)
+	}
+	return m, nonce, nil
+}
+
+// runRow measures one row through the gateway, then its ceilings.
+func (b *bench) runRow(ctx context.Context, r row) (rowResult, error) {
+	res := rowResult{row: r}
+	m, nonce, err := b.measureGateway(ctx, r, true)
+	if err != nil {
+		return res, err
 	}
 	res.gateway = m
 	b.addLoadRSS(m.rss)
@@ -420,29 +433,12 @@ func (b *bench) restartGateway(ctx context.Context, cached bool) error {
 // memory is not the gateway's of the other rows (the cache holds up to
 // cacheMB): it is kept apart.
 func (b *bench) runCached(ctx context.Context, r row) (rowResult, error) {
-	b.note("row %s: %s", r.ID, r.Name)
 	res := rowResult{row: r}
-	gw := b.s.URL["gateway"]
 	// The phase's only Setup (n) checks each of its answers itself: a 304
 	// has no envelope to probe.
-	if r.Setup != nil {
-		if err := r.Setup(ctx, gw, r.Load); err != nil {
-			return res, fmt.Errorf("row %s setup: %w", r.ID, err)
-		}
-	} else {
-		for i := range min(len(r.Load.Requests), 4) {
-			if _, err := b.probe(ctx, gw, r.Load, i); err != nil {
-				return res, fmt.Errorf("row %s probe: %w", r.ID, err)
-			}
-		}
-	}
-	profile := ""
-	if b.cfg.ProfileRow == r.ID {
-		profile = r.ID
-	}
-	m, _, err := b.measure(ctx, gw, r.Load, r.Backend, "gateway", b.cfg.Conns, b.cfg.Threads, profile)
+	m, _, err := b.measureGateway(ctx, r, r.Setup == nil)
 	if err != nil {
-		return res, fmt.Errorf("row %s: %w", r.ID, err)
+		return res, err
 	}
 	res.gateway = m
 	if b.rep.rssCached == nil {
