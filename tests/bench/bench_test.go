@@ -285,6 +285,35 @@ func TestRoundsWithoutNginxSayWhyAndKeepTheOtherTargets(t *testing.T) {
 	}
 }
 
+// The cost curve has every search: a, b1, b2 and c in the first table,
+// b3–b6 in the second, each found by its id (runGrowth's order is no
+// contract) with the matches its name gives, and "–" for a row not run.
+func TestGrowthTablesHaveEverySearchByID(t *testing.T) {
+	res := func(id, name string, requests int64) rowResult {
+		return rowResult{row: row{ID: id, Name: name}, gateway: measurement{wrk: wrkResult{Requests: requests, DurationUS: 1e6}},
+			pg: &pgbenchResult{TPS: float64(requests) * 2}}
+	}
+	r := report{growth: []growthPoint{{jobs: 10000, active: 9000, rows: []rowResult{
+		res("b6", "GET /v2/jobs?salary_min=50000&currency=EUR (salary, 1234 matches), paginated", 60),
+		res("a", "GET /v2/jobs?city&job_type, paginated", 10),
+		res("b1", "GET /v2/jobs?q=community (common, 1500 matches), paginated", 20),
+		res("b2", "GET /v2/jobs?q=acme+12 (rare, 3 matches), paginated", 30),
+		res("b3", "GET /v2/jobs?q=comunity (typo of community, 1499 matches), paginated", 40),
+		res("c", "GET /v2/jobs?city (152 matches), unpaginated stream", 70),
+	}}}}
+	var b strings.Builder
+	r.growthTable(func(format string, args ...any) { fmt.Fprintf(&b, format, args...) })
+	out := b.String()
+	for _, want := range []string{
+		"| 10000 (9000) | 10, 0.00 / 0.00, 0 µs | 20 | 1500 matches: 20, 0.00 / 0.00, 0 µs | 40 | 3 matches: 30, 0.00 / 0.00, 0 µs | 60 | 152 matches: 70, 0.00 / 0.00, 0 µs | 140 | – / – |\n",
+		"| 10000 (9000) | 1499 matches: 40, 0.00 / 0.00, 0 µs | 80 | – | – | – | – | 1234 matches: 60, 0.00 / 0.00, 0 µs | 120 |\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // pgbench's -D variables reach PostgreSQL as text: arrays in its {...} form
 // (quoted, so commas, quotes and backslashes survive), numbers in full.
 func TestPgText(t *testing.T) {
@@ -341,6 +370,12 @@ func TestRowsSelectsGroupsAndSingleRows(t *testing.T) {
 		"c$": true, "c": true, "b1$": true, "b1": true, "e1": true, "e2": true, "rate": false} {
 		if c.wants(id) != want {
 			t.Errorf("-rows cache,e: wants(%q) = %t", id, !want)
+		}
+	}
+	c = config{Rows: map[string]bool{"b": true}}
+	for id, want := range map[string]bool{"b1": true, "b2": true, "b3": true, "b4": true, "b5": true, "b6": true, "b1$": false, "a": false} {
+		if c.wants(id) != want {
+			t.Errorf("-rows b: wants(%q) = %t", id, !want)
 		}
 	}
 	c = config{Rows: map[string]bool{"a": true, "h$": true}}

@@ -465,9 +465,9 @@ type growthPoint struct {
 	streamRSS    map[string]rss
 }
 
-// runGrowth reseeds the jobs at each size and reruns (a), (b1), (b2) and
-// (c) with their pgbench ceilings; the queries stay the same, so the
-// matches grow with the data.
+// runGrowth reseeds the jobs at each size and reruns (a), the searches
+// (b1–b6) and (c) with their pgbench ceilings; the queries stay the same,
+// so the matches grow with the data.
 func (b *bench) runGrowth(ctx context.Context, d dataset) error {
 	saved := b.cfg.Rows
 	defer func() { b.cfg.Rows = saved }()
@@ -489,11 +489,7 @@ func (b *bench) runGrowth(ctx context.Context, d dataset) error {
 			return err
 		}
 		gd := d
-		var err error
-		if gd.CommonMatches, err = b.matches(ctx, d.CommonTerm); err != nil {
-			return err
-		}
-		if gd.RareMatches, err = b.matches(ctx, d.RareTerm); err != nil {
+		if err := b.countMatches(ctx, &gd); err != nil {
 			return err
 		}
 		rows, err := b.listRows(ctx, gd)

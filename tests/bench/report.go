@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -42,6 +44,7 @@ const (
 	targetCreates      = 900.0
 	targetCreatesP99   = 150 * time.Millisecond
 	targetReplays      = 2000.0
+	targetSearchRatio  = 0.8  // each other search (b3–b6) over the rare term (b2), issue 18
 	targetNginxRatio   = 1.0  // gateway req/s over nginx's plain relay, same rounds
 	targetHopRatio     = 0.95 // gateway req/s over the bare fasthttp hop, same rounds
 	targetCPURatio     = 1.15 // gateway's whole-system CPU per request over direct's
@@ -355,6 +358,14 @@ func (r *report) targets(w func(string, ...any)) {
 		ok := b2.gateway.wrk.P50 <= b1.gateway.wrk.P50
 		w("| (b) rare term no slower than a common one (p50) | rare %s ms, common %s ms | %s |\n", ms(b2.gateway.wrk.P50), ms(b1.gateway.wrk.P50), verdict(ok))
 	}
+	if b2 := r.find("b2"); b2 != nil && b2.gateway.wrk.RPS() > 0 {
+		for _, id := range []string{"b3", "b4", "b5", "b6"} {
+			if x := r.find(id); x != nil {
+				y := x.gateway.wrk.RPS() / b2.gateway.wrk.RPS()
+				w("| (%s) ≥ %.1f × the rare term's req/s (b2; the runs one after the other) | %.2f | %s |\n", id, targetSearchRatio, y, verdict(y >= targetSearchRatio))
+			}
+		}
+	}
 	if d := r.find("d"); d != nil {
 		ok := d.gateway.wrk.RPS() >= targetCreates && d.gateway.wrk.P99 <= float64(targetCreatesP99/time.Microsecond)
 		w("| (d) creates ≥ %.0f/s, p99 ≤ %s ms | %.0f/s, p99 %s ms | %s |\n", targetCreates, msd(targetCreatesP99), d.gateway.wrk.RPS(), ms(d.gateway.wrk.P99), verdict(ok))
@@ -416,28 +427,52 @@ func (r *report) cachedTargets(w func(string, ...any)) {
 	}
 }
 
+// growthTable writes the cost curve in two tables, to stay readable: rows
+// a, b1, b2 and c, then the other searches b3–b6.
 func (r *report) growthTable(w func(string, ...any)) {
 	w("Cost growth (the same queries as rows a, b1, b2 and c; gateway req/s, p50 / p99 ms, CPU µs per request; pgbench tps of the same SQL):\n\n")
 	w("| jobs (active) | a | a pgbench | b1 common | b1 pgbench | b2 rare | b2 pgbench | c stream | c pgbench | RSS during c: gateway / jobs MiB |\n|---|---|--:|---|--:|---|--:|---|--:|---|\n")
 	for _, p := range r.growth {
 		w("| %d (%d) ", p.jobs, p.active)
-		for _, rr := range p.rows {
-			m := rr.gateway
-			label := ""
-			if rr.row.ID == "c" {
-				label = strings.Fields(strings.SplitN(rr.row.Name, "(", 2)[1])[0] + " rows: "
-			}
-			w("| %s%.0f, %s / %s, %s µs ", label, m.wrk.RPS(), ms(m.wrk.P50), ms(m.wrk.P99), usd(m.cpuPerRequest("gateway", "backend", "postgres", "redis")))
-			if rr.pg != nil {
-				w("| %.0f ", rr.pg.TPS)
-			} else {
-				w("| – ")
-			}
-		}
+		p.cells(w, "a", "b1", "b2", "c")
 		w("| %s / %s |\n", mibs(p.streamRSS["gateway"]), mibs(p.streamRSS["jobs"]))
+	}
+	w("\nCost growth of the other searches (the same queries as rows b3–b6; the same figures):\n\n")
+	w("| jobs (active) | b3 typo | b3 pgbench | b4 prefix | b4 pgbench | b5 geo | b5 pgbench | b6 salary | b6 pgbench |\n|---|---|--:|---|--:|---|--:|---|--:|\n")
+	for _, p := range r.growth {
+		w("| %d (%d) ", p.jobs, p.active)
+		p.cells(w, "b3", "b4", "b5", "b6")
+		w("|\n")
 	}
 	w("\n")
 }
+
+// cells writes two cells per row: the gateway's figures (with the matches
+// of each search and of c, which grow with the data) and pgbench's tps.
+func (p growthPoint) cells(w func(string, ...any), ids ...string) {
+	for _, id := range ids {
+		i := slices.IndexFunc(p.rows, func(rr rowResult) bool { return rr.row.ID == id })
+		if i < 0 {
+			w("| – | – ")
+			continue
+		}
+		rr := p.rows[i]
+		m := rr.gateway
+		label := ""
+		if n := matchesRE.FindStringSubmatch(rr.row.Name); n != nil {
+			label = n[1] + " matches: "
+		}
+		w("| %s%.0f, %s / %s, %s µs ", label, m.wrk.RPS(), ms(m.wrk.P50), ms(m.wrk.P99), usd(m.cpuPerRequest("gateway", "backend", "postgres", "redis")))
+		if rr.pg != nil {
+			w("| %.0f ", rr.pg.TPS)
+		} else {
+			w("| – ")
+		}
+	}
+}
+
+// matchesRE finds the matches a row's name gives ("(…, 123 matches)").
+var matchesRE = regexp.MustCompile(`(\d+) matches\)`)
 
 // markdown writes the interleaved rounds of row a: totals over the rounds,
 // and each round's ratios so their spread shows.

@@ -30,9 +30,25 @@ type dataset struct {
 	CitySearches      []string
 	// JobIDs are 64 active jobs spread over the data, for row (h).
 	JobIDs []int64
+	// The other searches of issue 18: a typo of the common term, a prefix
+	// of it (the last word as it is being typed), the jobs within
+	// geoRadiusKm of the city with the most active jobs, and a salary
+	// filter (salaryMin in salaryCurrency).
+	TypoTerm, PrefixTerm       string
+	TypoMatches, PrefixMatches int
+	GeoCity                    string
+	GeoLat, GeoLon             float64
+	GeoMatches, SalaryMatches  int
 }
 
 var jobTypes = []string{"fulltime", "parttime", "freelance", "internship"}
+
+// The geo and salary rows' filters (b5, b6).
+const (
+	geoRadiusKm    = 50
+	salaryMin      = 50000
+	salaryCurrency = "EUR"
+)
 
 func (b *bench) pickData(ctx context.Context) (dataset, error) {
 	var d dataset
@@ -82,10 +98,15 @@ func (b *bench) pickData(ctx context.Context) (dataset, error) {
 		ORDER BY id LIMIT 1`).Scan(&d.RareTerm); err != nil {
 		return d, fmt.Errorf("rare term: %w", err)
 	}
-	if d.CommonMatches, err = b.matches(ctx, d.CommonTerm); err != nil {
-		return d, err
+	d.TypoTerm, d.PrefixTerm = "comunity", "communi"
+	// Around the city with the most active jobs: a circle clients ask for,
+	// not an empty one.
+	d.GeoCity = counts[0].slug
+	if err := b.data.QueryRow(ctx, `SELECT city_lat, city_lon FROM jobs.jobs WHERE city_slug = $1 AND city_lat IS NOT NULL
+		AND city_lon IS NOT NULL LIMIT 1`, d.GeoCity).Scan(&d.GeoLat, &d.GeoLon); err != nil {
+		return d, fmt.Errorf("coordinates of %s: %w", d.GeoCity, err)
 	}
-	if d.RareMatches, err = b.matches(ctx, d.RareTerm); err != nil {
+	if err := b.countMatches(ctx, &d); err != nil {
 		return d, err
 	}
 	// The write rows post tens of thousands of jobs: to a city no read row
@@ -113,6 +134,28 @@ func (b *bench) pickData(ctx context.Context) (dataset, error) {
 	return d, nil
 }
 
+// countMatches counts what each search row finds in the data as it is now
+// (the queries stay; -growth reseeds under them).
+func (b *bench) countMatches(ctx context.Context, d *dataset) error {
+	for _, m := range []struct {
+		term string
+		n    *int
+	}{{d.CommonTerm, &d.CommonMatches}, {d.RareTerm, &d.RareMatches}, {d.TypoTerm, &d.TypoMatches}, {d.PrefixTerm, &d.PrefixMatches}} {
+		var err error
+		if *m.n, err = b.matches(ctx, m.term); err != nil {
+			return fmt.Errorf("matches of %q: %w", m.term, err)
+		}
+	}
+	var err error
+	if d.GeoMatches, err = b.countActive(ctx, "jobs", "great_circle_km($1, $2, city_lat, city_lon) <= $3", d.GeoLat, d.GeoLon, geoRadiusKm); err != nil {
+		return fmt.Errorf("geo matches: %w", err)
+	}
+	if d.SalaryMatches, err = b.countActive(ctx, "jobs", "currency = $1 AND coalesce(sal_max, sal_min) >= $2", salaryCurrency, salaryMin); err != nil {
+		return fmt.Errorf("salary matches: %w", err)
+	}
+	return nil
+}
+
 // matches counts what GET /v2/jobs?q=term finds: its words as the jobs
 // service parses them (jobbus.ParseSearch: the last one a prefix, typos by
 // length) through the same search_plan.
@@ -128,8 +171,15 @@ func (b *bench) matches(ctx context.Context, term string) (int, error) {
 			fuzz[i] = 1
 		}
 	}
-	// search_plan calls its helpers unqualified: it runs in the jobs schema,
-	// as the service's connections do.
+	return b.countActive(ctx, `search_plan($1::text[], $2::boolean[], $3::integer[], '{}', '{}') t, jobs`,
+		"search_vector @@ t.match", words, prefix, fuzz)
+}
+
+// countActive counts the active jobs of from that cond selects, with the
+// listing's filter written as the jobs service writes it (jobdb's where).
+func (b *bench) countActive(ctx context.Context, from, cond string, args ...any) (int, error) {
+	// search_plan and great_circle_km call their helpers unqualified: they
+	// run in the jobs schema, as the service's connections do.
 	tx, err := b.data.Begin(ctx)
 	if err != nil {
 		return 0, err
@@ -139,8 +189,7 @@ func (b *bench) matches(ctx context.Context, term string) (int, error) {
 		return 0, err
 	}
 	var n int
-	err = tx.QueryRow(ctx, `SELECT count(*) FROM search_plan($1::text[], $2::boolean[], $3::integer[], '{}', '{}') t,
-		jobs WHERE status = 'active' AND expiration_date > now() AND search_vector @@ t.match`, words, prefix, fuzz).Scan(&n)
+	err = tx.QueryRow(ctx, `SELECT count(*) FROM `+from+` WHERE status = 'active' AND expiration_date > now() AND `+cond, args...).Scan(&n)
 	return n, err
 }
 
@@ -174,7 +223,9 @@ func (b *bench) keyHeaders() map[string]string {
 	return map[string]string{"X-API-Key": b.key}
 }
 
-// listRows are the paginated reads: (a) and the two searches of (b).
+// listRows are the paginated reads: (a), and the searches of (b): b1 a
+// common term, b2 a rare one, b3 a typo of the common term, b4 a prefix of
+// it, b5 a circle around a city, b6 a salary filter.
 func (b *bench) listRows(ctx context.Context, d dataset) ([]row, error) {
 	a := row{ID: "a", Name: "GET /v2/jobs?city&job_type, paginated", Backend: "jobs", Direct: true,
 		Load: load{Method: "GET", Headers: b.keyHeaders()}}
@@ -187,22 +238,42 @@ func (b *bench) listRows(ctx context.Context, d dataset) ([]row, error) {
 		}
 		a.SQL = append(a.SQL, sts)
 	}
-	search := func(id, what, term string, n int) (row, error) {
-		r := row{ID: id, Name: fmt.Sprintf("GET /v2/jobs?q=%s (%s, %d matches), paginated", term, what, n), Backend: "jobs", Direct: true,
-			Load: load{Method: "GET", Headers: b.keyHeaders(), Requests: []request{{Path: "/v2/jobs?q=" + url.QueryEscape(term) + "&page=1&per_page=20"}}}}
-		sts, err := b.listStatements(ctx, "-q", term, "-limit", "20")
+	// Each search is one paginated query: as the URL carries it, and the
+	// same filter as jobs-seed list-sql takes it.
+	type search struct {
+		id, what string
+		n        int
+		query    string
+		args     []string
+	}
+	term := func(id, what, t string, n int) search {
+		return search{id, what, n, "q=" + url.QueryEscape(t), []string{"-q", t}}
+	}
+	// The same text in the URL and for list-sql, so that both parse the
+	// same float.
+	near := strconv.FormatFloat(d.GeoLat, 'f', -1, 64) + "," + strconv.FormatFloat(d.GeoLon, 'f', -1, 64)
+	radius, salary := strconv.Itoa(geoRadiusKm), strconv.Itoa(salaryMin)
+	searches := []search{
+		term("b1", "common", d.CommonTerm, d.CommonMatches),
+		term("b2", "rare", d.RareTerm, d.RareMatches),
+		term("b3", "typo of "+d.CommonTerm, d.TypoTerm, d.TypoMatches),
+		term("b4", "prefix of "+d.CommonTerm, d.PrefixTerm, d.PrefixMatches),
+		{"b5", "geo: around " + d.GeoCity, d.GeoMatches, "near=" + near + "&radius_km=" + radius, []string{"-near", near, "-radius", radius}},
+		{"b6", "salary", d.SalaryMatches, "salary_min=" + salary + "&currency=" + salaryCurrency,
+			[]string{"-salary-min", salary, "-currency", salaryCurrency}},
+	}
+	rows := []row{a}
+	for _, s := range searches {
+		r := row{ID: s.id, Name: fmt.Sprintf("GET /v2/jobs?%s (%s, %d matches), paginated", s.query, s.what, s.n), Backend: "jobs", Direct: true,
+			Load: load{Method: "GET", Headers: b.keyHeaders(), Requests: []request{{Path: "/v2/jobs?" + s.query + "&page=1&per_page=20"}}}}
+		sts, err := b.listStatements(ctx, append(s.args, "-limit", "20")...)
+		if err != nil {
+			return nil, err
+		}
 		r.SQL = [][]statement{sts}
-		return r, err
+		rows = append(rows, r)
 	}
-	b1, err := search("b1", "common", d.CommonTerm, d.CommonMatches)
-	if err != nil {
-		return nil, err
-	}
-	b2, err := search("b2", "rare", d.RareTerm, d.RareMatches)
-	if err != nil {
-		return nil, err
-	}
-	return []row{a, b1, b2}, nil
+	return rows, nil
 }
 
 // streamRow is (c): the default, unpaginated list of one city.
