@@ -27,6 +27,10 @@ type Options struct {
 	MaxConns int32
 	// Tracer instruments queries (OpenTelemetry); nil for none.
 	Tracer pgx.QueryTracer
+	// Params are run-time settings every connection starts with unless the
+	// URL sets them (beside search_path and application_name), e.g. a
+	// service's work_mem.
+	Params map[string]string
 }
 
 // Open connects a pool whose connections live in schema (search_path), so a
@@ -38,6 +42,11 @@ func Open(ctx context.Context, url, schema string, opt Options) (*pgxpool.Pool, 
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	for k, v := range opt.Params {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set { // the URL's own setting wins
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.ConnConfig.RuntimeParams["application_name"] = schema

@@ -100,6 +100,9 @@ type Spec struct {
 	// REDIS_URL set, a service gets Process.Changes and keeps the scopes'
 	// counters in existence; a tool bumps them once it has succeeded.
 	Changes []string
+	// PoolParams are PostgreSQL settings every connection of the command's
+	// pools (primary and replica) starts with (pg.Options.Params).
+	PoolParams map[string]string
 }
 
 // Process is what a service's wiring gets from Run: its dependencies, and
@@ -296,7 +299,7 @@ func open(ctx context.Context, log *slog.Logger, cfg Config, spec Spec, tracer p
 		return nil, fmt.Errorf("schema %s: the configuration does not embed config.Common", spec.Schema)
 	}
 	db := c.CommonSettings()
-	pool, err := pg.Open(ctx, db.DatabaseURL, spec.Schema, pg.Options{MaxConns: db.DBMaxConns, Tracer: tracer})
+	pool, err := pg.Open(ctx, db.DatabaseURL, spec.Schema, pg.Options{MaxConns: db.DBMaxConns, Tracer: tracer, Params: spec.PoolParams})
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +317,7 @@ func openReplica(ctx context.Context, cfg Config, spec Spec, tracer pgx.QueryTra
 	if db.DatabaseReadURL == "" {
 		return nil, nil
 	}
-	pool, err := pg.Open(ctx, db.DatabaseReadURL, spec.Schema, pg.Options{MaxConns: db.DBMaxConns, Tracer: tracer})
+	pool, err := pg.Open(ctx, db.DatabaseReadURL, spec.Schema, pg.Options{MaxConns: db.DBMaxConns, Tracer: tracer, Params: spec.PoolParams})
 	if err != nil {
 		return nil, fmt.Errorf("read replica: %w", err)
 	}
