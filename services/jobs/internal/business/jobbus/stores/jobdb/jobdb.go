@@ -490,9 +490,9 @@ func walks(f jobbus.ListFilter, total int) bool {
 }
 
 // walkSQL is listSQL's page found the cheap way when it can be: among the
-// newest walkScan jobs the filters admit, the matches of the best rank (every
-// word in the title as typed; by relevance) or all matches (by date), newest
-// first. When there are offset+limit of them they are the page, since every
+// newest walkScan jobs the filters admit, the matches of the best rank any
+// job can have (every word in the title in its best form some title has:
+// search_plan's top; by relevance) or all matches (by date), newest first. When there are offset+limit of them they are the page, since every
 // other match ranks below them or is older; otherwise (a one-time filter,
 // so only one of the two runs) every match is ranked as listSQL does.
 func walkSQL(f jobbus.ListFilter) (string, []any) {
@@ -500,11 +500,13 @@ func walkSQL(f jobbus.ListFilter) (string, []any) {
 	inner := strings.Join(filters(w, f), " AND ") // the same values again, as new parameters
 	conds := searchConds(f.Search)
 	if f.Sort == jobbus.SortRelevance && len(f.Search.Words) > 0 {
-		conds = append(conds, `search_exact @@ t.top`)
+		conds = append(conds, `t.walk AND (t.top_exact IS NULL OR search_exact @@ t.top_exact)
+			AND (t.top_form IS NULL OR search_vector @@ t.top_form)`)
 	}
 	// t's queries as InitPlans, so that the walk keeps the index's order and
 	// stops at the k-th row instead of joining and sorting.
-	once := strings.NewReplacer("t.match", "(SELECT match FROM t)", "t.top", "(SELECT top FROM t)", "t.phrase", "(SELECT phrase FROM t)")
+	once := strings.NewReplacer("t.match", "(SELECT match FROM t)", "t.walk", "(SELECT walk FROM t)",
+		"t.top_exact", "(SELECT top_exact FROM t)", "t.top_form", "(SELECT top_form FROM t)", "t.phrase", "(SELECT phrase FROM t)")
 	k, off := w.Arg(f.Offset+f.Limit), w.Arg(f.Offset)
 	full, _ := rankedSQL(f, w, from)
 	q := with[:len(with)-1] + `, w AS MATERIALIZED (SELECT ` + listColumns + ` FROM (SELECT ` + listColumns +

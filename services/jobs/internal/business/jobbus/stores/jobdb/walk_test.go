@@ -72,9 +72,12 @@ func TestWalkedPageIsTheRankedPage(t *testing.T) {
 		q, sort string
 		walked  bool // the walk serves the first page
 	}{
-		{"community", jobbus.SortRelevance, true}, // "Community …" titles: a fifth of the jobs
-		{"communi", jobbus.SortRelevance, false},  // a prefix: no title has it as typed
-		{"comunity", jobbus.SortRelevance, false}, // a typo: the same
+		{"community", jobbus.SortRelevance, true},   // "Community …" titles: a fifth of the jobs
+		{"communi", jobbus.SortRelevance, true},     // a prefix: no title has it as typed, many by the prefix
+		{"comunity", jobbus.SortRelevance, true},    // a typo: no title has it as typed, nor a stem of it
+		{"communities", jobbus.SortRelevance, true}, // as typed in a tenth of the titles
+		{"manager communi", jobbus.SortRelevance, true},
+		{"hospitality", jobbus.SortRelevance, false}, // in tags only: no title has any form of it
 		{"community manager", jobbus.SortRelevance, true},
 		{`"community manager"`, jobbus.SortRelevance, false}, // 800 matches: ranked at once
 		{"community -host", jobbus.SortRelevance, true},
