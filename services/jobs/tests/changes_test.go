@@ -24,7 +24,7 @@ func busWithChanges(t *testing.T, url string) (*jobbus.Business, *changes.Versio
 	t.Cleanup(func() { _ = rdb.Close() })
 	v := changes.New(rdb, "test:")
 	dir := dirclient.New(dirURL, codec, dirclient.Options{})
-	return jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv, Changes: v}), v
+	return jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv, Changes: v, TotalsMemo: true}), v
 }
 
 // Every acknowledged write has moved the versions the gateway names the

@@ -34,7 +34,7 @@ func main() {
 		log := p.Log
 		dir := dirclient.New(cfg.DirectoryURL, p.Codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: cfg.DirectoryCacheTTL})
 		bus := jobbus.New(jobdb.New(p.Pool).WithReads(p.Reads), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail,
-			Changes: p.Changes})
+			Changes: p.Changes, TotalsMemo: cfg.TotalsMemo})
 		// payments is the provider of paid plans (the pages start payments with it).
 		var payments payment.Provider = invoicepay.Provider{}
 		var stripeProvider *stripepay.Provider
@@ -69,6 +69,9 @@ type appConfig struct {
 	PaginationEnabled bool          `env:"JOBS_PAGINATION_ENABLED" envDefault:"false"`
 	DefaultInvEmail   string        `env:"DEFAULT_INV_EMAIL" envDefault:"jobs@coworkjobs.example"`
 	StreamTimeout     time.Duration `env:"JOBS_STREAM_TIMEOUT" envDefault:"60s"`
+	// TotalsMemo keeps listings' exact totals under the change versions
+	// (docs/search.md, "Totals"; needs REDIS_URL); off, every page counts.
+	TotalsMemo bool `env:"JOBS_TOTALS_MEMO" envDefault:"true"`
 
 	// Stripe Checkout for paid plans, with its webhook; without them paid
 	// plans are invoiced (jobs-admin mark-paid). STRIPE_API_BASE points at

@@ -33,15 +33,6 @@ type Cached struct {
 
 func scopes(s ...string) func(int64) []string { return func(int64) []string { return s } }
 
-// jobsScopes: a space key lists its own space's jobs only, so its view
-// moves with that space's writes (and the bulk ones), not every job's.
-func jobsScopes(spaceID int64) []string {
-	if spaceID > 0 {
-		return []string{changes.JobsSpace(spaceID), changes.JobsBulk}
-	}
-	return []string{changes.Jobs}
-}
-
 // responseCache holds whole answers per gateway replica, keyed by the
 // answer's name: a write moves the versions, so the next request has a new
 // name and nothing is ever invalidated or served stale. Per replica rather

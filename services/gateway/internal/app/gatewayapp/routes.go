@@ -13,7 +13,7 @@ import (
 // A job's expiry is a write (the expiry worker bumps the versions), so the
 // job routes have no bucket.
 var (
-	cacheJobs      = &Cached{Scopes: jobsScopes}
+	cacheJobs      = &Cached{Scopes: changes.JobsListed}
 	cacheJob       = &Cached{Scopes: scopes(changes.Jobs)}
 	cacheDirectory = &Cached{Scopes: scopes(changes.Directory)}
 	cacheBlog      = &Cached{Scopes: scopes(changes.Blog), Bucket: time.Minute}

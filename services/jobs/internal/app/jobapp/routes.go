@@ -32,6 +32,7 @@ func Routes(app *fiber.App, cfg Config) {
 		cfg.StreamTimeout = 60 * time.Second
 	}
 	h := &handlers{cfg: cfg, bus: cfg.Bus, log: cfg.Log, writes: newWrites(cfg.Registry)}
+	registerTotals(cfg.Registry, cfg.Bus)
 	v2 := app.Group("/v2", cfg.Codec.Middleware())
 	readers := identity.RequireKind(identity.KindLive, identity.KindRestricted)
 	writers := identity.RequireKind(identity.KindLive)

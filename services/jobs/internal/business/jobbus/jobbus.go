@@ -51,6 +51,14 @@ type Storer interface {
 	List(ctx context.Context, f ListFilter) (JobRows, error)
 	// Page returns one page of matching active jobs and the total.
 	Page(ctx context.Context, f ListFilter) ([]Job, int, error)
+	// PageOf returns the page of a listing whose total is known.
+	PageOf(ctx context.Context, f ListFilter, total int) ([]Job, error)
+	// Count counts a listing's jobs on the primary; Expired counts those of
+	// them that expired between since and now; CountKey names the count
+	// (the same filter, the same name).
+	Count(ctx context.Context, f ListFilter) (Total, error)
+	Expired(ctx context.Context, f ListFilter, since time.Time) (int, error)
+	CountKey(f ListFilter) string
 	// Feed returns the latest active jobs with their descriptions.
 	Feed(ctx context.Context, limit int) ([]Job, error)
 
@@ -91,21 +99,24 @@ type Config struct {
 	// Changes are bumped after every write, before it is answered (nil:
 	// none, as without REDIS_URL).
 	Changes *changes.Versions
+	// TotalsMemo keeps listings' totals as memos under Changes (totals.go).
+	TotalsMemo bool
 }
 
 // Business applies the job rules.
 type Business struct {
-	store Storer
-	dir   Directory
-	cfg   Config
-	now   func() time.Time
+	store  Storer
+	dir    Directory
+	cfg    Config
+	now    func() time.Time
+	totals *totals
 }
 
 // New returns the job rules over a store and the directory (nil for the
 // callers that never create a job: the worker, the admin command).
 func New(store Storer, dir Directory, cfg Config) *Business {
 	cfg.PublicBaseURL = strings.TrimRight(cfg.PublicBaseURL, "/")
-	return &Business{store: store, dir: dir, cfg: cfg, now: time.Now}
+	return &Business{store: store, dir: dir, cfg: cfg, now: time.Now, totals: &totals{}}
 }
 
 // NewWithTx returns the same rules over a store bound to tx, so that a
@@ -436,15 +447,6 @@ func (b *Business) List(ctx context.Context, caller Caller, f ListFilter) (JobRo
 		return nil, err
 	}
 	return s.List(ctx, f)
-}
-
-// Page returns one page of the active jobs that match f, and their total.
-func (b *Business) Page(ctx context.Context, caller Caller, f ListFilter) ([]Job, int, error) {
-	s, err := b.store.ReadsFor(ctx, caller.KeyID)
-	if err != nil {
-		return nil, 0, err
-	}
-	return s.Page(ctx, f)
 }
 
 // Feed returns the latest active jobs: a public read.

@@ -3,6 +3,7 @@ package jobdb
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -276,15 +277,29 @@ func searchCTE(w *pg.Where, s jobbus.Search) string {
 // search the statement starts with searchCTE and reads FROM t, jobs.
 func where(f jobbus.ListFilter) (with, from string, w *pg.Where) {
 	w = &pg.Where{}
+	with, conds := listConds(w, f)
+	return with, fromWhere(with, conds), w
+}
+
+// listConds are a listing's conditions, the second its jobs' expiry, and
+// with a search the WITH that starts the statement.
+func listConds(w *pg.Where, f jobbus.ListFilter) (with string, conds []string) {
 	if s := f.Search; !s.Empty() {
 		with = searchCTE(w, s)
 	}
-	conds := filters(w, f)
-	if with == "" {
-		return "", ` FROM jobs WHERE ` + strings.Join(conds, " AND "), w
+	conds = filters(w, f)
+	if with != "" {
+		conds = append(conds[:2:2], append(searchConds(f.Search), conds[2:]...)...)
 	}
-	conds = append(conds[:2:2], append(searchConds(f.Search), conds[2:]...)...)
-	return with, ` FROM t, jobs WHERE ` + strings.Join(conds, " AND "), w
+	return with, conds
+}
+
+// fromWhere is the FROM and WHERE of conds.
+func fromWhere(with string, conds []string) string {
+	if with == "" {
+		return ` FROM jobs WHERE ` + strings.Join(conds, " AND ")
+	}
+	return ` FROM t, jobs WHERE ` + strings.Join(conds, " AND ")
 }
 
 // searchConds are q's conditions on a row of jobs (or of a subquery with its
@@ -520,49 +535,112 @@ func walkSQL(f jobbus.ListFilter) (string, []any) {
 func page(ctx context.Context, db db, f jobbus.ListFilter) ([]jobbus.Job, int, error) {
 	cq, cargs := countSQL(f)
 	var total int
-	var r pgx.Rows
-	if f.Search.Empty() || f.Limit == 0 {
-		// One round trip: the count and the page in a batch.
-		q, args := listSQL(f)
-		batch := &pgx.Batch{}
-		batch.Queue(cq, cargs...)
-		batch.Queue(q, args...)
-		br := db.SendBatch(ctx, batch)
-		defer br.Close()
-		if err := br.QueryRow().Scan(&total); err != nil {
-			return nil, 0, fmt.Errorf("count jobs: %w", err)
-		}
-		var err error
-		if r, err = br.Query(); err != nil {
-			return nil, 0, fmt.Errorf("page jobs: %w", err)
-		}
-	} else {
+	if !f.Search.Empty() && f.Limit > 0 {
 		// A search: the count says whether the page is worth walking for.
 		if err := db.QueryRow(ctx, cq, cargs...).Scan(&total); err != nil {
 			return nil, 0, fmt.Errorf("count jobs: %w", err)
 		}
-		q, args := listSQL(f)
-		if walks(f, total) {
-			q, args = walkSQL(f)
-		}
-		var err error
-		if r, err = db.Query(ctx, q, args...); err != nil {
-			return nil, 0, fmt.Errorf("page jobs: %w", err)
-		}
+		jobs, err := pageOf(ctx, db, f, total)
+		return jobs, total, err
 	}
+	// One round trip: the count and the page in a batch.
+	q, args := listSQL(f)
+	batch := &pgx.Batch{}
+	batch.Queue(cq, cargs...)
+	batch.Queue(q, args...)
+	br := db.SendBatch(ctx, batch)
+	defer br.Close()
+	if err := br.QueryRow().Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count jobs: %w", err)
+	}
+	r, err := br.Query()
+	if err != nil {
+		return nil, 0, fmt.Errorf("page jobs: %w", err)
+	}
+	jobs, err := scanPage(r, f)
+	return jobs, total, err
+}
+
+// PageOf implements jobbus.Storer: the page of a listing whose total is
+// known (counted, or memoised by the business layer).
+func (s *Store) PageOf(ctx context.Context, f jobbus.ListFilter, total int) (jobs []jobbus.Job, err error) {
+	err = s.read(ctx, func(db db) (err error) {
+		jobs, err = pageOf(ctx, db, f, total)
+		return err
+	})
+	return jobs, err
+}
+
+func pageOf(ctx context.Context, db db, f jobbus.ListFilter, total int) ([]jobbus.Job, error) {
+	q, args := listSQL(f)
+	if walks(f, total) {
+		q, args = walkSQL(f)
+	}
+	r, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("page jobs: %w", err)
+	}
+	return scanPage(r, f)
+}
+
+func scanPage(r pgx.Rows, f jobbus.ListFilter) ([]jobbus.Job, error) {
 	defer r.Close()
 	jobs := make([]jobbus.Job, 0, f.Limit)
 	for r.Next() {
 		var j jobbus.Job
 		if err := (rows{r, f.Near != nil}).Scan(&j); err != nil {
-			return nil, 0, fmt.Errorf("scan job: %w", err)
+			return nil, fmt.Errorf("scan job: %w", err)
 		}
 		jobs = append(jobs, j)
 	}
 	if err := r.Err(); err != nil {
-		return nil, 0, fmt.Errorf("page jobs: %w", err)
+		return nil, fmt.Errorf("page jobs: %w", err)
 	}
-	return jobs, total, nil
+	return jobs, nil
+}
+
+// Count implements jobbus.Storer: the listing's total, counted on the
+// primary (a replica may not have replayed every write before the versions
+// the business layer keeps the total under), with when it was counted and
+// when the first counted job expires.
+func (s *Store) Count(ctx context.Context, f jobbus.ListFilter) (jobbus.Total, error) {
+	with, from, w := where(f)
+	var t jobbus.Total
+	var until *time.Time
+	err := s.db.QueryRow(ctx, with+`SELECT count(*), now(), min(expiration_date)`+from, w.Args()...).Scan(&t.N, &t.At, &until)
+	if err != nil {
+		return t, fmt.Errorf("count jobs: %w", err)
+	}
+	if until != nil {
+		t.Until = *until
+	}
+	return t, nil
+}
+
+// Expired implements jobbus.Storer: how many of the jobs a total counted at
+// since have expired by now (jobs_active_expiry_idx finds them).
+func (s *Store) Expired(ctx context.Context, f jobbus.ListFilter, since time.Time) (n int, err error) {
+	w := &pg.Where{}
+	with, conds := listConds(w, f)
+	conds[1] = `expiration_date > ` + w.Arg(since) + ` AND expiration_date <= now()`
+	q := with + `SELECT count(*)` + fromWhere(with, conds)
+	err = s.read(ctx, func(db db) error { return db.QueryRow(ctx, q, w.Args()...).Scan(&n) })
+	if err != nil {
+		return 0, fmt.Errorf("count expired jobs: %w", err)
+	}
+	return n, nil
+}
+
+// CountKey implements jobbus.Storer: the count's statement and arguments,
+// hashed, name a total.
+func (s *Store) CountKey(f jobbus.ListFilter) string {
+	q, args := countSQL(f)
+	h := fnv.New128a()
+	_, _ = h.Write([]byte(q))
+	for _, a := range args {
+		_, _ = fmt.Fprintf(h, "\x00%T:%v", a, a)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Feed implements jobbus.Storer.
