@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/geo"
@@ -64,6 +65,7 @@ func listSQL(ctx context.Context, w io.Writer, args []string) error {
 	fs.Int64Var(&f.SpaceID, "space", 0, "space id of a space-scoped key")
 	fs.IntVar(&f.Limit, "limit", 0, "page size (0: the unpaginated list)")
 	fs.IntVar(&f.Offset, "offset", 0, "page offset")
+	explain := fs.Bool("explain", false, "print each statement's EXPLAIN (ANALYZE, BUFFERS) instead of the JSON (docs/search.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,7 +87,7 @@ func listSQL(ctx context.Context, w io.Writer, args []string) error {
 		return err
 	}
 	rec := &recorder{}
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: 1, Tracer: rec})
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, schema, pg.Options{MaxConns: 1, Tracer: rec, Params: jobdb.PoolParams})
 	if err != nil {
 		return err
 	}
@@ -112,7 +114,28 @@ func listSQL(ctx context.Context, w io.Writer, args []string) error {
 	for i, name := range names {
 		out[name] = rec.sent[i]
 	}
+	if *explain {
+		return explainAll(ctx, w, pool, names, out)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// explainAll prints the plan of each statement as the server ran it again
+// (with the work_mem the jobs API's connections start with).
+func explainAll(ctx context.Context, w io.Writer, pool *pgxpool.Pool, names []string, sts map[string]statement) error {
+	for _, name := range names {
+		st := sts[name]
+		rows, err := pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+st.SQL, st.Args...)
+		if err != nil {
+			return fmt.Errorf("explain %s: %w", name, err)
+		}
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("explain %s: %w", name, err)
+		}
+		fmt.Fprintf(w, "-- %s\n%s\n\n", name, strings.Join(plan, "\n"))
+	}
+	return nil
 }

@@ -8,7 +8,8 @@
 //	                                            invents cities instead of reading the directory)
 //	jobs-seed list-sql -city berlin -limit 20   runs the listing GET /v2/jobs runs for those filters
 //	                                            and prints, as JSON, the statements and arguments
-//	                                            pgx sent (count and page), for pgbench (tests/bench)
+//	                                            pgx sent (count and page), for pgbench (tests/bench);
+//	                                            -explain prints their plans instead
 //
 // demo and synthetic read the cities and spaces from the directory's GET
 // /internal/catalog at DIRECTORY_URL, signed with INTERNAL_IDENTITY_SECRET.
@@ -60,7 +61,7 @@ func main() {
 
 func usage() error {
 	return errors.New("usage: jobs-seed demo | jobs-seed synthetic [-jobs N] [-seed S] [-offline] [-cities N] | " +
-		"jobs-seed list-sql [-city SLUG] [-job-type T] [-q TEXT] [-remote] [-space ID] [-limit N -offset N]")
+		"jobs-seed list-sql [-city SLUG] [-job-type T] [-q TEXT] [-remote] [-space ID] [-limit N -offset N] [-explain]")
 }
 
 func run(ctx context.Context, log *slog.Logger, args []string) error {

@@ -26,10 +26,7 @@ import (
 
 func main() {
 	spec := service.Spec{Name: "jobs", Schema: "jobs", Migrations: migrations.FS, Changes: []string{changes.Jobs, changes.JobsBulk},
-		// A common term's bitmap must stay exact: at 4 MB (PostgreSQL's
-		// default) q=community over 1 M jobs went lossy and rechecked 383 k
-		// rows (2.1 s); at 16 MB, exact, 0.56-0.74 s (docs/search.md).
-		PoolParams: map[string]string{"work_mem": "16MB"}}
+		PoolParams: jobdb.PoolParams}
 	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		log := p.Log
 		dir := dirclient.New(cfg.DirectoryURL, p.Codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: cfg.DirectoryCacheTTL})
