@@ -96,12 +96,20 @@ func (b *Business) total(ctx context.Context, s Storer, f ListFilter) (int, erro
 	}
 	// Concurrent misses of one total under the same versions count once.
 	n, err, _ := t.flight.Do(key, func() (any, error) {
-		c, err := s.Count(ctx, f)
+		// Shared by every caller waiting for it: the first caller's going
+		// away must not fail the others, its deadline still bounds it.
+		cctx := context.WithoutCancel(ctx)
+		if d, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithDeadline(cctx, d)
+			defer cancel()
+		}
+		c, err := s.Count(cctx, f)
 		if err != nil {
 			return 0, err
 		}
 		m.Value, m.At, m.Until = int64(c.N), c.At, c.Until
-		if werr := b.cfg.Changes.WriteMemo(ctx, name, m, totalTTL); werr != nil {
+		if werr := b.cfg.Changes.WriteMemo(cctx, name, m, totalTTL); werr != nil {
 			t.pausedUntil.Store(time.Now().Add(memoPause).UnixNano())
 		}
 		return c.N, nil
