@@ -271,6 +271,9 @@ func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob) (jobbus.Written, e
 const listColumns = `id, title, company, job_type, tags, is_remote, slug, external_url, apply_url, company_logo,
 	date_added, expiration_date, city_name, city_slug, space_name, sal_min, sal_max, currency`
 
+// pointColumns are listColumns of pointsSQL's jobs j.
+var pointColumns = "j." + strings.Join(strings.Split(strings.Join(strings.Fields(listColumns), ""), ","), ", j.")
+
 // searchCTE turns a parsed q into its text-search queries once per
 // statement (search_plan, migrations/00003_search.sql): the row t carries
 // the match and the per-word queries the rank reads.
@@ -395,21 +398,20 @@ func rankSQL(words int) string {
 // listSQL is the SQL of a listing.
 func listSQL(f jobbus.ListFilter) (string, []any) {
 	with, from, w := where(f)
-	q, w := rankedSQL(f, w, from)
-	q = with + q + order(f)
+	q := with + selectSQL(f, w, from) + order(f)
 	if f.Limit > 0 {
 		q += ` LIMIT ` + w.Arg(f.Limit) + ` OFFSET ` + w.Arg(f.Offset)
 	}
 	return q, w.Args()
 }
 
-// rankedSQL is a listing's SELECT and FROM, without its order.
-func rankedSQL(f jobbus.ListFilter, w *pg.Where, from string) (string, *pg.Where) {
+// selectSQL is a listing's SELECT and FROM, without its order.
+func selectSQL(f jobbus.ListFilter, w *pg.Where, from string) string {
 	columns := listColumns
 	if n := f.Near; n != nil {
 		columns += `, ` + distanceSQL(w.Arg(n.Lat), w.Arg(n.Lon)) + ` AS distance_km`
 	}
-	return `SELECT ` + columns + from, w
+	return `SELECT ` + columns + from
 }
 
 // order is a listing's ORDER BY.
@@ -499,7 +501,7 @@ func (s *Store) Page(ctx context.Context, f jobbus.ListFilter) (jobs []jobbus.Jo
 // against seconds for ranking its 168 k matches (docs/search.md).
 const (
 	walkScan     = 2000 // newest rows the walk reads at most
-	walkMinTotal = 2000 // fewer matches are ranked as cheaply as walked
+	walkMinTotal = 1000 // fewer matches are ranked about as cheaply as walked
 	walkMaxRows  = 200  // offset + limit the walk may serve
 )
 
@@ -508,6 +510,46 @@ const (
 func walks(f jobbus.ListFilter, total int) bool {
 	return f.Limit > 0 && !f.Search.Empty() && f.Near == nil && f.Sort != jobbus.SortDistance &&
 		total >= walkMinTotal && f.Offset+f.Limit <= walkMaxRows
+}
+
+// walksPoints reports whether f's page is found point by point (pointsSQL):
+// a listing near a point ordered by distance, without a search or with
+// enough matches that walking each point's newest jobs finds them soon.
+func walksPoints(f jobbus.ListFilter, total int) bool {
+	return f.Limit > 0 && f.Near != nil && f.Sort == jobbus.SortDistance &&
+		(f.Search.Empty() || total >= walkMinTotal) && f.Offset+f.Limit <= walkMaxRows
+}
+
+// pointsSQL is listSQL's page by distance without sorting every job in the
+// circle: a job's point is its city's, so the points in the circle
+// (job_points, every point jobs ever had) are taken by distance and each
+// point's offset+limit newest jobs that pass the filters
+// (jobs_active_city_idx); sorted together, their first offset+limit are the
+// listing's, since every job of a point has that point's distance.
+func pointsSQL(f jobbus.ListFilter) (string, []any) {
+	w := &pg.Where{}
+	with, conds := listConds(w, f)
+	n := f.Near
+	minLon, minLat, maxLon, maxLat := n.Box()
+	lat, lon := w.Arg(n.Lat), w.Arg(n.Lon)
+	k := w.Arg(f.Offset + f.Limit)
+	points := `p AS MATERIALIZED (SELECT city_slug, geo, great_circle_km(` + lat + `, ` + lon + `, lat, lon) AS d FROM job_points
+		WHERE geo <@ box(point(` + w.Arg(minLon) + `, ` + w.Arg(minLat) + `), point(` + w.Arg(maxLon) + `, ` + w.Arg(maxLat) + `))
+		AND great_circle_km(` + lat + `, ` + lon + `, lat, lon) <= ` + w.Arg(n.RadiusKm) + `)`
+	if with == "" {
+		with = `WITH ` + points + ` `
+	} else {
+		with = with[:len(with)-1] + `, ` + points + ` `
+	}
+	from := ` FROM t, jobs WHERE `
+	if f.Search.Empty() {
+		from = ` FROM jobs WHERE `
+	}
+	q := with + `SELECT ` + pointColumns + `, p.d AS distance_km FROM p, LATERAL (SELECT ` + listColumns + from +
+		`city_slug = p.city_slug AND geo ~= p.geo AND ` + strings.Join(conds, " AND ") +
+		` ORDER BY date_added DESC, id DESC LIMIT ` + k + `) j ORDER BY distance_km, date_added DESC, id DESC LIMIT ` +
+		w.Arg(f.Limit) + ` OFFSET ` + w.Arg(f.Offset)
+	return q, w.Args()
 }
 
 // walkSQL is listSQL's page found the cheap way when it can be: among the
@@ -529,7 +571,7 @@ func walkSQL(f jobbus.ListFilter) (string, []any) {
 	once := strings.NewReplacer("t.match", "(SELECT match FROM t)", "t.walk", "(SELECT walk FROM t)",
 		"t.top_exact", "(SELECT top_exact FROM t)", "t.top_form", "(SELECT top_form FROM t)", "t.phrase", "(SELECT phrase FROM t)")
 	k, off := w.Arg(f.Offset+f.Limit), w.Arg(f.Offset)
-	full, _ := rankedSQL(f, w, from)
+	full := selectSQL(f, w, from)
 	q := with[:len(with)-1] + `, w AS MATERIALIZED (SELECT ` + listColumns + ` FROM (SELECT ` + listColumns +
 		`, search_vector, search_exact FROM jobs WHERE ` + inner + ` ORDER BY date_added DESC, id DESC LIMIT ` + w.Arg(walkScan) +
 		`) r WHERE ` + once.Replace(strings.Join(conds, " AND ")) + ` ORDER BY date_added DESC, id DESC LIMIT ` + k + `) ` +
@@ -541,8 +583,8 @@ func walkSQL(f jobbus.ListFilter) (string, []any) {
 func page(ctx context.Context, db db, f jobbus.ListFilter) ([]jobbus.Job, int, error) {
 	cq, cargs := countSQL(f)
 	var total int
-	if !f.Search.Empty() && f.Limit > 0 {
-		// A search: the count says whether the page is worth walking for.
+	if f.Limit > 0 && (!f.Search.Empty() || (f.Near != nil && f.Sort == jobbus.SortDistance)) {
+		// The count says whether the page is worth walking for.
 		if err := db.QueryRow(ctx, cq, cargs...).Scan(&total); err != nil {
 			return nil, 0, fmt.Errorf("count jobs: %w", err)
 		}
@@ -579,8 +621,11 @@ func (s *Store) PageOf(ctx context.Context, f jobbus.ListFilter, total int) (job
 
 func pageOf(ctx context.Context, db db, f jobbus.ListFilter, total int) ([]jobbus.Job, error) {
 	q, args := listSQL(f)
-	if walks(f, total) {
+	switch {
+	case walks(f, total):
 		q, args = walkSQL(f)
+	case walksPoints(f, total):
+		q, args = pointsSQL(f)
 	}
 	r, err := db.Query(ctx, q, args...)
 	if err != nil {

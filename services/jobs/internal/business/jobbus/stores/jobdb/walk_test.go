@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/libs/geo"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
@@ -21,13 +22,17 @@ func TestMain(m *testing.M) {
 	os.Exit(pgtest.MainMigrated(m, "jobdb", pgtest.Schema{Name: "jobs", Migrations: migrations.FS}, pgtest.SetPool(&pool)))
 }
 
-// counting records how many statements of a listing took the walk.
-type counting struct{ walks, sent int }
+// counting records how many statements of a listing took the walk, or the
+// points.
+type counting struct{ walks, points, sent int }
 
 func (c *counting) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.sent++
 	if strings.Contains(d.SQL, "w AS MATERIALIZED") {
 		c.walks++
+	}
+	if strings.Contains(d.SQL, "LATERAL") {
+		c.points++
 	}
 	return ctx
 }
@@ -154,4 +159,74 @@ func served(t *testing.T, f jobbus.ListFilter) bool {
 	}
 	t.Fatalf("no ranking branch in the plan:\n%s", strings.Join(lines, "\n"))
 	return false
+}
+
+// TestPointsPageIsTheSortedPage checks pages near a point (Page, which takes
+// the points in the circle one by one) against every job in the circle
+// sorted by distance (List): points at equal distances, a point outside the
+// circle, with and without a search, at several offsets.
+func TestPointsPageIsTheSortedPage(t *testing.T) {
+	ctx := context.Background()
+	const space = 4343
+	// 2 400 jobs over five points around (52.52, 13.40): at the centre, two
+	// 10 km away in opposite directions (one distance), 30 km and 80 km.
+	_, err := pool.Exec(ctx, `INSERT INTO jobs (hash_identifier, space_id, fingerprint, title, company, description, job_type,
+		tags, slug, city_id, city_name, city_slug, city_lat, city_lon, inv_email, plan_id, status, date_added, expiration_date)
+	SELECT 'near-' || i, $1, 'near-' || i, (ARRAY['Community Manager', 'Barista', 'Host'])[i % 3 + 1], 'Acme', 'd', 'fulltime',
+		'community', 'near-' || i, 1, 'City', (ARRAY['centre', 'north', 'south', 'west', 'far'])[i % 5 + 1],
+		52.52 + (ARRAY[0, 0.0899, -0.0899, 0, 0])[i % 5 + 1], 13.40 + (ARRAY[0, 0, 0, -0.4418, 1.1781])[i % 5 + 1],
+		'a@example.com', 5, 'active', now() - (i / 2) * interval '1 minute', now() + interval '30 days'
+	FROM generate_series(1, 2400) i`, space)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := &counting{}
+	cfg := pool.Config().Copy()
+	cfg.ConnConfig.Tracer = trace
+	cfg.MaxConns = 1
+	traced, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer traced.Close()
+	store := New(traced)
+	for _, q := range []string{"", "community", "barista"} {
+		s, _ := jobbus.ParseSearch(q)
+		for _, off := range []int{0, 20, 180, 460} {
+			f := jobbus.ListFilter{Search: s, Sort: jobbus.SortDistance, SpaceID: space, Limit: 20, Offset: off,
+				Near: &geo.Near{Lat: 52.52, Lon: 13.40, RadiusKm: 50}}
+			before := trace.points
+			page, total, err := store.Page(ctx, f)
+			if err != nil {
+				t.Fatalf("%q offset %d: %v", q, off, err)
+			}
+			if walked := trace.points > before; walked != ((q == "" || total >= walkMinTotal) && off+20 <= walkMaxRows) {
+				t.Errorf("%q offset %d: taken point by point %v with %d matches", q, off, walked, total)
+			}
+			rows, err := store.List(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []jobbus.Job
+			for rows.Next() {
+				var j jobbus.Job
+				if err := rows.Scan(&j); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, j)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if len(page) != len(want) || (len(want) == 0) != (off >= total) {
+				t.Fatalf("%q offset %d: %d jobs, sorted %d (total %d)", q, off, len(page), len(want), total)
+			}
+			for i := range want {
+				if page[i].ID != want[i].ID || page[i].DistanceKm == nil || *page[i].DistanceKm != *want[i].DistanceKm {
+					t.Fatalf("%q offset %d: job %d is %d, sorted %d", q, off, i, page[i].ID, want[i].ID)
+				}
+			}
+		}
+	}
 }
