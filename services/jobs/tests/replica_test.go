@@ -38,14 +38,9 @@ func TestReplicaReads(t *testing.T) {
 	reads := pg.NewReads(primary, replica, testLog)
 	app := appOn(busOn(jobdb.New(primary).WithReads(reads), baseURL, dirURL), false)
 
-	// The replica has replayed the migrations once it has their tables.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := replica.Exec(ctx, `SELECT FROM jobs LIMIT 0`); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the replica never had the jobs table: %v", err)
-		}
-	}
+	// Every migration replayed (the last ones add columns the reads select)
+	// before the replay is paused.
+	rep.WaitReplayed(t, primary, reads)
 
 	writer, reader := liveKey(9101, 1200), liveKey(9102, 1200)
 	public := identity.Identity{Kind: identity.KindPublic}

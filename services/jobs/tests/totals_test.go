@@ -9,7 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 )
 
 // TestListTotalsMemo: a paginated listing's total is counted once per
@@ -26,7 +31,11 @@ func TestListTotalsMemo(t *testing.T) {
 	if err := v.Ensure(ctx, changes.Jobs, changes.JobsBulk); err != nil {
 		t.Fatal(err)
 	}
-	app := appOn(bus, true)
+	reg := prometheus.NewRegistry()
+	srv := web.New(webtest.Config(), testLog, "jobs")
+	jobapp.Routes(srv.App, jobapp.Config{Log: testLog, Bus: bus, Codec: codec, PaginationEnabled: true, Registry: reg})
+	srv.Fallback()
+	app := srv.App
 	const space = 1951 // a Pro space of the fixture: its jobs are active at once
 	key := liveKey(951, space)
 	run := rand.Text()[:10]
@@ -115,5 +124,24 @@ func TestListTotalsMemo(t *testing.T) {
 	wg.Wait()
 	if n, want := total(), counted(); n != want || n != 22 {
 		t.Fatalf("at the end: total %d, counted %d; want 22", n, want)
+	}
+
+	// What the service exports says the same.
+	hits, misses = bus.TotalCounts()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range families {
+		if mf.GetName() != "jobs_list_totals_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	if got["memo"] != float64(hits) || got["counted"] != float64(misses) || hits == 0 || misses == 0 {
+		t.Fatalf("jobs_list_totals_total %v; the business layer counted %d memo, %d counted", got, hits, misses)
 	}
 }
