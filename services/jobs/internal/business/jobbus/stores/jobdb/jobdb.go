@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -505,6 +506,14 @@ const (
 	walkMaxRows  = 200  // offset + limit the walk may serve
 )
 
+// withCTE adds cte to a statement's WITH, starting one when there is none.
+func withCTE(with, cte string) string {
+	if with == "" {
+		return `WITH ` + cte + ` `
+	}
+	return with[:len(with)-1] + `, ` + cte + ` `
+}
+
 // walks reports whether f's page may be looked for by walkSQL first: a
 // search ordered by relevance or by date, not by distance.
 func walks(f jobbus.ListFilter, total int) bool {
@@ -544,11 +553,7 @@ func pointsSQL(f jobbus.ListFilter) (string, []any) {
 	points := `p AS MATERIALIZED (SELECT city_slug, lat, lon, great_circle_km(` + lat + `, ` + lon + `, lat, lon) AS d FROM job_points
 		WHERE geo <@ box(point(` + w.Arg(minLon) + `, ` + w.Arg(minLat) + `), point(` + w.Arg(maxLon) + `, ` + w.Arg(maxLat) + `))
 		AND great_circle_km(` + lat + `, ` + lon + `, lat, lon) <= ` + w.Arg(n.RadiusKm) + `)`
-	if with == "" {
-		with = `WITH ` + points + ` `
-	} else {
-		with = with[:len(with)-1] + `, ` + points + ` `
-	}
+	with = withCTE(with, points)
 	// The point compared by its coordinates, not geo (whose GiST index would
 	// find every job of the point to sort), and with the filters but the
 	// status (which picks the partial index) inside coalesce: as plain
@@ -566,9 +571,10 @@ func pointsSQL(f jobbus.ListFilter) (string, []any) {
 // walkSQL is listSQL's page found the cheap way when it can be: among the
 // newest walkScan jobs the filters admit, the matches of the best rank any
 // job can have (every word in the title in its best form some title has:
-// search_plan's top; by relevance) or all matches (by date), newest first. When there are offset+limit of them they are the page, since every
-// other match ranks below them or is older; otherwise (a one-time filter,
-// so only one of the two runs) every match is ranked as listSQL does.
+// search_plan's top; by relevance) or all matches (by date), newest first.
+// When there are offset+limit of them they are the page, since every other
+// match ranks below them or is older; otherwise (a one-time filter, so only
+// one of the two runs) every match is ranked as listSQL does.
 func walkSQL(f jobbus.ListFilter) (string, []any) {
 	with, from, w := where(f)
 	inner := strings.Join(filters(w, f), " AND ") // the same values again, as new parameters
@@ -579,9 +585,9 @@ func walkSQL(f jobbus.ListFilter) (string, []any) {
 	}
 	k, off := w.Arg(f.Offset+f.Limit), w.Arg(f.Offset)
 	full := selectSQL(f, w, from)
-	q := with[:len(with)-1] + `, w AS MATERIALIZED (SELECT ` + listColumns + ` FROM (SELECT ` + listColumns +
-		`, search_vector, search_exact FROM jobs WHERE ` + inner + ` ORDER BY date_added DESC, id DESC LIMIT ` + w.Arg(walkScan) +
-		`) r WHERE ` + initPlans.Replace(strings.Join(conds, " AND ")) + ` ORDER BY date_added DESC, id DESC LIMIT ` + k + `) ` +
+	q := withCTE(with, `w AS MATERIALIZED (SELECT `+listColumns+` FROM (SELECT `+listColumns+
+		`, search_vector, search_exact FROM jobs WHERE `+inner+` ORDER BY date_added DESC, id DESC LIMIT `+w.Arg(walkScan)+
+		`) r WHERE `+initPlans.Replace(strings.Join(conds, " AND "))+` ORDER BY date_added DESC, id DESC LIMIT `+k+`)`) +
 		`(SELECT ` + listColumns + ` FROM w WHERE (SELECT count(*) FROM w) = ` + k + ` ORDER BY date_added DESC, id DESC OFFSET ` + off + `)` +
 		` UNION ALL (` + full + ` AND (SELECT count(*) FROM w) < ` + k + order(f) + ` LIMIT ` + w.Arg(f.Limit) + ` OFFSET ` + off + `)`
 	return q, w.Args()
@@ -590,8 +596,8 @@ func walkSQL(f jobbus.ListFilter) (string, []any) {
 func page(ctx context.Context, db db, f jobbus.ListFilter) ([]jobbus.Job, int, error) {
 	cq, cargs := countSQL(f)
 	var total int
-	if f.Limit > 0 && (!f.Search.Empty() || (f.Near != nil && f.Sort == jobbus.SortDistance)) {
-		// The count says whether the page is worth walking for.
+	if walks(f, math.MaxInt) || walksPoints(f, math.MaxInt) {
+		// A page that may be walked: the count says whether it is worth it.
 		if err := db.QueryRow(ctx, cq, cargs...).Scan(&total); err != nil {
 			return nil, 0, fmt.Errorf("count jobs: %w", err)
 		}

@@ -38,6 +38,44 @@ func (c *counting) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Trace
 }
 func (*counting) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// tracedStore is a store on one connection of the package's database whose
+// statements trace counts.
+func tracedStore(t *testing.T) (*Store, *counting) {
+	t.Helper()
+	trace := &counting{}
+	cfg := pool.Config().Copy()
+	cfg.ConnConfig.Tracer = trace
+	cfg.MaxConns = 1
+	traced, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(traced.Close)
+	return New(traced), trace
+}
+
+// listed is what List streams for f: every match, ranked or sorted.
+func listed(t *testing.T, store *Store, f jobbus.ListFilter) []jobbus.Job {
+	t.Helper()
+	rows, err := store.List(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var jobs []jobbus.Job
+	for rows.Next() {
+		var j jobbus.Job
+		if err := rows.Scan(&j); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
 // TestWalkedPageIsTheRankedPage checks the first pages of searches with many
 // matches (Page, which walks the newest jobs when it can) against every match
 // ranked (List): the same jobs in the same order, whether the walk served the
@@ -62,16 +100,7 @@ func TestWalkedPageIsTheRankedPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trace := &counting{}
-	cfg := pool.Config().Copy()
-	cfg.ConnConfig.Tracer = trace
-	cfg.MaxConns = 1
-	traced, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer traced.Close()
-	store := New(traced)
+	store, trace := tracedStore(t)
 
 	cases := []struct {
 		q, sort string
@@ -108,21 +137,9 @@ func TestWalkedPageIsTheRankedPage(t *testing.T) {
 			if walked := trace.walks > before; walked != (total >= walkMinTotal) {
 				t.Errorf("%q %s offset %d: walked %v with %d matches", c.q, c.sort, off, walked, total)
 			}
-			rows, err := store.List(ctx, f(off)) // every match ranked
-			if err != nil {
-				t.Fatal(err)
-			}
 			var want []int64
-			for rows.Next() {
-				var j jobbus.Job
-				if err := rows.Scan(&j); err != nil {
-					t.Fatal(err)
-				}
+			for _, j := range listed(t, store, f(off)) { // every match ranked
 				want = append(want, j.ID)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
 			}
 			got := make([]int64, len(page))
 			for i, j := range page {
@@ -180,16 +197,7 @@ func TestPointsPageIsTheSortedPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trace := &counting{}
-	cfg := pool.Config().Copy()
-	cfg.ConnConfig.Tracer = trace
-	cfg.MaxConns = 1
-	traced, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer traced.Close()
-	store := New(traced)
+	store, trace := tracedStore(t)
 	for _, q := range []string{"", "community", "barista"} {
 		s, _ := jobbus.ParseSearch(q)
 		for _, off := range []int{0, 20, 180, 460} {
@@ -203,22 +211,7 @@ func TestPointsPageIsTheSortedPage(t *testing.T) {
 			if walked := trace.points > before; walked != ((q == "" || total >= walkMinTotal) && off+20 <= walkMaxRows) {
 				t.Errorf("%q offset %d: taken point by point %v with %d matches", q, off, walked, total)
 			}
-			rows, err := store.List(ctx, f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []jobbus.Job
-			for rows.Next() {
-				var j jobbus.Job
-				if err := rows.Scan(&j); err != nil {
-					t.Fatal(err)
-				}
-				want = append(want, j)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
+			want := listed(t, store, f) // every job in the circle sorted
 			if len(page) != len(want) || (len(want) == 0) != (off >= total) {
 				t.Fatalf("%q offset %d: %d jobs, sorted %d (total %d)", q, off, len(page), len(want), total)
 			}
