@@ -18,6 +18,9 @@ type Memo struct {
 	Versions  []uint64
 	Value     int64
 	At, Until time.Time
+	// Data is whatever else was computed with Value and holds as long
+	// (a listing's search plan); any text.
+	Data string
 	// Found: the memo is there and its versions are the current ones.
 	Found bool
 }
@@ -53,12 +56,15 @@ func (v *Versions) ReadMemo(ctx context.Context, name string, scopes ...string) 
 	return m, nil
 }
 
-// decode reads "v1,v2|value|at|until" (times in µs, until 0 for none) into
-// m when its versions are m.Versions.
+// decode reads "v1,v2|value|at|until[|data]" (times in µs, until 0 for
+// none) into m when its versions are m.Versions.
 func (m *Memo) decode(s string) bool {
-	f := strings.Split(s, "|")
-	if len(f) != 4 || f[0] != joinVersions(m.Versions) {
+	f := strings.SplitN(s, "|", 5)
+	if len(f) < 4 || f[0] != joinVersions(m.Versions) {
 		return false
+	}
+	if len(f) == 5 {
+		m.Data = f[4]
 	}
 	var n [3]int64
 	for i := range n {
@@ -98,6 +104,9 @@ func (v *Versions) WriteMemo(ctx context.Context, name string, m Memo, ttl time.
 	}
 	val := joinVersions(m.Versions) + "|" + strconv.FormatInt(m.Value, 10) + "|" + strconv.FormatInt(m.At.UnixMicro(), 10) +
 		"|" + strconv.FormatInt(until, 10)
+	if m.Data != "" {
+		val += "|" + m.Data
+	}
 	if err := v.rdb.Set(ctx, v.memoKey(name), val, ttl).Err(); err != nil {
 		return fmt.Errorf("write memo: %w", err)
 	}

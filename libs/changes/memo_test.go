@@ -31,12 +31,15 @@ func testMemo(t *testing.T, v *changes.Versions) {
 		t.Fatalf("first read: %+v, %v; want the two versions and no memo", m, err)
 	}
 	at := time.UnixMicro(time.Now().UnixMicro())
-	m.Value, m.At, m.Until = 168529, at, at.Add(time.Hour)
+	// Data is any text, the separator included (a tsquery's | in a plan).
+	const data = `{"m":"'community' | 'communiti':*A|x"}`
+	m.Value, m.At, m.Until, m.Data = 168529, at, at.Add(time.Hour), data
 	if err := v.WriteMemo(ctx, name, m, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	got, err := v.ReadMemo(ctx, name, a, b)
-	if err != nil || !got.Found || got.Value != 168529 || !got.At.Equal(at) || !got.Until.Equal(at.Add(time.Hour)) {
+	if err != nil || !got.Found || got.Value != 168529 || !got.At.Equal(at) || !got.Until.Equal(at.Add(time.Hour)) ||
+		got.Data != data {
 		t.Fatalf("after the write: %+v, %v", got, err)
 	}
 	// Another scope set reading the same name does not take it either.
@@ -63,7 +66,7 @@ func testMemo(t *testing.T, v *changes.Versions) {
 	if err := v.WriteMemo(ctx, name, m, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := v.ReadMemo(ctx, name, a, b); !got.Found || got.Value != 0 || !got.Until.IsZero() {
+	if got, _ := v.ReadMemo(ctx, name, a, b); !got.Found || got.Value != 0 || !got.Until.IsZero() || got.Data != "" {
 		t.Fatalf("a memo without expiry: %+v", got)
 	}
 }

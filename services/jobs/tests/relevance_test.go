@@ -2,6 +2,8 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"net/url"
@@ -9,7 +11,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/changes"
 )
+
+// relevanceRedis is TestRelevance's own Redis database.
+const relevanceRedis = "redis://127.0.0.1:6379/14"
 
 var relevanceDump = flag.Bool("relevance-dump", false, "print every relevance query's results")
 
@@ -90,13 +97,29 @@ func TestRelevance(t *testing.T) {
 		t.Fatalf("%d queries; the suite promises at least 60", len(queries))
 	}
 
+	// The same queries through a service that keeps totals and search plans
+	// (JOBS_TOTALS_MEMO, the default where Redis is): asked twice, the second
+	// answer is read with the kept plan; both must be the first's word for word.
+	bus, v := busWithChanges(t, relevanceRedis)
+	rdbFlush(t, relevanceRedis)
+	if err := v.Ensure(context.Background(), changes.Jobs, changes.JobsBulk); err != nil {
+		t.Fatal(err)
+	}
+	kept := appOn(bus, true)
+
 	var recall, rr float64
 	found := 0
 	for _, q := range queries {
-		r := do(t, appPaged, "GET", "/v2/jobs?per_page=50&q="+url.QueryEscape(q.q), "", &key)
+		path := "/v2/jobs?per_page=50&q=" + url.QueryEscape(q.q)
+		r := do(t, appPaged, "GET", path, "", &key)
 		if r.Status != 200 {
 			t.Errorf("queries.tsv:%d %q: %d %s", q.line, q.q, r.Status, r.Body)
 			continue
+		}
+		for _, round := range []string{"counted", "kept"} {
+			if k := do(t, kept, "GET", path, "", &key); k.Status != 200 || !bytes.Equal(k.Env.Data, r.Env.Data) {
+				t.Errorf("queries.tsv:%d %q with the plan %s: %d %s, want %s", q.line, q.q, round, k.Status, k.Body, r.Body)
+			}
 		}
 		var d struct {
 			Jobs []struct {

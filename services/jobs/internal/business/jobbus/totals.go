@@ -2,7 +2,9 @@ package jobbus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -13,10 +15,12 @@ import (
 )
 
 // Total is a listing's exact total as counted: when (the database's now())
-// and when the first counted job expires (zero: none counted).
+// and when the first counted job expires (zero: none counted), and the
+// search's queries it was counted with (nil: no search).
 type Total struct {
 	N         int
 	At, Until time.Time
+	Plan      *SearchPlan
 }
 
 // Totals are kept in Redis as change-version memos (libs/changes.Memo): a
@@ -52,17 +56,19 @@ func (b *Business) Page(ctx context.Context, caller Caller, f ListFilter) ([]Job
 	if b.cfg.Changes == nil || !b.cfg.TotalsMemo || f.Limit == 0 {
 		return s.Page(ctx, f)
 	}
-	total, err := b.total(ctx, s, f)
+	total, plan, err := b.total(ctx, s, f)
 	if err != nil {
 		return nil, 0, err
 	}
+	f.Search.Plan = plan // the queries the total was counted with
 	jobs, err := s.PageOf(ctx, f, total)
 	return jobs, total, err
 }
 
 // total is f's exact total: its memo, corrected for the jobs expired since,
-// or counted (once for concurrent callers of the same versions) and kept.
-func (b *Business) total(ctx context.Context, s Storer, f ListFilter) (int, error) {
+// or counted (once for concurrent callers of the same versions) and kept;
+// with the search's queries it was counted with, kept beside it.
+func (b *Business) total(ctx context.Context, s Storer, f ListFilter) (int, *SearchPlan, error) {
 	t := b.totals
 	name := "total:" + s.CountKey(f)
 	var m changes.Memo
@@ -76,26 +82,28 @@ func (b *Business) total(ctx context.Context, s Storer, f ListFilter) (int, erro
 	if err == nil && m.Found {
 		t.hits.Add(1)
 		n := int(m.Value)
+		plan := decodePlan(f, m.Data)
 		if !m.Until.IsZero() && !b.now().Add(clockMargin).Before(m.Until) {
+			f.Search.Plan = plan
 			gone, err := s.Expired(ctx, f, m.At)
 			if err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 			n -= gone
 		}
-		return n, nil
+		return n, plan, nil
 	}
 	t.miss.Add(1)
 	if err != nil { // no versions: count, keep nothing
 		c, err := s.Count(ctx, f)
-		return c.N, err
+		return c.N, c.Plan, err
 	}
 	key := name
 	for _, v := range m.Versions {
 		key += ":" + strconv.FormatUint(v, 10)
 	}
 	// Concurrent misses of one total under the same versions count once.
-	n, err, _ := t.flight.Do(key, func() (any, error) {
+	c, err, _ := t.flight.Do(key, func() (any, error) {
 		// Shared by every caller waiting for it: the first caller's going
 		// away must not fail the others, its deadline still bounds it.
 		cctx := context.WithoutCancel(ctx)
@@ -106,18 +114,38 @@ func (b *Business) total(ctx context.Context, s Storer, f ListFilter) (int, erro
 		}
 		c, err := s.Count(cctx, f)
 		if err != nil {
-			return 0, err
+			return Total{}, err
 		}
-		m.Value, m.At, m.Until = int64(c.N), c.At, c.Until
+		m.Value, m.At, m.Until, m.Data = int64(c.N), c.At, c.Until, ""
+		if c.Plan != nil {
+			data, err := json.Marshal(c.Plan)
+			if err != nil {
+				return Total{}, fmt.Errorf("encode search plan: %w", err)
+			}
+			m.Data = string(data)
+		}
 		if werr := b.cfg.Changes.WriteMemo(cctx, name, m, totalTTL); werr != nil {
 			t.pausedUntil.Store(time.Now().Add(memoPause).UnixNano())
 		}
-		return c.N, nil
+		return c, nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return n.(int), nil
+	return c.(Total).N, c.(Total).Plan, nil
+}
+
+// decodePlan is the search plan kept in a memo's data; nil (the store
+// computes it again) for no search, or a memo kept without one.
+func decodePlan(f ListFilter, data string) *SearchPlan {
+	if f.Search.Empty() || data == "" {
+		return nil
+	}
+	var p SearchPlan
+	if json.Unmarshal([]byte(data), &p) != nil {
+		return nil
+	}
+	return &p
 }
 
 // TotalCounts reports the memo's hits and misses so far (metrics).

@@ -276,11 +276,42 @@ const listColumns = `id, title, company, job_type, tags, is_remote, slug, extern
 var pointColumns = "j." + strings.Join(strings.Split(strings.Join(strings.Fields(listColumns), ""), ","), ", j.")
 
 // searchCTE turns a parsed q into its text-search queries once per
-// statement (search_plan, migrations/00003_search.sql): the row t carries
-// the match and the per-word queries the rank reads.
+// statement (search_plan, migrations/00006_search_top.sql): the row t carries
+// the match and the per-word queries the rank reads. With the search's plan
+// at hand (kept with the listing's total) t is that plan, as parameters.
 func searchCTE(w *pg.Where, s jobbus.Search) string {
+	if p := s.Plan; p != nil {
+		return `WITH t AS MATERIALIZED (SELECT ` + tsquery(w, p.Match) + ` AS match, ` + tsqueries(w, p.Exact) + ` AS exact, ` +
+			tsqueries(w, p.Stem) + ` AS stem, ` + tsqueries(w, p.AnyQ) + ` AS anyq, ` + tsqueries(w, p.Phrase) + ` AS phrase, ` +
+			tsquery(w, p.TopExact) + ` AS top_exact, ` + tsquery(w, p.TopForm) + ` AS top_form, ` + w.Arg(p.Walk) + `::boolean AS walk) `
+	}
 	return `WITH t AS MATERIALIZED (SELECT * FROM search_plan(` + w.Arg(nonNil(s.Words)) + `::text[], ` + w.Arg(s.Prefix) +
 		`::boolean[], ` + w.Arg(s.Fuzz) + `::integer[], ` + w.Arg(nonNil(s.Phrases)) + `::text[], ` + w.Arg(nonNil(s.Excluded)) + `::text[])) `
+}
+
+// planColumns read search_plan's row t as a jobbus.SearchPlan (scanPlan):
+// each query as text, '' for none.
+const planColumns = `(SELECT coalesce(match::text, '') FROM t), (SELECT exact::text[] FROM t), (SELECT stem::text[] FROM t),
+	(SELECT anyq::text[] FROM t), (SELECT phrase::text[] FROM t), (SELECT coalesce(top_exact::text, '') FROM t),
+	(SELECT coalesce(top_form::text, '') FROM t), (SELECT walk FROM t)`
+
+func planDest(p *jobbus.SearchPlan) []any {
+	return []any{&p.Match, &p.Exact, &p.Stem, &p.AnyQ, &p.Phrase, &p.TopExact, &p.TopForm, &p.Walk}
+}
+
+// tsquery is a query of a plan as a parameter; '' is none (NULL), as
+// search_plan leaves it, not the empty query (which draws a NOTICE).
+func tsquery(w *pg.Where, q string) string { return `nullif(` + w.Arg(q) + `::text, '')::tsquery` }
+
+// tsqueries is a plan's per-word queries as a parameter, '' as NULL.
+func tsqueries(w *pg.Where, qs []string) string {
+	v := make([]*string, len(qs))
+	for i := range qs {
+		if qs[i] != "" {
+			v[i] = &qs[i]
+		}
+	}
+	return w.Arg(v) + `::text[]::tsquery[]`
 }
 
 // where builds the filter of a listing; every value is a parameter. With a
@@ -665,14 +696,20 @@ func scanPage(r pgx.Rows, f jobbus.ListFilter) ([]jobbus.Job, error) {
 
 // Count implements jobbus.Storer: the listing's total, counted on the
 // primary (a replica may not have replayed every write before the versions
-// the business layer keeps the total under), with when it was counted and
-// when the first counted job expires.
+// the business layer keeps the total under), with when it was counted, when
+// the first counted job expires and the search's plan it was counted with.
 func (s *Store) Count(ctx context.Context, f jobbus.ListFilter) (jobbus.Total, error) {
 	with, from, w := where(f)
 	var t jobbus.Total
 	var until *time.Time
-	err := s.db.QueryRow(ctx, with+`SELECT count(*), now(), min(expiration_date)`+from, w.Args()...).Scan(&t.N, &t.At, &until)
-	if err != nil {
+	columns, dest := `count(*), now(), min(expiration_date)`, []any{&t.N, &t.At, &until}
+	if planned := !f.Search.Empty() && f.Search.Plan == nil; planned {
+		t.Plan = &jobbus.SearchPlan{}
+		columns, dest = columns+`, `+planColumns, append(dest, planDest(t.Plan)...)
+	} else {
+		t.Plan = f.Search.Plan
+	}
+	if err := s.db.QueryRow(ctx, with+`SELECT `+columns+from, w.Args()...).Scan(dest...); err != nil {
 		return t, fmt.Errorf("count jobs: %w", err)
 	}
 	if until != nil {
@@ -698,6 +735,7 @@ func (s *Store) Expired(ctx context.Context, f jobbus.ListFilter, since time.Tim
 // CountKey implements jobbus.Storer: the count's statement and arguments,
 // hashed, name a total.
 func (s *Store) CountKey(f jobbus.ListFilter) string {
+	f.Search.Plan = nil // a plan is what the named total was counted with, not part of its name
 	q, args := countSQL(f)
 	h := fnv.New128a()
 	_, _ = h.Write([]byte(q))

@@ -2,8 +2,10 @@ package jobdb
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,11 +25,14 @@ func TestMain(m *testing.M) {
 }
 
 // counting records how many statements of a listing took the walk, or the
-// points.
-type counting struct{ walks, points, sent int }
+// points, and how many computed a search's plan.
+type counting struct{ walks, points, plans, sent int }
 
 func (c *counting) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.sent++
+	if strings.Contains(d.SQL, "search_plan(") {
+		c.plans++
+	}
 	if strings.Contains(d.SQL, "w AS MATERIALIZED") {
 		c.walks++
 	}
@@ -125,7 +130,7 @@ func TestWalkedPageIsTheRankedPage(t *testing.T) {
 			return jobbus.ListFilter{Search: s, Sort: c.sort, SpaceID: space, Limit: 20, Offset: off}
 		}
 		firstTotal := 0
-		for _, off := range []int{0, 20, 180} {
+		for _, off := range []int{0, 20, 180, 400} { // 400: past the walk, ranked
 			before := trace.walks
 			page, total, err := store.Page(ctx, f(off))
 			if err != nil {
@@ -134,7 +139,7 @@ func TestWalkedPageIsTheRankedPage(t *testing.T) {
 			if off == 0 {
 				firstTotal = total
 			}
-			if walked := trace.walks > before; walked != (total >= walkMinTotal) {
+			if walked := trace.walks > before; walked != (total >= walkMinTotal && off+20 <= walkMaxRows) {
 				t.Errorf("%q %s offset %d: walked %v with %d matches", c.q, c.sort, off, walked, total)
 			}
 			var want []int64
@@ -147,6 +152,9 @@ func TestWalkedPageIsTheRankedPage(t *testing.T) {
 			}
 			if !slices.Equal(got, want) || len(got) != 20 {
 				t.Errorf("%q %s offset %d: page %v, ranked %v", c.q, c.sort, off, got, want)
+			}
+			if ids(plannedPage(t, store, trace, f(off), total)) != ids(page) {
+				t.Errorf("%q %s offset %d: the page from the kept plan differs", c.q, c.sort, off)
 			}
 		}
 		if got := firstTotal >= walkMinTotal && served(t, f(0)); got != c.walked {
@@ -211,6 +219,9 @@ func TestPointsPageIsTheSortedPage(t *testing.T) {
 			if walked := trace.points > before; walked != ((q == "" || total >= walkMinTotal) && off+20 <= walkMaxRows) {
 				t.Errorf("%q offset %d: taken point by point %v with %d matches", q, off, walked, total)
 			}
+			if ids(plannedPage(t, store, trace, f, total)) != ids(page) {
+				t.Errorf("%q offset %d: the page from the kept plan differs", q, off)
+			}
 			want := listed(t, store, f) // every job in the circle sorted
 			if len(page) != len(want) || (len(want) == 0) != (off >= total) {
 				t.Fatalf("%q offset %d: %d jobs, sorted %d (total %d)", q, off, len(page), len(want), total)
@@ -222,4 +233,65 @@ func TestPointsPageIsTheSortedPage(t *testing.T) {
 			}
 		}
 	}
+}
+
+// plannedPage is f's page as the business layer reads it with the total kept:
+// counted with its search's plan (Count), the plan kept as text (JSON, in the
+// memo) and the page read with it (PageOf), which must not compute it again.
+func plannedPage(t *testing.T, store *Store, trace *counting, f jobbus.ListFilter, total int) []jobbus.Job {
+	t.Helper()
+	ctx := context.Background()
+	c, err := store.Count(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.N != total || (c.Plan == nil) != f.Search.Empty() {
+		t.Fatalf("counted %d with plan %v, want %d and a plan for a search", c.N, c.Plan, total)
+	}
+	if c.Plan == nil {
+		return mustPageOf(t, store, f, total)
+	}
+	kept, err := json.Marshal(c.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Search.Plan = &jobbus.SearchPlan{}
+	if err := json.Unmarshal(kept, f.Search.Plan); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := store.Expired(ctx, f, c.At); err != nil || n != 0 {
+		t.Fatalf("expired with the plan: %d, %v", n, err)
+	}
+	before := trace.plans
+	page := mustPageOf(t, store, f, total)
+	if trace.plans != before {
+		t.Fatalf("the page computed the plan it was given (%s)", kept)
+	}
+	if walks(f, total) && served(t, f) != served(t, withoutPlan(f)) {
+		t.Fatalf("the walk served the page with the plan %s: %v, without: %v", kept, served(t, f), !served(t, f))
+	}
+	return page
+}
+
+func mustPageOf(t *testing.T, store *Store, f jobbus.ListFilter, total int) []jobbus.Job {
+	t.Helper()
+	page, err := store.PageOf(context.Background(), f, total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page
+}
+
+func withoutPlan(f jobbus.ListFilter) jobbus.ListFilter {
+	f.Search.Plan = nil
+	return f
+}
+
+// ids are a page's job ids, comparable.
+func ids(jobs []jobbus.Job) string {
+	var b strings.Builder
+	for _, j := range jobs {
+		b.WriteString(strconv.FormatInt(j.ID, 10) + ",")
+	}
+	return b.String()
 }
