@@ -290,7 +290,7 @@ func searchCTE(w *pg.Where, s jobbus.Search) string {
 }
 
 // planColumns read search_plan's row t as a jobbus.SearchPlan (scanPlan):
-// each query as text, '' for none.
+// each query as text, ” for none.
 const planColumns = `(SELECT coalesce(match::text, '') FROM t), (SELECT exact::text[] FROM t), (SELECT stem::text[] FROM t),
 	(SELECT anyq::text[] FROM t), (SELECT phrase::text[] FROM t), (SELECT coalesce(top_exact::text, '') FROM t),
 	(SELECT coalesce(top_form::text, '') FROM t), (SELECT walk FROM t)`
@@ -299,11 +299,11 @@ func planDest(p *jobbus.SearchPlan) []any {
 	return []any{&p.Match, &p.Exact, &p.Stem, &p.AnyQ, &p.Phrase, &p.TopExact, &p.TopForm, &p.Walk}
 }
 
-// tsquery is a query of a plan as a parameter; '' is none (NULL), as
+// tsquery is a query of a plan as a parameter; ” is none (NULL), as
 // search_plan leaves it, not the empty query (which draws a NOTICE).
 func tsquery(w *pg.Where, q string) string { return `nullif(` + w.Arg(q) + `::text, '')::tsquery` }
 
-// tsqueries is a plan's per-word queries as a parameter, '' as NULL.
+// tsqueries is a plan's per-word queries as a parameter, ” as NULL.
 func tsqueries(w *pg.Where, qs []string) string {
 	v := make([]*string, len(qs))
 	for i := range qs {
