@@ -289,8 +289,8 @@ func searchCTE(w *pg.Where, s jobbus.Search) string {
 		`::boolean[], ` + w.Arg(s.Fuzz) + `::integer[], ` + w.Arg(nonNil(s.Phrases)) + `::text[], ` + w.Arg(nonNil(s.Excluded)) + `::text[])) `
 }
 
-// planColumns read search_plan's row t as a jobbus.SearchPlan (scanPlan):
-// each query as text, ” for none.
+// planColumns read search_plan's row t into a jobbus.SearchPlan (planDest):
+// each query as text, an empty string for none.
 const planColumns = `(SELECT coalesce(match::text, '') FROM t), (SELECT exact::text[] FROM t), (SELECT stem::text[] FROM t),
 	(SELECT anyq::text[] FROM t), (SELECT phrase::text[] FROM t), (SELECT coalesce(top_exact::text, '') FROM t),
 	(SELECT coalesce(top_form::text, '') FROM t), (SELECT walk FROM t)`
