@@ -39,6 +39,7 @@ type config struct {
 	ProfileRow           string
 	ProfileDir           string
 	Keep                 bool
+	Reuse                string
 	Rounds               int
 	RoundDuration        time.Duration
 	Env                  []string
@@ -78,6 +79,7 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", 4, "interleaved rounds of row a: gateway, direct, bare proxy and nginx (when installed) in turn, the order rotated each round (0: none)")
 	flag.DurationVar(&cfg.RoundDuration, "round-duration", 3*time.Second, "measured time of each target in each interleaved round")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the database (its name is printed) instead of dropping it")
+	flag.StringVar(&cfg.Reuse, "reuse", "", "run on this database kept by an earlier -keep run, as it is (no seeding; -jobs must say what it holds), and keep it")
 	flag.StringVar(&env, "env", "", "comma-separated NAME=value added to every service's environment (to try a setting)")
 	flag.Parse()
 	for _, g := range strings.Split(growth, ",") {
@@ -98,6 +100,10 @@ func main() {
 	}
 	if env != "" {
 		cfg.Env = strings.Split(env, ",")
+	}
+	if cfg.Reuse != "" && len(cfg.Growth) > 0 {
+		fmt.Fprintln(os.Stderr, "bench: -growth seeds other sizes; it cannot run on a -reuse database")
+		os.Exit(2)
 	}
 	if cfg.Duration < time.Second || cfg.Duration > 50*time.Second || cfg.Conns < 1 || cfg.Rate < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -duration must be 1s..50s, -c and -rate positive")

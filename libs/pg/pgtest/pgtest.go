@@ -63,6 +63,19 @@ func Create(prefix string) (*DB, error) {
 	return &DB{Name: name, URL: u.String()}, nil
 }
 
+// Existing is a database made by Create and kept (a benchmark's data set).
+func Existing(name string) (*DB, error) {
+	if unsafe.MatchString(name) {
+		return nil, fmt.Errorf("database %q: not a name Create makes", name)
+	}
+	u, err := url.Parse(BaseURL())
+	if err != nil {
+		return nil, fmt.Errorf("parse base url: %w", err)
+	}
+	u.Path = "/" + name
+	return &DB{Name: name, URL: u.String()}, nil
+}
+
 // Drop removes the database, ending any connection still open to it.
 func (d *DB) Drop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -65,6 +65,7 @@ func listSQL(ctx context.Context, w io.Writer, args []string) error {
 	fs.Int64Var(&f.SpaceID, "space", 0, "space id of a space-scoped key")
 	fs.IntVar(&f.Limit, "limit", 0, "page size (0: the unpaginated list)")
 	fs.IntVar(&f.Offset, "offset", 0, "page offset")
+	kept := fs.Bool("kept", false, "the page alone, as the service reads it with its total and search plan kept (JOBS_TOTALS_MEMO): counted first, then recorded")
 	explain := fs.Bool("explain", false, "print each statement's EXPLAIN (ANALYZE, BUFFERS) instead of the JSON (docs/search.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -94,10 +95,18 @@ func listSQL(ctx context.Context, w io.Writer, args []string) error {
 	defer pool.Close()
 	store := jobdb.New(pool)
 	names := []string{"list"}
-	if f.Limit > 0 {
+	switch {
+	case *kept && f.Limit > 0:
+		var t jobbus.Total
+		if t, err = store.Count(ctx, f); err == nil {
+			f.Search.Plan = t.Plan
+			rec.sent, names = nil, []string{"page"}
+			_, err = store.PageOf(ctx, f, t.N)
+		}
+	case f.Limit > 0:
 		names = []string{"count", "page"}
 		_, _, err = store.Page(ctx, f)
-	} else {
+	default:
 		var rows jobbus.JobRows
 		if rows, err = store.List(ctx, f); err == nil {
 			rows.Close()

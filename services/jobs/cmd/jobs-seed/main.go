@@ -9,7 +9,8 @@
 //	jobs-seed list-sql -city berlin -limit 20   runs the listing GET /v2/jobs runs for those filters
 //	                                            and prints, as JSON, the statements and arguments
 //	                                            pgx sent (count and page), for pgbench (tests/bench);
-//	                                            -explain prints their plans instead
+//	                                            -explain prints their plans instead; -kept the page
+//	                                            alone as read with its total and plan kept
 //
 // demo and synthetic read the cities and spaces from the directory's GET
 // /internal/catalog at DIRECTORY_URL, signed with INTERNAL_IDENTITY_SECRET.
