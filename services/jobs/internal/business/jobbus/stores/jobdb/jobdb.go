@@ -431,7 +431,12 @@ func rankSQL(words int) string {
 func listSQL(f jobbus.ListFilter) (string, []any) {
 	with, from, w := where(f)
 	q := with + selectSQL(f, w, from) + order(f)
-	if f.Limit > 0 {
+	switch {
+	case f.Limit > 0 && !f.Search.Empty() && f.Offset+f.Limit <= walkMaxRows:
+		// A search's first pages: planning its rank anew each time cost
+		// 0.3 of the rare term's 1.6 ms at 1 M jobs (see bound).
+		q += ` LIMIT ` + bound(f.Limit) + ` OFFSET ` + bound(f.Offset)
+	case f.Limit > 0:
 		q += ` LIMIT ` + w.Arg(f.Limit) + ` OFFSET ` + w.Arg(f.Offset)
 	}
 	return q, w.Args()
