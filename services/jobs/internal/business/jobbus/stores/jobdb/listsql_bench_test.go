@@ -19,3 +19,17 @@ func BenchmarkListSQL(b *testing.B) {
 		listSQL(f)
 	}
 }
+
+// BenchmarkCountKey names a listing's total, as every paginated GET /v2/jobs
+// does when totals are kept.
+func BenchmarkCountKey(b *testing.B) {
+	f := jobbus.ListFilter{
+		Search: jobbus.Search{Words: []string{"community", "manager"}, Prefix: []bool{false, true}, Fuzz: []int{2, 1}},
+		Sort:   jobbus.SortRelevance, CitySlug: "paris", Limit: 20,
+	}
+	s := New(nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.CountKey(f)
+	}
+}
