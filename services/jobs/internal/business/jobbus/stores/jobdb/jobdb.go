@@ -299,11 +299,11 @@ func planDest(p *jobbus.SearchPlan) []any {
 	return []any{&p.Match, &p.Exact, &p.Stem, &p.AnyQ, &p.Phrase, &p.TopExact, &p.TopForm, &p.Walk}
 }
 
-// tsquery is a query of a plan as a parameter; ” is none (NULL), as
-// search_plan leaves it, not the empty query (which draws a NOTICE).
+// tsquery is a query of a plan as a parameter; an empty string is none
+// (NULL, as search_plan leaves it), not the empty query (which draws a NOTICE).
 func tsquery(w *pg.Where, q string) string { return `nullif(` + w.Arg(q) + `::text, '')::tsquery` }
 
-// tsqueries is a plan's per-word queries as a parameter, ” as NULL.
+// tsqueries is a plan's per-word queries as a parameter, empty ones as NULL.
 func tsqueries(w *pg.Where, qs []string) string {
 	v := make([]*string, len(qs))
 	for i := range qs {
