@@ -55,6 +55,11 @@ func Create(prefix string) (*DB, error) {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return nil, fmt.Errorf("create database %s: %w", name, err)
 	}
+	return at(name)
+}
+
+// at is the database name on the BaseURL server.
+func at(name string) (*DB, error) {
 	u, err := url.Parse(BaseURL())
 	if err != nil {
 		return nil, fmt.Errorf("parse base url: %w", err)
@@ -68,12 +73,7 @@ func Existing(name string) (*DB, error) {
 	if unsafe.MatchString(name) {
 		return nil, fmt.Errorf("database %q: not a name Create makes", name)
 	}
-	u, err := url.Parse(BaseURL())
-	if err != nil {
-		return nil, fmt.Errorf("parse base url: %w", err)
-	}
-	u.Path = "/" + name
-	return &DB{Name: name, URL: u.String()}, nil
+	return at(name)
 }
 
 // Drop removes the database, ending any connection still open to it.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -142,18 +141,11 @@ func TestWalkedPageIsTheRankedPage(t *testing.T) {
 			if walked := trace.walks > before; walked != (total >= walkMinTotal && off+20 <= walkMaxRows) {
 				t.Errorf("%q %s offset %d: walked %v with %d matches", c.q, c.sort, off, walked, total)
 			}
-			var want []int64
-			for _, j := range listed(t, store, f(off)) { // every match ranked
-				want = append(want, j.ID)
-			}
-			got := make([]int64, len(page))
-			for i, j := range page {
-				got[i] = j.ID
-			}
+			got, want := ids(page), ids(listed(t, store, f(off))) // every match ranked
 			if !slices.Equal(got, want) || len(got) != 20 {
 				t.Errorf("%q %s offset %d: page %v, ranked %v", c.q, c.sort, off, got, want)
 			}
-			if ids(plannedPage(t, store, trace, f(off), total)) != ids(page) {
+			if !slices.Equal(ids(plannedPage(t, store, trace, f(off), total)), got) {
 				t.Errorf("%q %s offset %d: the page from the kept plan differs", c.q, c.sort, off)
 			}
 		}
@@ -219,7 +211,7 @@ func TestPointsPageIsTheSortedPage(t *testing.T) {
 			if walked := trace.points > before; walked != ((q == "" || total >= walkMinTotal) && off+20 <= walkMaxRows) {
 				t.Errorf("%q offset %d: taken point by point %v with %d matches", q, off, walked, total)
 			}
-			if ids(plannedPage(t, store, trace, f, total)) != ids(page) {
+			if !slices.Equal(ids(plannedPage(t, store, trace, f, total)), ids(page)) {
 				t.Errorf("%q offset %d: the page from the kept plan differs", q, off)
 			}
 			want := listed(t, store, f) // every job in the circle sorted
@@ -287,11 +279,11 @@ func withoutPlan(f jobbus.ListFilter) jobbus.ListFilter {
 	return f
 }
 
-// ids are a page's job ids, comparable.
-func ids(jobs []jobbus.Job) string {
-	var b strings.Builder
-	for _, j := range jobs {
-		b.WriteString(strconv.FormatInt(j.ID, 10) + ",")
+// ids are a page's job ids.
+func ids(jobs []jobbus.Job) []int64 {
+	r := make([]int64, len(jobs))
+	for i, j := range jobs {
+		r[i] = j.ID
 	}
-	return b.String()
+	return r
 }
