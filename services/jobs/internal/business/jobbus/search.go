@@ -55,6 +55,10 @@ type SearchPlan struct {
 	TopExact string   `json:"x"`
 	TopForm  string   `json:"f"`
 	Walk     bool     `json:"w"`
+	// TopScore is the best rank any match had when the plan was counted
+	// (0: not known, a plan kept before it was): the page's walk looks for
+	// the newest matches of that rank (jobdb.walkSQL).
+	TopScore int `json:"r,omitempty"`
 }
 
 // Empty reports whether the search selects nothing (no q).
