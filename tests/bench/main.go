@@ -72,7 +72,7 @@ func main() {
 	flag.IntVar(&cfg.OverloadConns, "overload", 2000, "wrk connections of the overload runs")
 	flag.IntVar(&cfg.Rate, "rate", 500, "requests per second of the constant-rate run")
 	flag.StringVar(&growth, "growth", "", "comma-separated job counts to rerun the list and search rows at (cost growth), e.g. 10000,100000,1000000")
-	flag.StringVar(&rows, "rows", "", "comma-separated row ids to run (default all): hello,a,b1,b2,b3,b4,b5,b6 (b: all six searches),c,d,e1,e2,f,g,h,rate,overload; the cached phase a$,h$,n,am, or cache for it and the rows it is compared with (a, h, hello)")
+	flag.StringVar(&rows, "rows", "", "comma-separated row ids to run (default all): hello,a,b1,b2,b3,b4,b5,b6,b7,b8 (b: all eight searches),c,d,e1,e2,f,g,h,rate,overload; the cached phase a$,h$,n,am, or cache for it and the rows it is compared with (a, h, hello)")
 	flag.StringVar(&cfg.Out, "out", "", "also write the report to this file")
 	flag.StringVar(&cfg.ProfileRow, "profile", "", "row id whose measured run is CPU-profiled on the gateway and the backend (pprof from the admin port)")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "bench-profiles", "where -profile writes gateway.pprof and <backend>.pprof")

@@ -36,9 +36,13 @@ type dataset struct {
 	// filter (salaryMin in salaryCurrency).
 	TypoTerm, PrefixTerm       string
 	TypoMatches, PrefixMatches int
-	GeoCity                    string
-	GeoLat, GeoLon             float64
-	GeoMatches, SalaryMatches  int
+	// A word only tags hold, and two words no title holds together: their
+	// best matches are not the best rank a match could have (issue 18).
+	TagTerm, PairTerm         string
+	TagMatches, PairMatches   int
+	GeoCity                   string
+	GeoLat, GeoLon            float64
+	GeoMatches, SalaryMatches int
 }
 
 var jobTypes = []string{"fulltime", "parttime", "freelance", "internship"}
@@ -99,6 +103,7 @@ func (b *bench) pickData(ctx context.Context) (dataset, error) {
 		return d, fmt.Errorf("rare term: %w", err)
 	}
 	d.TypoTerm, d.PrefixTerm = "comunity", "communi"
+	d.TagTerm, d.PairTerm = "coffee", "event manager" // jobs-seed's tags; its titles "Events Coordinator" and "… Manager"
 	// Around the city with the most active jobs: a circle clients ask for,
 	// not an empty one.
 	d.GeoCity = counts[0].slug
@@ -140,7 +145,8 @@ func (b *bench) countMatches(ctx context.Context, d *dataset) error {
 	for _, m := range []struct {
 		term string
 		n    *int
-	}{{d.CommonTerm, &d.CommonMatches}, {d.RareTerm, &d.RareMatches}, {d.TypoTerm, &d.TypoMatches}, {d.PrefixTerm, &d.PrefixMatches}} {
+	}{{d.CommonTerm, &d.CommonMatches}, {d.RareTerm, &d.RareMatches}, {d.TypoTerm, &d.TypoMatches}, {d.PrefixTerm, &d.PrefixMatches},
+		{d.TagTerm, &d.TagMatches}, {d.PairTerm, &d.PairMatches}} {
 		var err error
 		if *m.n, err = b.matches(ctx, m.term); err != nil {
 			return fmt.Errorf("matches of %q: %w", m.term, err)
@@ -225,7 +231,8 @@ func (b *bench) keyHeaders() map[string]string {
 
 // listRows are the paginated reads: (a), and the searches of (b): b1 a
 // common term, b2 a rare one, b3 a typo of the common term, b4 a prefix of
-// it, b5 a circle around a city, b6 a salary filter.
+// it, b5 a circle around a city, b6 a salary filter, b7 a word only tags
+// hold, b8 two words no title holds together.
 func (b *bench) listRows(ctx context.Context, d dataset) ([]row, error) {
 	a := row{ID: "a", Name: "GET /v2/jobs?city&job_type, paginated", Backend: "jobs", Direct: true,
 		Load: load{Method: "GET", Headers: b.keyHeaders()}}
@@ -261,6 +268,8 @@ func (b *bench) listRows(ctx context.Context, d dataset) ([]row, error) {
 		{"b5", "geo: around " + d.GeoCity, d.GeoMatches, "near=" + near + "&radius_km=" + radius, []string{"-near", near, "-radius", radius}},
 		{"b6", "salary", d.SalaryMatches, "salary_min=" + salary + "&currency=" + salaryCurrency,
 			[]string{"-salary-min", salary, "-currency", salaryCurrency}},
+		term("b7", "only in tags", d.TagTerm, d.TagMatches),
+		term("b8", "no title has both", d.PairTerm, d.PairMatches),
 	}
 	rows := []row{a}
 	for _, s := range searches {
