@@ -760,6 +760,18 @@ func walkSQL(f jobbus.ListFilter) (string, []any) {
 }
 
 func page(ctx context.Context, db db, f jobbus.ListFilter) ([]jobbus.Job, int, error) {
+	if walks(f, math.MaxInt) && f.Search.Plan == nil {
+		// Counted with its plan and best rank, as a kept total is: the walk
+		// then looks for the rank matches have, not the best possible one
+		// (a word only tags hold: 1.9 s ranked, 0.35 ms walked at 1 M jobs).
+		t, err := count(ctx, db, f)
+		if err != nil {
+			return nil, 0, err
+		}
+		f.Search.Plan = t.Plan
+		jobs, err := pageOf(ctx, db, f, t.N)
+		return jobs, t.N, err
+	}
 	cq, cargs := countSQL(f)
 	var total int
 	if walks(f, math.MaxInt) || walksPoints(f, math.MaxInt) {
@@ -834,6 +846,10 @@ func scanPage(r pgx.Rows, f jobbus.ListFilter) ([]jobbus.Job, error) {
 // the business layer keeps the total under), with when it was counted, when
 // the first counted job expires and the search's plan it was counted with.
 func (s *Store) Count(ctx context.Context, f jobbus.ListFilter) (jobbus.Total, error) {
+	return count(ctx, s.db, f)
+}
+
+func count(ctx context.Context, db db, f jobbus.ListFilter) (jobbus.Total, error) {
 	planned := !f.Search.Empty() && f.Search.Plan == nil
 	// With the plan, the best rank any match has (TopScore): every match is
 	// read for the count already, and the rank adds 0-20 % to it (1 M jobs:
@@ -856,7 +872,7 @@ func (s *Store) Count(ctx context.Context, f jobbus.ListFilter) (jobbus.Total, e
 	if scored {
 		columns, dest = columns+`, max(`+rank(len(f.Search.Words), true)+`)`, append(dest, &top)
 	}
-	if err := s.db.QueryRow(ctx, with+`SELECT `+columns+from, w.Args()...).Scan(dest...); err != nil {
+	if err := db.QueryRow(ctx, with+`SELECT `+columns+from, w.Args()...).Scan(dest...); err != nil {
 		return t, fmt.Errorf("count jobs: %w", err)
 	}
 	if until != nil {

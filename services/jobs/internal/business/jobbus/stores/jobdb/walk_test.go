@@ -108,8 +108,8 @@ func TestWalkedPageIsTheRankedPage(t *testing.T) {
 
 	cases := []struct {
 		q, sort string
-		walked  bool // the walk serves the first page
-		kept    bool // and with the plan kept, which knows the best rank a match has
+		walked  bool // the walk serves the first page at the best possible rank (a plan kept without its best rank)
+		kept    bool // and with the plan counted, which knows the best rank a match has (Page, and a kept total)
 	}{
 		{"community", jobbus.SortRelevance, true, true},   // "Community …" titles: a fifth of the jobs
 		{"communi", jobbus.SortRelevance, true, true},     // a prefix: no title has it as typed, many by the prefix
