@@ -295,28 +295,30 @@ func searchCTE(w *pg.Where, s jobbus.Search, fields bool) string {
 		return `WITH t AS MATERIALIZED (SELECT * FROM ` + plan + `) `
 	}
 	var b strings.Builder
-	for _, col := range []string{"anyq", "exact", "stem"} {
-		for _, fld := range []string{"a", "b", "c"} {
+	for _, col := range rankColumns {
+		for _, fld := range fieldWeights {
 			b.WriteString(`, in_fields(p.` + col + `, '` + strings.ToUpper(fld) + `') AS ` + col + `_` + fld)
 		}
 	}
 	return `WITH t AS MATERIALIZED (SELECT p.*` + b.String() + ` FROM ` + plan + ` p) `
 }
 
+// rankColumns are the plan's per-word queries the rank reads, and
+// fieldWeights the vectors' weights: title, tags, company. t holds each held to each
+// field as col_fld (anyq_a ... stem_c).
+var rankColumns, fieldWeights = [...]string{"anyq", "exact", "stem"}, [...]string{"a", "b", "c"}
+
 // fieldQueries are the rank's per-word queries held to one field (weight),
 // as the kept plan's extra columns of t: anyq_a ... stem_c (rankSQL).
 func fieldQueries(w *pg.Where, p *jobbus.SearchPlan) string {
 	var b strings.Builder
-	for _, q := range []struct {
-		name string
-		qs   []string
-	}{{"anyq", p.AnyQ}, {"exact", p.Exact}, {"stem", p.Stem}} {
-		for _, fld := range [...]byte{'a', 'b', 'c'} {
-			inField := make([]string, len(q.qs))
-			for i, x := range q.qs {
-				inField[i] = weighted(x, fld-'a'+'A')
+	for c, qs := range [len(rankColumns)][]string{p.AnyQ, p.Exact, p.Stem} {
+		for _, fld := range fieldWeights {
+			inField := make([]string, len(qs))
+			for i, x := range qs {
+				inField[i] = weighted(x, strings.ToUpper(fld)[0])
 			}
-			b.WriteString(`, ` + tsqueries(w, inField) + ` AS ` + q.name + `_` + string(fld))
+			b.WriteString(`, ` + tsqueries(w, inField) + ` AS ` + rankColumns[c] + `_` + fld)
 		}
 	}
 	return b.String()
@@ -520,7 +522,7 @@ func rankSQL(words int, fieldQueries bool) string {
 			b.WriteString(" + ")
 		}
 		b.WriteString("CASE")
-		for j, fld := range []string{"a", "b", "c"} {
+		for j, fld := range fieldWeights {
 			top := 15 - 4*j
 			fmt.Fprintf(&b, ` WHEN %s THEN CASE WHEN %s THEN %d WHEN %s THEN %d ELSE %d END`,
 				in("vector", "anyq", fld, i), in("exact", "exact", fld, i), top, in("vector", "stem", fld, i), top-1, top-2)
@@ -675,8 +677,8 @@ func walks(f jobbus.ListFilter, total int) bool {
 var initPlans = func() *strings.Replacer {
 	r := []string{"t.match", "(SELECT match FROM t)", "t.walk", "(SELECT walk FROM t)", "t.top_exact", "(SELECT top_exact FROM t)",
 		"t.top_form", "(SELECT top_form FROM t)", "t.phrase", "(SELECT phrase FROM t)", "t.top_score", "(SELECT top_score FROM t)"}
-	for _, col := range []string{"anyq", "exact", "stem"} {
-		for _, fld := range []string{"a", "b", "c"} {
+	for _, col := range rankColumns {
+		for _, fld := range fieldWeights {
 			// an array: subscripted as ((SELECT ...))[i]
 			r = append(r, "t."+col+"_"+fld, "((SELECT "+col+"_"+fld+" FROM t))")
 		}
