@@ -279,15 +279,16 @@ var pointColumns = "j." + strings.Join(strings.Split(strings.Join(strings.Fields
 // statement (search_plan, migrations/00006_search_top.sql): the row t carries
 // the match and the per-word queries the rank reads. With the search's plan
 // at hand (kept with the listing's total) t is that plan, as parameters,
-// with its field queries (fieldQueries) and top score; without, the field
-// queries are computed too when fields is set (the count that keeps a plan
-// computes the top score with them).
+// with its top score. With fields, t also holds the field queries the rank
+// reads: from the kept plan (fieldQueries: 9 arrays to parse, so only for a
+// statement that ranks), or computed by in_fields for the count that keeps
+// a plan and its top score.
 func searchCTE(w *pg.Where, s jobbus.Search, fields bool) string {
 	if p := s.Plan; p != nil {
 		return `WITH t AS MATERIALIZED (SELECT ` + tsquery(w, p.Match) + ` AS match, ` + tsqueries(w, p.Exact) + ` AS exact, ` +
 			tsqueries(w, p.Stem) + ` AS stem, ` + tsqueries(w, p.AnyQ) + ` AS anyq, ` + tsqueries(w, p.Phrase) + ` AS phrase, ` +
 			tsquery(w, p.TopExact) + ` AS top_exact, ` + tsquery(w, p.TopForm) + ` AS top_form, ` + w.Arg(p.Walk) + `::boolean AS walk, ` +
-			w.Arg(p.TopScore) + `::integer AS top_score` + fieldQueries(w, p) + `) `
+			w.Arg(p.TopScore) + `::integer AS top_score` + fieldQueries(w, p, fields) + `) `
 	}
 	plan := `search_plan(` + w.Arg(nonNil(s.Words)) + `::text[], ` + w.Arg(s.Prefix) + `::boolean[], ` + w.Arg(s.Fuzz) +
 		`::integer[], ` + w.Arg(nonNil(s.Phrases)) + `::text[], ` + w.Arg(nonNil(s.Excluded)) + `::text[])`
@@ -310,7 +311,10 @@ var rankColumns, fieldWeights = [...]string{"anyq", "exact", "stem"}, [...]strin
 
 // fieldQueries are the rank's per-word queries held to one field (weight),
 // as the kept plan's extra columns of t: anyq_a ... stem_c (rankSQL).
-func fieldQueries(w *pg.Where, p *jobbus.SearchPlan) string {
+func fieldQueries(w *pg.Where, p *jobbus.SearchPlan, fields bool) string {
+	if !fields {
+		return ""
+	}
 	var b strings.Builder
 	for c, qs := range [len(rankColumns)][]string{p.AnyQ, p.Exact, p.Stem} {
 		for _, fld := range fieldWeights {
@@ -387,6 +391,14 @@ func tsqueries(w *pg.Where, qs []string) string {
 func where(f jobbus.ListFilter) (with, from string, w *pg.Where) {
 	w = &pg.Where{}
 	with, conds := listConds(w, f, false)
+	return with, fromWhere(with, conds), w
+}
+
+// whereRanked is where for a page: with a kept plan and an order by
+// relevance, t holds the field queries the rank reads (rank(_, true)).
+func whereRanked(f jobbus.ListFilter) (with, from string, w *pg.Where) {
+	w = &pg.Where{}
+	with, conds := listConds(w, f, f.Search.Plan != nil && f.Sort == jobbus.SortRelevance && len(f.Search.Words) > 0)
 	return with, fromWhere(with, conds), w
 }
 
@@ -534,7 +546,7 @@ func rankSQL(words int, fieldQueries bool) string {
 
 // listSQL is the SQL of a listing.
 func listSQL(f jobbus.ListFilter) (string, []any) {
-	with, from, w := where(f)
+	with, from, w := whereRanked(f)
 	q := with + selectSQL(f, w, from) + order(f)
 	switch {
 	case f.Limit > 0 && !f.Search.Empty() && f.Offset+f.Limit <= walkMaxRows:
@@ -737,7 +749,7 @@ func pointsSQL(f jobbus.ListFilter) (string, []any) {
 // match ranks below them or is older; otherwise (a one-time filter, so only
 // one of the two runs) every match is ranked as listSQL does.
 func walkSQL(f jobbus.ListFilter) (string, []any) {
-	with, from, w := where(f)
+	with, from, w := whereRanked(f)
 	inner := strings.Join(filters(w, f), " AND ") // the same values again, as new parameters
 	conds := searchConds(f.Search)
 	switch p := f.Search.Plan; {
