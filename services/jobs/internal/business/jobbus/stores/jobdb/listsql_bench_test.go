@@ -33,3 +33,21 @@ func BenchmarkCountKey(b *testing.B) {
 		s.CountKey(f)
 	}
 }
+
+// BenchmarkWalkSQLKept builds a search's page with its plan kept, as every
+// paginated search request but the first under new versions does: the plan's
+// queries and their nine field-held copies (weighted) as parameters.
+func BenchmarkWalkSQLKept(b *testing.B) {
+	f := jobbus.ListFilter{
+		Search: jobbus.Search{Words: []string{"event", "manager"}, Prefix: []bool{false, true}, Fuzz: []int{1, 1},
+			Plan: &jobbus.SearchPlan{Match: `( 'event' | 'events' ) & ( 'manag' | 'manager' | 'manager':* )`,
+				Exact: []string{`'event'`, `'manager'`}, Stem: []string{`'event'`, `'manag' | 'manager' | 'manager':*`},
+				AnyQ: []string{`'event' | 'events'`, `'manag' | 'manager' | 'manager':*`}, Phrase: []string{},
+				TopExact: `'event':A & 'manager':A`, Walk: true, TopScore: 25}},
+		Sort: jobbus.SortRelevance, Limit: 20,
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		walkSQL(f)
+	}
+}
