@@ -110,6 +110,12 @@ func TestPgbenchScriptKeepsTheStatementsParameterised(t *testing.T) {
 	if strings.Contains(one, "pipeline") {
 		t.Fatalf("one statement in a pipeline: %s", one)
 	}
+	// pgbench refuses "-D name=": an empty text or NULL (a kept plan's
+	// missing query) is written into the statement.
+	empty, defs := pgbenchScript([]statement{{SQL: "SELECT $1::text, $2::text, $3::text", Args: []any{"", nil, "x"}}}, "v1")
+	if empty != "SELECT ''::text, NULL::text, :v1_0_3::text;\n" || strings.Join(defs, " ") != "v1_0_3=x" {
+		t.Fatalf("script %q, defs %v", empty, defs)
+	}
 }
 
 func TestParsePgbench(t *testing.T) {

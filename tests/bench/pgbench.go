@@ -59,13 +59,23 @@ func pgbenchScript(sts []statement, prefix string) (string, []string) {
 	seen := map[string]bool{}
 	for si, st := range sts {
 		sql := placeholder.ReplaceAllStringFunc(st.SQL, func(m string) string {
+			// pgbench refuses an empty -D value: an empty text (a kept
+			// plan's missing query) or NULL goes into the statement as it is.
+			if i, err := strconv.Atoi(m[1:]); err == nil && i >= 1 && i <= len(st.Args) {
+				switch a := st.Args[i-1]; {
+				case a == nil:
+					return "NULL"
+				case pgText(a) == "":
+					return "''"
+				}
+			}
 			return fmt.Sprintf(":%s_%d_%s", prefix, si, m[1:])
 		})
 		b.WriteString(strings.TrimSpace(sql))
 		b.WriteString(";\n")
 		for i, a := range st.Args {
 			name := fmt.Sprintf("%s_%d_%d", prefix, si, i+1)
-			if !seen[name] {
+			if !seen[name] && a != nil && pgText(a) != "" {
 				seen[name] = true
 				defs = append(defs, name+"="+pgText(a))
 			}
