@@ -55,9 +55,10 @@ type SearchPlan struct {
 	TopExact string   `json:"x"`
 	TopForm  string   `json:"f"`
 	Walk     bool     `json:"w"`
-	// TopScore is the best rank any match had when the plan was counted
-	// (0: not known, a plan kept before it was): the page's walk looks for
-	// the newest matches of that rank (jobdb.walkSQL).
+	// TopScore is the best rank any match had when the plan was counted,
+	// when it is not the best any row can have (0: it is, or not known, a
+	// plan kept before it was): the page's walk looks for the newest
+	// matches of that rank (jobdb.walkSQL), else for the best possible.
 	TopScore int `json:"r,omitempty"`
 }
 
