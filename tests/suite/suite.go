@@ -489,9 +489,17 @@ type Envelope = webtest.Envelope
 // Linux): a port the kernel handed out for ":0" and that was released again
 // could be taken by any outgoing connection before the process binds it,
 // which CI saw ("bind: address already in use") with many suites at work.
+//
+// A port is also claimed for the life of the test process (an flock on a
+// file named by it), so that suites of other test packages running at the
+// same time never pick it before this one's process binds it: two did, and
+// one suite's requests went to the other's gateway (a 404 from CI).
 func FreeAddr() (string, error) {
 	for range 200 {
 		port := 20000 + mrand.IntN(12000)
+		if !claimPort(port) {
+			continue // another test process has it
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			continue // taken: try another
@@ -501,6 +509,31 @@ func FreeAddr() (string, error) {
 		return addr, nil
 	}
 	return "", errors.New("suite: no free port between 20000 and 32000")
+}
+
+// claimed keeps the claims' files open: the kernel releases an flock when
+// the process that holds it ends, however it ends.
+var claimed sync.Map
+
+// claimPort reports whether this process now holds port's claim (or held it).
+func claimPort(port int) bool {
+	if _, ok := claimed.Load(port); ok {
+		return false // handed out already
+	}
+	dir := filepath.Join(os.TempDir(), "coworkjobs-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true // no claims on this machine: the listen check alone
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	claimed.Store(port, f)
+	return true
 }
 
 // EnvOr is os.Getenv with a default.
