@@ -408,16 +408,9 @@ func tsqueries(w *pg.Where, qs []string) string {
 }
 
 // where builds the filter of a listing; every value is a parameter. With a
-// search the statement starts with searchCTE and reads FROM t, jobs.
-func where(f jobbus.ListFilter) (with, from string, w *pg.Where) {
-	w = &pg.Where{}
-	with, conds := listConds(w, f, false)
-	return with, fromWhere(with, conds), w
-}
-
-// whereRanked is where for a page whose statement ranks with the kept
-// plan's field queries (fields: rank(_, true)), which t then holds.
-func whereRanked(f jobbus.ListFilter, fields bool) (with, from string, w *pg.Where) {
+// search the statement starts with searchCTE and reads FROM t, jobs; with
+// fields t also holds the field queries the rank reads (rank(_, true)).
+func where(f jobbus.ListFilter, fields bool) (with, from string, w *pg.Where) {
 	w = &pg.Where{}
 	with, conds := listConds(w, f, fields)
 	return with, fromWhere(with, conds), w
@@ -574,7 +567,7 @@ func rankSQL(words int, fieldQueries bool) string {
 // listSQL is the SQL of a listing.
 func listSQL(f jobbus.ListFilter) (string, []any) {
 	fields := ranksByFields(f)
-	with, from, w := whereRanked(f, fields)
+	with, from, w := where(f, fields)
 	q := with + selectSQL(f, w, from) + order(f, fields)
 	switch {
 	case f.Limit > 0 && !f.Search.Empty() && f.Offset+f.Limit <= walkMaxRows:
@@ -664,7 +657,7 @@ func (p *peeked) Next() bool {
 
 // countSQL is the SQL of a listing's total.
 func countSQL(f jobbus.ListFilter) (string, []any) {
-	with, from, w := where(f)
+	with, from, w := where(f, false)
 	return with + `SELECT count(*)` + from, w.Args()
 }
 
@@ -714,22 +707,17 @@ func walks(f jobbus.ListFilter, total int) bool {
 // initPlans turns the search conditions' references to t into InitPlans, so
 // that a walk keeps its index's order and stops at the k-th row instead of
 // joining t and sorting.
-var initPlans = func() *strings.Replacer {
-	r := []string{"t.match", "(SELECT match FROM t)", "t.walk", "(SELECT walk FROM t)", "t.top_exact", "(SELECT top_exact FROM t)",
-		"t.top_form", "(SELECT top_form FROM t)", "t.phrase", "(SELECT phrase FROM t)", "t.top_score", "(SELECT top_score FROM t)"}
-	for _, col := range rankColumns {
-		for _, fld := range fieldWeights {
-			// an array: subscripted as ((SELECT ...))[i]
-			r = append(r, "t."+col+"_"+fld, "((SELECT "+col+"_"+fld+" FROM t))")
-		}
-	}
-	return strings.NewReplacer(r...)
-}()
+var initPlans = strings.NewReplacer("t.match", "(SELECT match FROM t)", "t.walk", "(SELECT walk FROM t)",
+	"t.top_exact", "(SELECT top_exact FROM t)", "t.top_form", "(SELECT top_form FROM t)", "t.phrase", "(SELECT phrase FROM t)",
+	"t.top_score", "(SELECT top_score FROM t)")
 
 // topLevel holds a row with the best rank any row can have: every word in
-// the title in the best form some title has (search_plan's top).
+// the title in the best form some title has (search_plan's top); the
+// walk's form of it reads t through InitPlans.
 const topLevel = `t.walk AND (t.top_exact IS NULL OR search_exact @@ t.top_exact)
 			AND (t.top_form IS NULL OR search_vector @@ t.top_form)`
+
+var walkTopLevel = initPlans.Replace(topLevel)
 
 // walkRanks are walkRank's conditions, built once (the rank's InitPlans
 // made it 40 µs of string work per request).
@@ -822,7 +810,7 @@ func walkSQL(f jobbus.ListFilter) (string, []any) {
 	// runs only when the walk comes back short, ranks with ts_filter rather
 	// than make every page parse them (common term: 480 -> 390 µs at 1 M).
 	fields := ranksByFields(f) && f.Search.Plan.TopScore > 0
-	with, from, w := whereRanked(f, fields)
+	with, from, w := where(f, fields)
 	inner := strings.Join(filters(w, f), " AND ") // the same values again, as new parameters
 	conds := initPlans.Replace(strings.Join(searchConds(f.Search), " AND "))
 	switch p := f.Search.Plan; {
@@ -833,7 +821,7 @@ func walkSQL(f jobbus.ListFilter) (string, []any) {
 		// back short, never wrong.
 		conds += ` AND ` + walkRank(len(f.Search.Words))
 	default:
-		conds += ` AND ` + initPlans.Replace(topLevel)
+		conds += ` AND ` + walkTopLevel
 	}
 	k, off := bound(f.Offset+f.Limit), bound(f.Offset)
 	full := selectSQL(f, w, from)
@@ -942,9 +930,7 @@ func count(ctx context.Context, db db, f jobbus.ListFilter) (jobbus.Total, error
 	// "coffee" 376 -> 429-451 ms) where a page whose best rank is not the
 	// best possible would otherwise rank every match (1.9 s; walkSQL).
 	scored := planned && len(f.Search.Words) > 0
-	w := &pg.Where{}
-	with, conds := listConds(w, f, scored)
-	from := fromWhere(with, conds)
+	with, from, w := where(f, scored)
 	var t jobbus.Total
 	var until *time.Time
 	var top *int32
