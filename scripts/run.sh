@@ -159,10 +159,11 @@ wait_ready 8082 directory
 HTTP_ADDR=127.0.0.1:8081 ADMIN_ADDR=127.0.0.1:9081 start jobs "$BIN/jobs"
 HTTP_ADDR=127.0.0.1:8083 ADMIN_ADDR=127.0.0.1:9083 start content "$BIN/content"
 HTTP_ADDR=127.0.0.1:8084 ADMIN_ADDR=127.0.0.1:9084 start community "$BIN/community"
-# The gateway's response cache is on (RESPONSE_CACHE_MB=0 make run turns it
+# The gateway's response cache is on, shared in Redis as the chart has it
+# (RESPONSE_CACHE_STORE=memory keeps it per process; RESPONSE_CACHE_MB=0 make run turns it
 # off): every backend, worker, seed and jobs-admin run here gets the exported
 # REDIS_URL, so each write bumps the change versions the cache is keyed by.
-RESPONSE_CACHE_MB=${RESPONSE_CACHE_MB:-16} HTTP_ADDR=127.0.0.1:8080 ADMIN_ADDR=127.0.0.1:9080 start gateway "$BIN/gateway"
+RESPONSE_CACHE_MB=${RESPONSE_CACHE_MB:-16} RESPONSE_CACHE_STORE=${RESPONSE_CACHE_STORE:-redis} HTTP_ADDR=127.0.0.1:8080 ADMIN_ADDR=127.0.0.1:9080 start gateway "$BIN/gateway"
 for s in jobs:8081 content:8083 community:8084 gateway:8080; do wait_ready "${s#*:}" "${s%%:*}"; done
 temporal_step
 still=$(preparing)

@@ -941,6 +941,21 @@ func TestChartResponseCache(t *testing.T) {
 	if got, ok := cacheMB(t, def); !ok || got != "16" {
 		t.Errorf("gateway RESPONSE_CACHE_MB %q (set: %v), want 16 by default", got, ok)
 	}
+	// Shared in Redis by default: the gateways' heaps hold no answers.
+	genv := envOf(deployments(def.objs)["gateway"])
+	if genv["RESPONSE_CACHE_STORE"].Value != "redis" || genv["RESPONSE_CACHE_TTL"].Value != "10m" {
+		t.Errorf("gateway RESPONSE_CACHE_STORE %q, RESPONSE_CACHE_TTL %q; want redis, 10m by default",
+			genv["RESPONSE_CACHE_STORE"].Value, genv["RESPONSE_CACHE_TTL"].Value)
+	}
+	mem := renderValues(t, "responseCacheStore memory", map[string]any{"config": map[string]any{"responseCacheStore": "memory", "responseCacheTTL": "90s"}})
+	if genv := envOf(deployments(mem.objs)["gateway"]); genv["RESPONSE_CACHE_STORE"].Value != "memory" || genv["RESPONSE_CACHE_TTL"].Value != "90s" {
+		t.Errorf("with responseCacheStore memory, TTL 90s: %q, %q", genv["RESPONSE_CACHE_STORE"].Value, genv["RESPONSE_CACHE_TTL"].Value)
+	}
+	for _, bad := range []map[string]any{{"responseCacheStore": "disk"}, {"responseCacheTTL": "ten minutes"}, {"responseCacheTTL": 600}} {
+		if _, err := renderChart(t, map[string]any{"config": bad}, nil); err == nil {
+			t.Errorf("config %v accepted", bad)
+		}
+	}
 	checkRedis(t, def)
 	for comp, d := range deployments(def.objs) {
 		if _, ok := envOf(d)["RESPONSE_CACHE_MB"]; ok && comp != "gateway" {
@@ -957,9 +972,11 @@ func TestChartResponseCache(t *testing.T) {
 	checkRedis(t, render(t, filepath.Join(chartDir(t), "ci", "existing-secret-values.yaml")))
 
 	for what, vals := range map[string]map[string]any{
-		"config.extraEnv": {"config": map[string]any{"extraEnv": map[string]any{"RESPONSE_CACHE_MB": "64"}}},
-		"extraEnv":        {"extraEnv": []any{map[string]any{"name": "RESPONSE_CACHE_MB", "value": "64"}}},
-		"gateway env":     {"apis": map[string]any{"gateway": map[string]any{"env": map[string]any{"RESPONSE_CACHE_MB": "64"}}}},
+		"config.extraEnv":    {"config": map[string]any{"extraEnv": map[string]any{"RESPONSE_CACHE_MB": "64"}}},
+		"extraEnv":           {"extraEnv": []any{map[string]any{"name": "RESPONSE_CACHE_MB", "value": "64"}}},
+		"gateway env":        {"apis": map[string]any{"gateway": map[string]any{"env": map[string]any{"RESPONSE_CACHE_MB": "64"}}}},
+		"store in extraEnv":  {"extraEnv": []any{map[string]any{"name": "RESPONSE_CACHE_STORE", "value": "memory"}}},
+		"TTL in gateway env": {"apis": map[string]any{"gateway": map[string]any{"env": map[string]any{"RESPONSE_CACHE_TTL": "1h"}}}},
 	} {
 		if _, err := renderChart(t, vals, nil); err == nil {
 			t.Errorf("RESPONSE_CACHE_MB in %s was accepted (config.responseCacheMB sets it)", what)

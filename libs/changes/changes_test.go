@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
@@ -173,5 +174,61 @@ func TestCoalescedReads(t *testing.T) {
 	}
 	if _, err := c.Read(ctx, nil, scope("never")); !errors.Is(err, changes.ErrMissing) {
 		t.Fatalf("missing scope: %v", err)
+	}
+}
+
+// An entry is read with the versions in one batch, whoever else is in it;
+// an absent one is not found, and the versions still come.
+func TestEntries(t *testing.T) {
+	ctx := context.Background()
+	v := open(t, redisURL())
+	c := v.Coalesced()
+	a := scope("ea")
+	if err := v.Ensure(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	want, err := v.Read(ctx, nil, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, other := scope("entry"), scope("absent")
+	if err := v.WriteEntries(ctx, []changes.Entry{{ID: id, Value: []byte("answer\x00bytes"), TTL: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			ask := id
+			if i%2 == 1 {
+				ask = other
+			}
+			vs, e, found, err := c.ReadEntry(ctx, nil, ask, a)
+			switch {
+			case err != nil:
+				t.Error(err)
+			case len(vs) != 1 || vs[0] != want[0]:
+				t.Errorf("versions %v, want %v", vs, want)
+			case ask == id && (!found || e != "answer\x00bytes"):
+				t.Errorf("entry: %q found %v", e, found)
+			case ask == other && (found || e != ""):
+				t.Errorf("absent entry: %q found %v", e, found)
+			}
+		})
+	}
+	wg.Wait()
+	if e, found, err := v.ReadEntry(ctx, id); err != nil || !found || e != "answer\x00bytes" {
+		t.Fatalf("ReadEntry: %q %v %v", e, found, err)
+	}
+	if _, found, err := v.ReadEntry(ctx, other); err != nil || found {
+		t.Fatalf("ReadEntry of an absent entry: found %v, %v", found, err)
+	}
+	rdb, err := redisx.Open(redisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rdb.Close() }()
+	ttl, err := rdb.TTL(ctx, v.EntryKey(id)).Result()
+	if err != nil || ttl <= 0 || ttl > time.Minute {
+		t.Fatalf("entry TTL %v, %v", ttl, err)
 	}
 }

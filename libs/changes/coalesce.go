@@ -39,8 +39,20 @@ func (v *Versions) Coalesced() *Coalesced { return &Coalesced{v: v} }
 
 // Read is Versions.Read through the next batch.
 func (c *Coalesced) Read(ctx context.Context, dst []uint64, scopes ...string) ([]uint64, error) {
+	dst, _, _, err := c.read(ctx, dst, "", scopes)
+	return dst, err
+}
+
+// ReadEntry is Read that also reads the entry id (Versions.EntryKey) in the
+// same MGET: a cached answer and the versions that say whether it is
+// current cost one round trip. found is false when the entry is absent.
+func (c *Coalesced) ReadEntry(ctx context.Context, dst []uint64, id string, scopes ...string) (vs []uint64, entry string, found bool, err error) {
+	return c.read(ctx, dst, c.v.EntryKey(id), scopes)
+}
+
+func (c *Coalesced) read(ctx context.Context, dst []uint64, extra string, scopes []string) ([]uint64, string, bool, error) {
 	if c == nil || c.v == nil {
-		return dst, ErrMissing
+		return dst, "", false, ErrMissing
 	}
 	c.reads.Add(1)
 	var at [4]int
@@ -52,14 +64,11 @@ func (c *Coalesced) Read(ctx context.Context, dst []uint64, scopes ...string) ([
 		c.next = b
 	}
 	for _, s := range scopes {
-		k := c.v.key(s)
-		i, ok := b.index[k]
-		if !ok {
-			i = len(b.keys)
-			b.keys = append(b.keys, k)
-			b.index[k] = i
-		}
-		idx = append(idx, i)
+		idx = append(idx, b.add(c.v.key(s)))
+	}
+	extraAt := -1
+	if extra != "" {
+		extraAt = b.add(extra)
 	}
 	if !c.busy {
 		c.busy = true
@@ -70,12 +79,28 @@ func (c *Coalesced) Read(ctx context.Context, dst []uint64, scopes ...string) ([
 	select {
 	case <-b.done:
 	case <-ctx.Done():
-		return dst, fmt.Errorf("read change versions: %w", ctx.Err())
+		return dst, "", false, fmt.Errorf("read change versions: %w", ctx.Err())
 	}
 	if b.err != nil {
-		return dst, fmt.Errorf("read change versions: %w", b.err)
+		return dst, "", false, fmt.Errorf("read change versions: %w", b.err)
 	}
-	return appendVersions(dst, b.vals, idx)
+	dst, err := appendVersions(dst, b.vals, idx)
+	if err != nil || extraAt < 0 {
+		return dst, "", false, err
+	}
+	entry, found := b.vals[extraAt].(string)
+	return dst, entry, found, nil
+}
+
+// add puts key in the batch once and returns its index.
+func (b *batch) add(key string) int {
+	i, ok := b.index[key]
+	if !ok {
+		i = len(b.keys)
+		b.keys = append(b.keys, key)
+		b.index[key] = i
+	}
+	return i
 }
 
 // send sends the collecting batch, then the one that collected meanwhile,

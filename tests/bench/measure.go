@@ -387,8 +387,8 @@ func (b *bench) runCachedPhase(ctx context.Context, rows []row) error {
 		return nil
 	}
 	saved := b.s.Env
-	b.s.Env = append(slices.Clip(saved), "RESPONSE_CACHE_MB="+strconv.Itoa(cacheMB))
-	b.note("cached phase: gateway restarted with RESPONSE_CACHE_MB=%d", cacheMB)
+	b.s.Env = append(slices.Clip(saved), "RESPONSE_CACHE_MB="+strconv.Itoa(cacheMB), "RESPONSE_CACHE_STORE="+b.cfg.CacheStore)
+	b.note("cached phase: gateway restarted with RESPONSE_CACHE_MB=%d RESPONSE_CACHE_STORE=%s", cacheMB, b.cfg.CacheStore)
 	if err := b.restartGateway(ctx, true); err != nil {
 		return err
 	}

@@ -252,8 +252,8 @@ func (r *report) markdown() string {
 // cachedTable writes the cached phase: each row beside the row it repeats
 // with the cache off and, for a$ and n, beside their ceilings.
 func (r *report) cachedTable(w func(string, ...any), helloRPS float64) {
-	w("Cached phase: the gateway restarted with RESPONSE_CACHE_MB=%d (ETags, 304s and its response cache on; every other row runs without it). "+
-		"Cache outcomes are the gateway's gateway_response_cache_total over the measured run; other = bypass and unversioned:\n\n", cacheMB)
+	w("Cached phase: the gateway restarted with RESPONSE_CACHE_MB=%d RESPONSE_CACHE_STORE=%s (ETags, 304s and its response cache on; every other row runs without it). "+
+		"Cache outcomes are the gateway's gateway_response_cache_total over the measured run; other = bypass and unversioned:\n\n", cacheMB, r.cfg.CacheStore)
 	w("| row | request | req/s | p50 ms | p99 ms | errors | cache: 304 / hit / miss / other | × cache off | × ceiling | CPU µs/req: total (gw + svc + pg + redis) |\n")
 	w("|---|---|--:|--:|--:|--:|---|--:|--:|---|\n")
 	for _, rr := range r.cached {

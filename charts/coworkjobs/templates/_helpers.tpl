@@ -270,7 +270,7 @@ shutdown durations; the response cache is only correct with REDIS_URL on every
 writer, which the chart gives): an env entry of the operator's must not set them.
 */}}
 {{- define "coworkjobs.checkReservedEnv" -}}
-{{- $reserved := list "SHUTDOWN_DRAIN_DELAY" "SHUTDOWN_TIMEOUT" "ADMIN_ADDR" "HTTP_ADDR" "UPSTREAM_BALANCE" "RESPONSE_CACHE_MB" -}}
+{{- $reserved := list "SHUTDOWN_DRAIN_DELAY" "SHUTDOWN_TIMEOUT" "ADMIN_ADDR" "HTTP_ADDR" "UPSTREAM_BALANCE" "RESPONSE_CACHE_MB" "RESPONSE_CACHE_STORE" "RESPONSE_CACHE_TTL" -}}
 {{- $names := keys (.Values.config.extraEnv | default dict) -}}
 {{- range .Values.extraEnv }}{{ $names = append $names .name }}{{ end -}}
 {{- range $_, $c := merge (dict) .Values.apis .Values.workers -}}

@@ -18,6 +18,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
 
@@ -70,7 +71,16 @@ func countingBackend(t *testing.T, served, data *atomic.Int64) string {
 	return listen(t, srv)
 }
 
+// TestResponseCache runs with each store; the shared one writes its
+// entries after the answers (written waits for them where a test needs a
+// hit next).
 func TestResponseCache(t *testing.T) {
+	for _, store := range []string{gatewayapp.StoreMemory, gatewayapp.StoreRedis} {
+		t.Run(store, func(t *testing.T) { testResponseCache(t, store) })
+	}
+}
+
+func testResponseCache(t *testing.T, store string) {
 	ctx := context.Background()
 	rdb, err := redisx.Open(cacheRedis)
 	if err != nil {
@@ -82,7 +92,26 @@ func TestResponseCache(t *testing.T) {
 	}
 	var served, data atomic.Int64
 	g := startGateway(t, gatewayOpts{redisURL: cacheRedis, readLimit: 1000, publicRead: 1000, cacheBytes: 4 << 20, // keeps answers up to 512 KiB
-		backendURL: countingBackend(t, &served, &data)})
+		cacheStore: store, backendURL: countingBackend(t, &served, &data)})
+	// written waits until the shared store has written n entries in all
+	// (the memory store keeps each one before the answer is sent).
+	written := func(n float64) {
+		t.Helper()
+		if store != gatewayapp.StoreRedis {
+			return
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got, _ := g.counter("gateway_response_cache_writes_total", map[string]string{"outcome": "written"})
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("shared store: %v entries written, want %v", got, n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	versions := changes.New(rdb, g.prefix)
 	_, platform := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
 	_, other := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}})
@@ -121,6 +150,7 @@ func TestResponseCache(t *testing.T) {
 		t.Fatalf("keyed answer: Cache-Control %q Vary %q", cc, vary)
 	}
 	remaining, _ := strconv.Atoi(first.header.Get("X-RateLimit-Remaining"))
+	written(1)
 
 	// The same request again: the same answer, from the cache.
 	again := get("/v2/cities", key(platform))
@@ -154,8 +184,9 @@ func TestResponseCache(t *testing.T) {
 	if o.header.Get("ETag") == etag || served.Load() != 3 {
 		t.Fatalf("another key: ETag %q (first key's %q), served %d", o.header.Get("ETag"), etag, served.Load())
 	}
-	if nm := get("/v2/cities", key(other, "If-None-Match", etag)); nm.status != 200 {
-		t.Fatalf("another key with the first key's ETag: %d", nm.status)
+	written(2)
+	if nm := get("/v2/cities", key(other, "If-None-Match", etag)); nm.status != 200 || served.Load() != 3 {
+		t.Fatalf("another key with the first key's ETag: %d, served %d (want its own answer from the cache)", nm.status, served.Load())
 	}
 
 	// A write to the directory: the next request has a new name and a fresh answer.
@@ -167,6 +198,20 @@ func TestResponseCache(t *testing.T) {
 	fresh.data(t, &body)
 	if fresh.status != 200 || fresh.header.Get("ETag") == etag || body.Data != 42 {
 		t.Fatalf("after a bump: %d ETag %q (was %q) data %d", fresh.status, fresh.header.Get("ETag"), etag, body.Data)
+	}
+	// The new answer replaced the old one: a client with the old copy and
+	// one without any both get the new one from the cache.
+	written(3)
+	mark := served.Load()
+	for _, hdr := range []map[string]string{key(platform, "If-None-Match", etag), key(platform)} {
+		var b struct {
+			Data int64 `json:"data"`
+		}
+		r := get("/v2/cities", hdr)
+		r.data(t, &b)
+		if r.status != 200 || r.header.Get("ETag") != fresh.header.Get("ETag") || b.Data != 42 || served.Load() != mark {
+			t.Fatalf("after the new answer was kept: %d ETag %q data %d served %d", r.status, r.header.Get("ETag"), b.Data, served.Load()-mark)
+		}
 	}
 
 	// Answers read from a replica, or that are not a 200, are neither named nor kept.

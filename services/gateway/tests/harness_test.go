@@ -177,6 +177,7 @@ type gatewayOpts struct {
 	prefix      string // Redis key prefix; "" gives the instance its own budget space
 	noAccessLog bool   // as make bench runs it (ACCESS_LOG=false)
 	cacheBytes  uint64 // RESPONSE_CACHE_MB in bytes; 0: off
+	cacheStore  string // RESPONSE_CACHE_STORE; "": memory
 }
 
 type gateway struct {
@@ -246,7 +247,7 @@ func startGateway(t testing.TB, o gatewayOpts) *gateway {
 		ReadLimitPerMinute: o.readLimit, PublicReadLimitPerMinute: o.publicRead,
 		PublicBaseURL: "http://gateway.test", Version: "test", OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
 		AccessLog: !o.noAccessLog, CORSAllowOrigins: "*",
-		Changes: changes.New(rdb, prefix), ResponseCacheBytes: o.cacheBytes,
+		Changes: changes.New(rdb, prefix), Cache: gatewayapp.CacheConfig{Store: o.cacheStore, MaxBytes: o.cacheBytes, TTL: time.Minute},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -69,14 +69,16 @@ type listed struct {
 }
 
 func TestReadsAfterAcknowledgedWrites(t *testing.T) {
-	t.Run("one gateway", func(t *testing.T) { readsAfterWrites(t, 1) })
+	t.Run("one gateway", func(t *testing.T) { readsAfterWrites(t, 1, "memory") })
 	// Each gateway keeps its own cache: a client whose requests alternate
 	// between two (no keep-alive, the balancer turns each connection to the
 	// next replica) must still see every acknowledged write.
-	t.Run("two gateways", func(t *testing.T) { readsAfterWrites(t, 2) })
+	t.Run("two gateways", func(t *testing.T) { readsAfterWrites(t, 2, "memory") })
+	// The two share one cache in Redis: what one kept, the other serves.
+	t.Run("two gateways sharing redis", func(t *testing.T) { readsAfterWrites(t, 2, "redis") })
 }
 
-func readsAfterWrites(t *testing.T, replicas int) {
+func readsAfterWrites(t *testing.T, replicas int, store string) {
 	if replicas > 1 {
 		old := client
 		client = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -84,7 +86,7 @@ func readsAfterWrites(t *testing.T, replicas int) {
 	}
 	sys := suite.StartTest(t, suite.Options{
 		Name: "cache", DatabaseURL: dbURL, Keys: true, Admin: true, Replicas: replicas,
-		Env: []string{"RESPONSE_CACHE_MB=16", "JOBS_PAGINATION_ENABLED=true",
+		Env: []string{"RESPONSE_CACHE_MB=16", "RESPONSE_CACHE_STORE=" + store, "JOBS_PAGINATION_ENABLED=true",
 			"READ_RATE_LIMIT_PER_MINUTE=1000000", "WRITE_RATE_LIMIT_PER_MINUTE=100000"},
 	})
 	gw := sys.URL["gateway"]
@@ -204,6 +206,12 @@ func readsAfterWrites(t *testing.T, replicas int) {
 			}
 			if n, _ := strconv.Atoi(string(m[1])); n == 0 {
 				t.Errorf("%s: gateway_response_cache_total{%s} is 0", gw, outcome)
+			}
+		}
+		if store == "redis" {
+			m := regexp.MustCompile(`gateway_response_cache_writes_total\{outcome="written"\} (\d+)`).FindSubmatch(metrics)
+			if m == nil || string(m[1]) == "0" {
+				t.Errorf("%s: no shared entries written (%q)", gw, m)
 			}
 		}
 	}

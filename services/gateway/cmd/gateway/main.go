@@ -63,10 +63,15 @@ type appConfig struct {
 	CORSAllowOrigins string `env:"CORS_ALLOW_ORIGINS" envDefault:"*"`
 	AccessLog        bool   `env:"ACCESS_LOG" envDefault:"true"`
 	// ResponseCacheMB turns on ETags, 304s and the response cache of the
-	// cacheable GETs, in that many MiB per gateway replica; 0: off. Turn it
-	// on only where every backend process and tool has REDIS_URL (they bump
-	// the change versions the cache is keyed by).
+	// cacheable GETs; 0: off. The memory store holds that many MiB per
+	// gateway replica; both keep no answer above an eighth of it. Turn it on
+	// only where every backend process and tool has REDIS_URL (they bump the
+	// change versions the cache is keyed by).
 	ResponseCacheMB int `env:"RESPONSE_CACHE_MB" envDefault:"0"`
+	// ResponseCacheStore is memory (per replica) or redis (shared, entries
+	// kept ResponseCacheTTL).
+	ResponseCacheStore string        `env:"RESPONSE_CACHE_STORE" envDefault:"memory"`
+	ResponseCacheTTL   time.Duration `env:"RESPONSE_CACHE_TTL" envDefault:"10m"`
 }
 
 func (c appConfig) Validate() error {
@@ -97,6 +102,12 @@ func (c appConfig) Validate() error {
 	}
 	if c.ResponseCacheMB < 0 || c.ResponseCacheMB > 4096 {
 		errs = append(errs, errors.New("RESPONSE_CACHE_MB must be between 0 (off) and 4096"))
+	}
+	if c.ResponseCacheStore != gatewayapp.StoreMemory && c.ResponseCacheStore != gatewayapp.StoreRedis {
+		errs = append(errs, fmt.Errorf("RESPONSE_CACHE_STORE must be %s or %s", gatewayapp.StoreMemory, gatewayapp.StoreRedis))
+	}
+	if c.ResponseCacheTTL < time.Second {
+		errs = append(errs, errors.New("RESPONSE_CACHE_TTL must be at least 1s"))
 	}
 	if c.UpstreamMaxConnAge < 0 {
 		errs = append(errs, errors.New("UPSTREAM_MAX_CONN_AGE must not be negative (0 keeps connections for ever)"))
@@ -149,7 +160,8 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 	keys := keybus.New(keydb.New(p.Pool), log, cfg.KeyCacheTTL)
 	gw, err := gatewayapp.Routes(p.API.App, gatewayapp.Config{
 		Log: log, Keys: keys, Codec: p.Codec, Redis: rdb, Backends: backends, Registry: p.Metrics.Registry,
-		Changes: changes.New(rdb, cfg.RedisKeyPrefix), ResponseCacheBytes: uint64(cfg.ResponseCacheMB) << 20,
+		Changes: changes.New(rdb, cfg.RedisKeyPrefix), Cache: gatewayapp.CacheConfig{
+			Store: cfg.ResponseCacheStore, MaxBytes: uint64(cfg.ResponseCacheMB) << 20, TTL: cfg.ResponseCacheTTL},
 		Limiter:             ratelimit.New(rdb, cfg.RedisKeyPrefix, cfg.RateLimitWindow, log),
 		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,
 		ReadLimitPerMinute: cfg.ReadLimitPerMinute, PublicReadLimitPerMinute: cfg.PublicReadLimitPerMinute,

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/maypok86/otter/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/valyala/fasthttp"
 
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
@@ -33,19 +33,29 @@ type Cached struct {
 
 func scopes(s ...string) func(int64) []string { return func(int64) []string { return s } }
 
-// responseCache holds whole answers per gateway replica, keyed by the
-// answer's name: a write moves the versions, so the next request has a new
-// name and nothing is ever invalidated or served stale. Per replica rather
-// than in Redis: a hit then costs no round trip and no copy of the body over
-// the network (a page of 20 jobs is ~15 KB), and no replica can serve another
-// replica's entry under a version it has not read itself; the price is one
-// miss per replica per version. Bounded in bytes (otter's weighted
-// S3-FIFO), so overload cannot grow it.
+// responseCache keeps whole answers, one entry per request (path, query,
+// key) holding the answer's name: a write moves the versions, so the next
+// request has a new name, its entry no longer matches and is replaced by the
+// next answer; nothing is ever invalidated or served stale. Two stores
+// (RESPONSE_CACHE_STORE):
+//
+//   - memory, per gateway replica: a hit costs no round trip and no copy of
+//     the body (a page of 20 jobs is ~15 KB), bounded in bytes (otter's
+//     weighted S3-FIFO); the price is one miss per replica per version, and
+//     the answers in the gateway's heap, doubled by the GC's headroom (16 MiB
+//     of answers added 35 MiB of RssAnon, docs/benchmarks.md).
+//   - redis, shared by every replica: an entry is read in the same MGET as
+//     the versions (libs/changes.Coalesced.ReadEntry) and written after the
+//     answer in pipelined batches, off the request's path; one miss per
+//     version for the whole deployment and no answers in the gateway's heap.
+//     Entries expire after their TTL; Redis's maxmemory bounds the total.
 type responseCache struct {
 	versions *changes.Coalesced
-	entries  *otter.Cache[uint64, *cachedAnswer]
-	salt     string // the gateway's version: a new release renames every answer
-	maxEntry int    // the largest streamed answer kept
+	v        *changes.Versions
+	entries  *otter.Cache[uint64, *cachedAnswer] // memory store; nil with redis
+	shared   *entryWriter                        // redis store; nil with memory
+	salt     string                              // the gateway's version: a new release renames every answer
+	maxEntry int                                 // the largest answer kept
 	// pauseUntil (unix ns) skips the version reads for a second after one
 	// failed: with Redis unreachable each read would wait out its timeout
 	// (250 ms) before the request went on uncached.
@@ -54,7 +64,7 @@ type responseCache struct {
 }
 
 type cachedAnswer struct {
-	key         string // everything hashed, to rule out a collision
+	key         string // the answer's whole name, to rule out a collision and an old version
 	contentType string
 	body        []byte // never written after it is stored: hits send it without a copy
 }
@@ -68,28 +78,42 @@ const (
 	cacheUnversioned = "unversioned" // versions unreadable or missing: forwarded, not named
 )
 
-func newResponseCache(v *changes.Versions, maxBytes uint64, salt string, reg *prometheus.Registry) *responseCache {
+// Response cache stores (RESPONSE_CACHE_STORE).
+const (
+	StoreMemory = "memory"
+	StoreRedis  = "redis"
+)
+
+// CacheConfig is the response cache's configuration (Config.Cache).
+type CacheConfig struct {
+	Store    string        // StoreMemory or StoreRedis
+	MaxBytes uint64        // memory: the bytes held per replica; both: an answer above MaxBytes/8 is not kept
+	TTL      time.Duration // redis: how long an entry is kept
+}
+
+func newResponseCache(v *changes.Versions, cc CacheConfig, salt string, reg *prometheus.Registry) *responseCache {
 	rc := &responseCache{
-		versions: v.Coalesced(), salt: salt,
+		versions: v.Coalesced(), v: v, salt: salt,
 		// An eighth of the budget, at most 8 MiB: one unpaginated list
 		// (~0.7 KB a job) may not push out the many pages.
-		maxEntry: int(min(maxBytes/8, 8<<20)),
-		entries: otter.Must(&otter.Options[uint64, *cachedAnswer]{
-			MaximumWeight: maxBytes,
-			Weigher: func(_ uint64, a *cachedAnswer) uint32 {
-				return uint32(len(a.key) + len(a.contentType) + len(a.body) + 96)
-			},
-		}),
+		maxEntry: int(min(cc.MaxBytes/8, 8<<20)),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_response_cache_total",
 			Help: "Cacheable GETs by route and outcome (not_modified, hit, miss, bypass, unversioned).",
 		}, []string{"route", "outcome"}),
 	}
+	if cc.Store == StoreRedis {
+		rc.shared = newEntryWriter(v, cc.TTL, reg)
+	} else {
+		rc.entries = otter.Must(&otter.Options[uint64, *cachedAnswer]{
+			MaximumWeight: cc.MaxBytes,
+			Weigher: func(_ uint64, a *cachedAnswer) uint32 {
+				return uint32(len(a.key) + len(a.contentType) + len(a.body) + 96)
+			},
+		})
+	}
 	if reg != nil {
-		reg.MustRegister(rc.outcomes, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "gateway_response_cache_bytes",
-			Help: "Bytes of answers held by the response cache (the weight otter counts).",
-		}, func() float64 { return float64(rc.entries.WeightedSize()) }),
+		reg.MustRegister(rc.outcomes,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "gateway_change_version_reads_total",
 				Help: "Reads of the change versions (one per cacheable GET while Redis answers).",
@@ -98,26 +122,27 @@ func newResponseCache(v *changes.Versions, maxBytes uint64, salt string, reg *pr
 				Name: "gateway_change_version_batches_total",
 				Help: "Redis MGETs that served those reads: concurrent reads share one (libs/changes.Coalesced).",
 			}, func() float64 { _, b := rc.versions.Counts(); return float64(b) }))
+		if rc.entries != nil {
+			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "gateway_response_cache_bytes",
+				Help: "Bytes of answers held by the response cache (the weight otter counts; memory store).",
+			}, func() float64 { return float64(rc.entries.WeightedSize()) }))
+		}
 	}
 	return rc
 }
 
-// name computes the answer's key, its hash (the cache's key) and its ETag;
-// ok is false when the versions cannot be read (the answer is then neither
-// named nor cached). The hash is FNV-1a, not maphash: every gateway replica
-// and restart must give the same request the same ETag.
-func (rc *responseCache) name(ctx context.Context, c *fiber.Ctx, r Route, id identity.Identity) (key string, sum uint64, etag string, ok bool) {
+// name computes the request's id (path, query, key: the cache's key), the
+// answer's name (the request and the current versions; the entry's check)
+// and its ETag; ok is false when the versions cannot be read (the answer is
+// then neither named nor cached). With the shared store and fetch, the
+// request's entry comes in the same round trip. The hash is FNV-1a, not
+// maphash: every gateway replica and restart must give the same request the
+// same ETag and id.
+func (rc *responseCache) name(ctx context.Context, c *fiber.Ctx, r Route, id identity.Identity, n *namedRequest, fetch bool) bool {
 	now := time.Now().UnixNano()
 	if now < rc.pauseUntil.Load() {
-		return "", 0, "", false
-	}
-	var buf [4]uint64
-	vs, err := rc.versions.Read(ctx, buf[:0], r.Cache.Scopes(id.SpaceID)...)
-	if err != nil {
-		if !errors.Is(err, changes.ErrMissing) {
-			rc.pauseUntil.Store(now + int64(time.Second))
-		}
-		return "", 0, "", false
+		return false
 	}
 	b := make([]byte, 0, 256)
 	b = append(b, rc.salt...)
@@ -127,33 +152,104 @@ func (rc *responseCache) name(ctx context.Context, c *fiber.Ctx, r Route, id ide
 	b = append(b, withoutAPIKey(c.Request().URI().QueryString())...)
 	b = append(b, 0)
 	b = binary.AppendVarint(b, id.KeyID)
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	n.id = h.Sum64()
+	var buf [4]uint64
+	var vs []uint64
+	var err error
+	if fetch && rc.shared != nil {
+		// An absent entry leaves n.entry empty, which matches no name.
+		vs, n.entry, _, err = rc.versions.ReadEntry(ctx, buf[:0], strconv.FormatUint(n.id, 36), r.Cache.Scopes(id.SpaceID)...)
+		n.fetched = true
+	} else {
+		vs, err = rc.versions.Read(ctx, buf[:0], r.Cache.Scopes(id.SpaceID)...)
+	}
+	if err != nil {
+		if !errors.Is(err, changes.ErrMissing) {
+			rc.pauseUntil.Store(now + int64(time.Second))
+		}
+		return false
+	}
+	b = append(b, 0)
 	for _, v := range vs {
 		b = binary.AppendUvarint(b, v)
 	}
 	if r.Cache.Bucket > 0 {
-		b = binary.AppendVarint(b, time.Now().UnixNano()/int64(r.Cache.Bucket))
+		b = binary.AppendVarint(b, now/int64(r.Cache.Bucket))
 	}
-	h := fnv.New64a()
+	h.Reset()
 	_, _ = h.Write(b)
-	sum = h.Sum64()
-	return string(b), sum, `W/"` + strconv.FormatUint(sum, 36) + `"`, true
+	sum := h.Sum64()
+	n.key, n.etag = string(b), `W/"`+strconv.FormatUint(sum, 36)+`"`
+	return true
 }
 
-func (rc *responseCache) get(key string, sum uint64) (*cachedAnswer, bool) {
-	a, ok := rc.entries.GetIfPresent(sum)
-	if !ok || a.key != key {
+// get returns the answer named n, if kept.
+func (rc *responseCache) get(ctx context.Context, n *namedRequest) (*cachedAnswer, bool) {
+	if rc.entries != nil {
+		a, ok := rc.entries.GetIfPresent(n.id)
+		if !ok || a.key != n.key {
+			return nil, false
+		}
+		return a, true
+	}
+	if !n.fetched {
+		// A conditional request whose copy was not current: its entry
+		// was not read with the versions, to spare every 304 the body.
+		e, found, err := rc.v.ReadEntry(ctx, strconv.FormatUint(n.id, 36))
+		if err != nil || !found {
+			return nil, false
+		}
+		n.entry = e
+	}
+	return decodeEntry(n.entry, n.key)
+}
+
+// put keeps resp's body as the answer named n. The memory store takes the
+// body's buffer without copying it: it changes hands (SwapBody gives it
+// up), and resp goes on sending it as a raw body, which fasthttp never
+// writes to. The shared store queues an encoded copy.
+func (rc *responseCache) put(n *namedRequest, contentType string, body []byte) {
+	if rc.entries != nil {
+		rc.entries.Set(n.id, &cachedAnswer{key: n.key, contentType: contentType, body: body})
+		return
+	}
+	rc.shared.put(strconv.FormatUint(n.id, 36), encodeEntry(n.key, contentType, body))
+}
+
+// encodeEntry is a shared entry: the name, the content type (each with its
+// length as a uvarint) and the body.
+func encodeEntry(name, contentType string, body []byte) []byte {
+	b := make([]byte, 0, 2*binary.MaxVarintLen32+len(name)+len(contentType)+len(body))
+	b = binary.AppendUvarint(b, uint64(len(name)))
+	b = append(b, name...)
+	b = binary.AppendUvarint(b, uint64(len(contentType)))
+	b = append(b, contentType...)
+	return append(b, body...)
+}
+
+// decodeEntry returns the answer in entry when it is the one named name.
+// The body is a view of the entry's string, which nothing writes to.
+func decodeEntry(entry, name string) (*cachedAnswer, bool) {
+	field := func() (string, bool) {
+		l, w := binary.Uvarint([]byte(entry[:min(len(entry), binary.MaxVarintLen64)]))
+		if w <= 0 || uint64(len(entry)-w) < l {
+			return "", false
+		}
+		f := entry[w : w+int(l)]
+		entry = entry[w+int(l):]
+		return f, true
+	}
+	got, ok := field()
+	if !ok || got != name {
 		return nil, false
 	}
-	return a, true
-}
-
-// put keeps resp's body without copying it: the body's buffer changes hands
-// (SwapBody gives it up), and resp goes on sending it as a raw body, which
-// fasthttp never writes to.
-func (rc *responseCache) put(key string, sum uint64, resp *fasthttp.Response) {
-	body := resp.SwapBody(nil)
-	resp.SetBodyRaw(body)
-	rc.entries.Set(sum, &cachedAnswer{key: key, contentType: string(resp.Header.ContentType()), body: body})
+	ct, ok := field()
+	if !ok {
+		return nil, false
+	}
+	return &cachedAnswer{key: name, contentType: ct, body: unsafe.Slice(unsafe.StringData(entry), len(entry))}, true
 }
 
 // cacheControl is what clients may do with a named answer: keep it and ask
@@ -168,10 +264,13 @@ func cacheControl(r Route) string {
 
 // namedRequest is a cacheable request whose answer has a name.
 type namedRequest struct {
-	key         string
-	sum         uint64
+	id          uint64 // the request's: the cache's key
+	key         string // the answer's name: the request and the versions
 	etag        string
 	notModified bool // answered 304
+	// The shared store's entry for id, when read with the versions.
+	entry   string
+	fetched bool
 	// A streamed answer that store found storable, kept once it has been
 	// relayed whole (wholeBody).
 	storable    bool
@@ -182,15 +281,17 @@ type namedRequest struct {
 // answer of that name; nil when the versions are unavailable (the request
 // is then forwarded as if nothing were cached).
 func (rc *responseCache) lookup(c *fiber.Ctx, r Route, id identity.Identity) *namedRequest {
-	key, sum, etag, ok := rc.name(c.UserContext(), c, r, id)
-	if !ok {
+	inm := c.Get(fiber.HeaderIfNoneMatch)
+	n := &namedRequest{}
+	// Only a GET without a validator reads its entry with the versions: a
+	// 304 needs no body.
+	if !rc.name(c.UserContext(), c, r, id, n, inm == "" && c.Method() == fiber.MethodGet) {
 		rc.outcomes.WithLabelValues(r.Path, cacheUnversioned).Inc()
 		return nil
 	}
-	n := &namedRequest{key: key, sum: sum, etag: etag}
-	if web.ETagMatches(c.Get(fiber.HeaderIfNoneMatch), etag) {
+	if web.ETagMatches(inm, n.etag) {
 		rc.outcomes.WithLabelValues(r.Path, cacheNotModified).Inc()
-		setValidators(c, r, etag)
+		setValidators(c, r, n.etag)
 		c.Status(fiber.StatusNotModified)
 		n.notModified = true
 	}
@@ -199,7 +300,7 @@ func (rc *responseCache) lookup(c *fiber.Ctx, r Route, id identity.Identity) *na
 
 // serve answers from the cache; false on a miss.
 func (rc *responseCache) serve(c *fiber.Ctx, r Route, n *namedRequest) bool {
-	a, ok := rc.get(n.key, n.sum)
+	a, ok := rc.get(c.UserContext(), n)
 	if !ok {
 		return false
 	}
@@ -228,8 +329,12 @@ func (rc *responseCache) store(c *fiber.Ctx, r Route, n *namedRequest, replica b
 	case resp.IsBodyStream():
 		n.storable, n.contentType = true, string(resp.Header.ContentType())
 		rc.outcomes.WithLabelValues(r.Path, cacheMiss).Inc()
+	case len(resp.Body()) > rc.maxEntry:
+		rc.outcomes.WithLabelValues(r.Path, cacheBypass).Inc()
 	default:
-		rc.put(n.key, n.sum, resp)
+		body := resp.SwapBody(nil)
+		resp.SetBodyRaw(body)
+		rc.put(n, string(resp.Header.ContentType()), body)
 		rc.outcomes.WithLabelValues(r.Path, cacheMiss).Inc()
 	}
 }
@@ -241,7 +346,7 @@ func (rc *responseCache) store(c *fiber.Ctx, r Route, n *namedRequest, replica b
 func (rc *responseCache) whole(n *namedRequest) *wholeBody {
 	return &wholeBody{max: rc.maxEntry, take: func(body []byte) {
 		if n.storable && json.Valid(body) {
-			rc.entries.Set(n.sum, &cachedAnswer{key: n.key, contentType: n.contentType, body: body})
+			rc.put(n, n.contentType, body)
 		}
 	}}
 }
@@ -253,5 +358,70 @@ func setValidators(c *fiber.Ctx, r Route, etag string) {
 	if !r.Public() {
 		// A browser holding answers of two keys must not mix them up.
 		h.Set(fiber.HeaderVary, "X-API-Key, Authorization")
+	}
+}
+
+// entryWriter writes the shared store's entries off the requests' path: a
+// miss queues its answer and goes on, and one goroutine writes whatever has
+// queued in one pipeline. A full queue drops the entry (the next request
+// misses again) rather than holding a request or growing the heap.
+type entryWriter struct {
+	v       *changes.Versions
+	ttl     time.Duration
+	q       chan changes.Entry
+	written *prometheus.CounterVec
+}
+
+// entryQueue bounds the entries waiting: at most this many answers (each at
+// most maxEntry) are held in the heap at once.
+const entryQueue = 256
+
+func newEntryWriter(v *changes.Versions, ttl time.Duration, reg *prometheus.Registry) *entryWriter {
+	w := &entryWriter{v: v, ttl: ttl, q: make(chan changes.Entry, entryQueue),
+		written: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_response_cache_writes_total",
+			Help: "Answers for the shared response cache (redis store) by outcome: written, dropped (queue full), failed (Redis).",
+		}, []string{"outcome"})}
+	if reg != nil {
+		reg.MustRegister(w.written)
+	}
+	return w
+}
+
+func (w *entryWriter) put(id string, value []byte) {
+	select {
+	case w.q <- changes.Entry{ID: id, Value: value, TTL: w.ttl}:
+	default:
+		w.written.WithLabelValues("dropped").Inc()
+	}
+}
+
+// run writes queued entries until ctx ends.
+func (w *entryWriter) run(ctx context.Context) {
+	batch := make([]changes.Entry, 0, 64)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-w.q:
+			batch = append(batch[:0], e)
+		}
+	fill:
+		for len(batch) < cap(batch) {
+			select {
+			case e := <-w.q:
+				batch = append(batch, e)
+			default:
+				break fill
+			}
+		}
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		outcome := "written"
+		if err := w.v.WriteEntries(wctx, batch); err != nil {
+			outcome = "failed"
+		}
+		cancel()
+		w.written.WithLabelValues(outcome).Add(float64(len(batch)))
+		clear(batch) // the answers go to the GC now, not with the next batch
 	}
 }

@@ -53,10 +53,10 @@ type Config struct {
 	// CORSAllowOrigins is a comma-separated list, or "*".
 	CORSAllowOrigins string
 	// Changes are the change versions the backends bump. With
-	// ResponseCacheBytes > 0 the cacheable GETs (Route.Cache) are named
-	// (ETag, 304) and cached in that many bytes.
-	Changes            *changes.Versions
-	ResponseCacheBytes uint64
+	// Cache.MaxBytes > 0 the cacheable GETs (Route.Cache) are named (ETag,
+	// 304) and cached in Cache.Store.
+	Changes *changes.Versions
+	Cache   CacheConfig
 }
 
 // App holds the gateway's handlers.
@@ -75,8 +75,8 @@ func Routes(app *fiber.App, cfg Config) (*App, error) {
 		return nil, err
 	}
 	a := &App{cfg: cfg, openapi: docs, health: newHealthChecker(cfg)}
-	if cfg.ResponseCacheBytes > 0 && cfg.Changes != nil {
-		a.cache = newResponseCache(cfg.Changes, cfg.ResponseCacheBytes, cfg.Version, cfg.Registry)
+	if cfg.Cache.MaxBytes > 0 && cfg.Changes != nil {
+		a.cache = newResponseCache(cfg.Changes, cfg.Cache, cfg.Version, cfg.Registry)
 	}
 	a.limitHit = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_rate_limit_decisions_total",
@@ -426,10 +426,14 @@ func (a *App) info(c *fiber.Ctx) error {
 	})
 }
 
-// RunBackground starts the gateway's background work (health polling, and
-// resolving the addresses of backends balanced by DNS).
+// RunBackground starts the gateway's background work (health polling,
+// resolving the addresses of backends balanced by DNS, and writing the
+// shared response cache's entries).
 func (a *App) RunBackground(ctx context.Context) {
 	go a.health.run(ctx)
+	if a.cache != nil && a.cache.shared != nil {
+		go a.cache.shared.run(ctx)
+	}
 	for _, b := range a.cfg.Backends {
 		go b.run(ctx)
 	}
