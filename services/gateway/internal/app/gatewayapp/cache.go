@@ -54,6 +54,7 @@ type responseCache struct {
 	v        *changes.Versions
 	entries  *otter.Cache[uint64, *cachedAnswer] // memory store; nil with redis
 	shared   *entryWriter                        // redis store; nil with memory
+	seen     *doorkeeper                         // redis store: admits an answer asked for twice
 	salt     string                              // the gateway's version: a new release renames every answer
 	maxEntry int                                 // the largest answer kept
 	// pauseUntil (unix ns) skips the version reads for a second after one
@@ -103,7 +104,7 @@ func newResponseCache(v *changes.Versions, cc CacheConfig, salt string, reg *pro
 		}, []string{"route", "outcome"}),
 	}
 	if cc.Store == StoreRedis {
-		rc.shared = newEntryWriter(v, cc.TTL, reg)
+		rc.shared, rc.seen = newEntryWriter(v, cc.TTL, reg), newDoorkeeper(doorkeeperSlots)
 	} else {
 		rc.entries = otter.Must(&otter.Options[uint64, *cachedAnswer]{
 			MaximumWeight: cc.MaxBytes,
@@ -215,7 +216,36 @@ func (rc *responseCache) put(n *namedRequest, contentType string, body []byte) {
 		rc.entries.Set(n.id, &cachedAnswer{key: n.key, contentType: contentType, body: body})
 		return
 	}
+	if !rc.seen.admit(n.id) {
+		rc.shared.skipped.Inc()
+		return
+	}
 	rc.shared.put(strconv.FormatUint(n.id, 36), encodeEntry(n.key, contentType, body))
+}
+
+// doorkeeper remembers the requests whose answers were not kept yet, as
+// TinyLFU's doorkeeper does: the shared store keeps an answer the second
+// time this replica forwards its request. A request asked for once (a
+// crawler's, or one made unique to get past the cache) then costs Redis
+// neither a write nor its memory: those answers filled Redis by 15 KB each
+// before (docs/benchmarks.md). Lossy and lock-free: one slot per request id
+// modulo its size, the last id wins, so a collision at worst costs a
+// request one more miss; 2^16 slots are 512 KiB.
+type doorkeeper struct{ slots []atomic.Uint64 }
+
+const doorkeeperSlots = 1 << 16
+
+func newDoorkeeper(n int) *doorkeeper { return &doorkeeper{slots: make([]atomic.Uint64, n)} }
+
+// admit reports whether id was seen since its slot last changed hands, and
+// remembers it otherwise.
+func (d *doorkeeper) admit(id uint64) bool {
+	slot := &d.slots[id%uint64(len(d.slots))]
+	if slot.Load() == id {
+		return true
+	}
+	slot.Store(id)
+	return false
 }
 
 // encodeEntry is a shared entry: the name, the content type (each with its
@@ -370,6 +400,7 @@ type entryWriter struct {
 	ttl     time.Duration
 	q       chan changes.Entry
 	written *prometheus.CounterVec
+	skipped prometheus.Counter // answers not kept: asked for once so far (doorkeeper)
 }
 
 // entryQueue bounds the entries waiting: at most this many answers (each at
@@ -380,8 +411,9 @@ func newEntryWriter(v *changes.Versions, ttl time.Duration, reg *prometheus.Regi
 	w := &entryWriter{v: v, ttl: ttl, q: make(chan changes.Entry, entryQueue),
 		written: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_response_cache_writes_total",
-			Help: "Answers for the shared response cache (redis store) by outcome: written, dropped (queue full), failed (Redis).",
+			Help: "Answers for the shared response cache (redis store) by outcome: written, dropped (queue full), failed (Redis), first_request (not kept: the first time this replica forwarded its request).",
 		}, []string{"outcome"})}
+	w.skipped = w.written.WithLabelValues("first_request")
 	if reg != nil {
 		reg.MustRegister(w.written)
 	}
