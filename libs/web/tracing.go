@@ -66,6 +66,10 @@ func tracing(o options) fiber.Handler {
 		c.SetUserContext(ctx)
 
 		err := c.Next()
+		if !span.IsRecording() {
+			// Sampled out: nothing set below would be kept.
+			return err
+		}
 		status := c.Response().StatusCode()
 		if err != nil {
 			status = Classify(err).Status

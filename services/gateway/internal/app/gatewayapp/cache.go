@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"hash/fnv"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -145,7 +144,8 @@ func (rc *responseCache) name(ctx context.Context, c *fiber.Ctx, r Route, id ide
 	if now < rc.pauseUntil.Load() {
 		return false
 	}
-	b := make([]byte, 0, 256)
+	var nameBuf [256]byte // on the stack unless a name outgrows it
+	b := nameBuf[:0]
 	b = append(b, rc.salt...)
 	b = append(b, 0)
 	b = append(b, c.Path()...)
@@ -153,9 +153,7 @@ func (rc *responseCache) name(ctx context.Context, c *fiber.Ctx, r Route, id ide
 	b = append(b, withoutAPIKey(c.Request().URI().QueryString())...)
 	b = append(b, 0)
 	b = binary.AppendVarint(b, id.KeyID)
-	h := fnv.New64a()
-	_, _ = h.Write(b)
-	n.id = h.Sum64()
+	n.id = fnv64a(b)
 	var buf [4]uint64
 	var vs []uint64
 	var err error
@@ -179,11 +177,21 @@ func (rc *responseCache) name(ctx context.Context, c *fiber.Ctx, r Route, id ide
 	if r.Cache.Bucket > 0 {
 		b = binary.AppendVarint(b, now/int64(r.Cache.Bucket))
 	}
-	h.Reset()
-	_, _ = h.Write(b)
-	sum := h.Sum64()
+	sum := fnv64a(b)
 	n.key, n.etag = string(b), `W/"`+strconv.FormatUint(sum, 36)+`"`
 	return true
+}
+
+// fnv64a is hash/fnv's 64-bit FNV-1a without its hash.Hash64: through the
+// interface the name's buffer escaped to the heap on every request.
+func fnv64a(b []byte) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= prime
+	}
+	return h
 }
 
 // get returns the answer named n, if kept.

@@ -339,14 +339,23 @@ func securityHeaders(c *fiber.Ctx) error {
 	// Set after the handler: a forwarded response replaces the headers that
 	// were set before it.
 	h := &c.Response().Header
-	h.Set(fiber.HeaderXContentTypeOptions, "nosniff")
-	h.Set(fiber.HeaderXFrameOptions, "DENY")
-	h.Set(fiber.HeaderReferrerPolicy, "no-referrer")
+	h.SetCanonical(headerNosniff[0], headerNosniff[1])
+	h.SetCanonical(headerDeny[0], headerDeny[1])
+	h.SetCanonical(headerNoReferrer[0], headerNoReferrer[1])
 	if len(h.Peek(fiber.HeaderCacheControl)) == 0 {
-		h.Set(fiber.HeaderCacheControl, "no-store")
+		h.SetCanonical(headerNoStore[0], headerNoStore[1])
 	}
 	return err
 }
+
+// The security headers as canonical bytes: SetCanonical skips normalising
+// the name and converting both on every answer.
+var (
+	headerNosniff    = [2][]byte{[]byte(fiber.HeaderXContentTypeOptions), []byte("nosniff")}
+	headerDeny       = [2][]byte{[]byte(fiber.HeaderXFrameOptions), []byte("DENY")}
+	headerNoReferrer = [2][]byte{[]byte(fiber.HeaderReferrerPolicy), []byte("no-referrer")}
+	headerNoStore    = [2][]byte{[]byte(fiber.HeaderCacheControl), []byte("no-store")}
+)
 
 // keepCORSHeaders puts back the CORS headers the cors middleware set before
 // the handler: a forwarded response replaces every header set before it, and
