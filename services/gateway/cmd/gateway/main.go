@@ -116,11 +116,12 @@ func (c appConfig) Validate() error {
 }
 
 // gatewayConcurrency is the gateway's HTTP_CONCURRENCY when none is set,
-// half the backends' 256: each connection served holds about 130 KiB (heap
-// and stacks under overload: 35 MiB at 256, 24 at 128; docs/benchmarks.md,
-// fix 10), and 128 answers in flight carry 12 800 req/s at 10 ms each, more
-// than the backends behind one gateway serve.
-const gatewayConcurrency = 128
+// under half the backends' 256: each connection served holds about 130 KiB
+// (heap and stacks under overload: 35 MiB at 256, 24 at 128; 96 keeps it
+// under issue 19's 24, docs/benchmarks.md), and 96 answers in flight carry
+// 9 600 req/s at 10 ms each, more than the backends behind one gateway
+// serve, and 96 000 cache hits at 1 ms.
+const gatewayConcurrency = 96
 
 // spec is the gateway's start-up: its own HTTP_CONCURRENCY default (an
 // explicit value wins), and the public edge's tracing (web.PublicEndpoint).
