@@ -51,8 +51,12 @@ const (
 	targetHitPgbench   = 1.5  // row a from the response cache over its SQL under pgbench
 	targetMissRatio    = 1.0  // row a's misses with the cache on over row a with it off
 	targetNotModified  = 0.5  // row a's 304s over the hello-world ceiling
-	capGateway         = 32 << 20
-	capBackend         = 64 << 20
+	// Issue 19: the gateway's heap and stacks (RssAnon) under load, overload
+	// and with its response cache on; the backends' VmRSS. The gateway's
+	// VmRSS is reported beside it: the rest is its executable, mapped from
+	// the page cache (in large folios, so whole when touched at all).
+	capGatewayAnon = 24 << 20
+	capBackend     = 64 << 20
 )
 
 func freeAddr() (string, error) { return suite.FreeAddr() }
@@ -235,11 +239,11 @@ func (r *report) markdown() string {
 
 	w("Resident memory, MiB: VmRSS (of which RssAnon, the heap and stacks the program allocates; the rest is its executable mapped from the page cache):\n\n| service | idle | peak under load | peak under overload | cap |\n|---|--:|--:|--:|--:|\n")
 	for _, name := range services {
-		limit := capBackend
+		limit := fmt.Sprint(capBackend >> 20)
 		if name == "gateway" {
-			limit = capGateway
+			limit = fmt.Sprintf("(%d)", capGatewayAnon>>20)
 		}
-		w("| %s | %s | %s | %s | %d |\n", name, mibs(r.rssIdle[name]), mibs(r.rssLoad[name]), mibs(r.rssOverload[name]), limit>>20)
+		w("| %s | %s | %s | %s | %s |\n", name, mibs(r.rssIdle[name]), mibs(r.rssLoad[name]), mibs(r.rssOverload[name]), limit)
 	}
 	w("\n")
 	r.targets(w)
@@ -392,12 +396,14 @@ func (r *report) targets(w func(string, ...any)) {
 		names := append([]string{}, services...)
 		sort.Strings(names)
 		for _, name := range names {
-			limit := int64(capBackend)
-			if name == "gateway" {
-				limit = capGateway
-			}
 			peak := maxRSS(r.rssOverload[name], r.rssLoad[name])
-			w("| %s RSS ≤ %d MiB under load and overload: VmRSS (RssAnon) | %s MiB | %s |\n", name, limit>>20, mibs(peak), verdict(peak.total <= limit))
+			if name == "gateway" {
+				peak = maxRSS(peak, r.rssCached[name])
+				w("| gateway RssAnon ≤ %d MiB under load, overload and with the response cache: VmRSS (RssAnon) | %s MiB | %s |\n",
+					capGatewayAnon>>20, mibs(peak), verdict(peak.anon <= capGatewayAnon))
+				continue
+			}
+			w("| %s RSS ≤ %d MiB under load and overload: VmRSS (RssAnon) | %s MiB | %s |\n", name, capBackend>>20, mibs(peak), verdict(peak.total <= capBackend))
 		}
 	}
 	w("\n")
