@@ -47,6 +47,9 @@ func (c *Coalesced) Read(ctx context.Context, dst []uint64, scopes ...string) ([
 // same MGET: a cached answer and the versions that say whether it is
 // current cost one round trip. found is false when the entry is absent.
 func (c *Coalesced) ReadEntry(ctx context.Context, dst []uint64, id string, scopes ...string) (vs []uint64, entry string, found bool, err error) {
+	if c == nil || c.v == nil {
+		return dst, "", false, ErrMissing
+	}
 	return c.read(ctx, dst, c.v.EntryKey(id), scopes)
 }
 
