@@ -107,6 +107,15 @@ func TestNilVersions(t *testing.T) {
 	if _, err := v.Read(context.Background(), nil, changes.Jobs); !errors.Is(err, changes.ErrMissing) {
 		t.Fatalf("nil Versions read: %v, want ErrMissing", err)
 	}
+	if _, _, _, err := v.Coalesced().ReadEntry(context.Background(), nil, "x", changes.Jobs); !errors.Is(err, changes.ErrMissing) {
+		t.Fatalf("nil Versions ReadEntry: %v, want ErrMissing", err)
+	}
+	if _, _, err := v.ReadEntry(context.Background(), "x"); !errors.Is(err, changes.ErrMissing) {
+		t.Fatalf("nil Versions entry: %v, want ErrMissing", err)
+	}
+	if err := v.WriteEntries(context.Background(), []changes.Entry{{ID: "x"}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestBumpFailsWhenRedisIsDown(t *testing.T) {
