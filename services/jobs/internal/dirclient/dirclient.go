@@ -106,7 +106,24 @@ func (c *Client) get(ctx context.Context, path string, dst any) error {
 	}
 	req.Header.Set(identity.Header, h)
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.http.Do(req)
+	// A GET that got no answer at all is sent again, twice at most and
+	// within the caller's deadline: during a rolling restart the Service
+	// may still send a new connection to a directory pod that has stopped
+	// listening (make test-cluster: two job creates answered 503 in 12 246
+	// requests), and the next connection goes to another pod.
+	var resp *http.Response
+	for attempt := range 3 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w: %w", jobbus.ErrDirectoryUnavailable, errors.Join(err, ctx.Err()))
+			case <-time.After(time.Duration(attempt) * 25 * time.Millisecond):
+			}
+		}
+		if resp, err = c.http.Do(req); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", jobbus.ErrDirectoryUnavailable, err)
 	}

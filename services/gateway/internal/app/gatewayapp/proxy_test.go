@@ -61,7 +61,7 @@ func TestAbandonedStreamClosesItsBackendConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.pool.(*fasthttp.HostClient).MaxIdleConnDuration = time.Hour // no idle sweep closes a pooled connection during the test
+	b.pool.(redialing).c.MaxIdleConnDuration = time.Hour // no idle sweep closes a pooled connection during the test
 	codec, err := identity.NewCodec("proxy-test-secret-0123456789abcdef")
 	if err != nil {
 		t.Fatal(err)
@@ -152,5 +152,50 @@ func TestPooledConnectionsAgeOut(t *testing.T) {
 				t.Fatalf("%d backend connections, want %d..%d", n, tc.minConns, tc.maxConns)
 			}
 		})
+	}
+}
+
+// A refused dial (a Service still sending new connections to a pod that
+// stopped listening) is dialled again, a POST too, since nothing was sent;
+// a refusal that lasts is answered as before.
+func TestRefusedDialIsDialledAgain(t *testing.T) {
+	app := fiber.New()
+	app.Post("/", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	addr := serve(t, app)
+	b, err := NewBackend("jobs", "http://"+addr, BackendOptions{Timeout: 2 * time.Second, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dials, refuse atomic.Int64
+	b.pool.(redialing).c.Dial = func(a string) (net.Conn, error) {
+		if dials.Add(1) <= refuse.Load() {
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("connection refused")}
+		}
+		return net.Dial("tcp", a)
+	}
+	send := func() error {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
+		req.Header.SetMethod(fasthttp.MethodPost)
+		req.SetRequestURI("http://" + addr + "/")
+		req.SetBodyString("{}")
+		if err := b.pool.DoTimeout(req, resp, 2*time.Second); err != nil {
+			return err
+		}
+		if string(resp.Body()) != "ok" {
+			return fmt.Errorf("answer %q", resp.Body())
+		}
+		return nil
+	}
+	refuse.Store(2)
+	if err := send(); err != nil || dials.Load() != 3 {
+		t.Fatalf("two refused dials: %v after %d dials, want the third to answer", err, dials.Load())
+	}
+	b.pool.(redialing).c.CloseIdleConnections()
+	dials.Store(0)
+	refuse.Store(100)
+	if err := send(); err == nil || !dialFailed(err) || dials.Load() != 3 {
+		t.Fatalf("a lasting refusal: %v after %d dials, want a dial error after 3", err, dials.Load())
 	}
 }
