@@ -159,7 +159,7 @@ func (rc *responseCache) name(ctx context.Context, c *fiber.Ctx, r Route, id ide
 	var err error
 	if fetch && rc.shared != nil {
 		// An absent entry leaves n.entry empty, which matches no name.
-		vs, n.entry, _, err = rc.versions.ReadEntry(ctx, buf[:0], strconv.FormatUint(n.id, 36), r.Cache.Scopes(id.SpaceID)...)
+		vs, n.entry, _, err = rc.versions.ReadEntry(ctx, buf[:0], n.entryID(), r.Cache.Scopes(id.SpaceID)...)
 		n.fetched = true
 	} else {
 		vs, err = rc.versions.Read(ctx, buf[:0], r.Cache.Scopes(id.SpaceID)...)
@@ -206,7 +206,7 @@ func (rc *responseCache) get(ctx context.Context, n *namedRequest) (*cachedAnswe
 	if !n.fetched {
 		// A conditional request whose copy was not current: its entry
 		// was not read with the versions, to spare every 304 the body.
-		e, found, err := rc.v.ReadEntry(ctx, strconv.FormatUint(n.id, 36))
+		e, found, err := rc.v.ReadEntry(ctx, n.entryID())
 		if err != nil || !found {
 			return nil, false
 		}
@@ -228,7 +228,7 @@ func (rc *responseCache) put(n *namedRequest, contentType string, body []byte) {
 		rc.shared.skipped.Inc()
 		return
 	}
-	rc.shared.put(strconv.FormatUint(n.id, 36), encodeEntry(n.key, contentType, body))
+	rc.shared.put(n.entryID(), encodeEntry(n.key, contentType, body))
 }
 
 // doorkeeper remembers the requests whose answers were not kept yet, as
@@ -314,6 +314,9 @@ type namedRequest struct {
 	storable    bool
 	contentType string
 }
+
+// entryID is the shared store's id of n's entry.
+func (n *namedRequest) entryID() string { return strconv.FormatUint(n.id, 36) }
 
 // lookup names the request and answers 304 when the client holds the
 // answer of that name; nil when the versions are unavailable (the request
