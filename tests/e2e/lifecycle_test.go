@@ -58,12 +58,13 @@ func TestJobLifecycleThroughGateway(t *testing.T) {
 		}
 	}
 
-	// The draft: its owner reads it all, another space gets 403, nobody else sees it.
+	// The draft: its owner reads it all; nobody else learns it exists (404, as
+	// for an unknown id), another space included.
 	r, d := get(owner)
 	if r.status != 200 || d.Status != "draft" || d.Description != "<p>Welcome <em>members</em></p>" || d.EditURL == nil || d.ViewURL != nil {
 		t.Fatalf("owner reads the draft: %d %s", r.status, r.raw)
 	}
-	if r, _ := get(other); r.status != 403 || r.env.Error.Code != "forbidden" {
+	if r, _ := get(other); r.status != 404 || r.env.Error.Code != "not_found" {
 		t.Fatalf("another space reads the draft: %d %s", r.status, r.raw)
 	}
 	if r, _ := get(reader); r.status != 404 {
@@ -72,8 +73,8 @@ func TestJobLifecycleThroughGateway(t *testing.T) {
 	if r := call(t, "GET", jobPath, "", ""); r.status != 401 {
 		t.Fatalf("no key: %d", r.status)
 	}
-	if r := step(other, "publish"); r.status != 403 {
-		t.Fatalf("another space publishes: %d %s", r.status, r.raw)
+	if r := step(other, "publish"); r.status != 404 {
+		t.Fatalf("another space publishes the draft: %d %s", r.status, r.raw)
 	}
 	if r := step(reader, "publish"); r.status != 403 {
 		t.Fatalf("a read-only key publishes: %d %s", r.status, r.raw)
@@ -85,6 +86,9 @@ func TestJobLifecycleThroughGateway(t *testing.T) {
 	wantStep("publish", "active", "published")
 	if !listed(t, owner, "city=berlin", job.JobID) {
 		t.Fatal("published job not listed")
+	}
+	if r, _ := get(other); r.status != 403 || r.env.Error.Code != "forbidden" {
+		t.Fatalf("another space reads the listed job: %d %s", r.status, r.raw)
 	}
 	if r, d := get(reader); r.status != 200 || d.EditURL != nil || d.ViewURL == nil {
 		t.Fatalf("a reader reads the active job, without its poster's links: %d %s", r.status, r.raw)

@@ -268,20 +268,34 @@ func TestCreateIntegersAreJSONNumbers(t *testing.T) {
 func TestCreateIDSpaceAndPlans(t *testing.T) {
 	t.Parallel()
 	noSpace := liveKey(140, 0)
-	t.Run("create201IDSpaceForKeyWithoutSpace", func(t *testing.T) {
+	importer := liveKey(142, 0)
+	importer.TrustedImporter = true
+	t.Run("create201IDSpaceForTrustedImporter", func(t *testing.T) {
 		b := jobBody("Space by id", 1)
 		b["id_space"] = 11
-		cr := create(t, noSpace, b)
-		var sid int64
-		_ = pool.QueryRow(bgContext, `SELECT space_id FROM jobs WHERE id = $1`, cr.JobID).Scan(&sid)
-		if sid != 11 || cr.Status != "draft" {
-			t.Fatalf("space %d status %s", sid, cr.Status)
+		cr := create(t, importer, b)
+		var sid, owner int64
+		_ = pool.QueryRow(bgContext, `SELECT space_id, owner_key_id FROM jobs WHERE id = $1`, cr.JobID).Scan(&sid, &owner)
+		if sid != 11 || owner != importer.KeyID || cr.Status != "active" {
+			t.Fatalf("space %d owner %d status %s", sid, owner, cr.Status)
+		}
+	})
+	t.Run("create403IDSpaceForPlatformKey", func(t *testing.T) {
+		b := jobBody("Space by platform", 1)
+		b["id_space"] = 11
+		r := do(t, appFlat, "POST", "/v2/jobs", jsonBody(t, b), &noSpace)
+		if r.Status != 403 || !strings.Contains(string(r.Body), "trusted importer") {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		var n int
+		if err := pool.QueryRow(bgContext, `SELECT count(*) FROM jobs WHERE title = 'Space by platform'`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%d jobs stored (%v)", n, err)
 		}
 	})
 	t.Run("create422UnconfirmedIDSpace", func(t *testing.T) {
 		b := jobBody("Space unconfirmed", 1)
 		b["id_space"] = 12
-		r := do(t, appFlat, "POST", "/v2/jobs", jsonBody(t, b), &noSpace)
+		r := do(t, appFlat, "POST", "/v2/jobs", jsonBody(t, b), &importer)
 		if r.Status != 422 || !r.hasDetail("id_space 12 is not a confirmed space") {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}

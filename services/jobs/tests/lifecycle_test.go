@@ -119,7 +119,7 @@ func TestGetJobVisibility(t *testing.T) {
 		owner  bool
 	}{
 		{"spaceKeyOwnDraft", liveKey(505, 2001), draftOfSpace.JobID, 200, true},
-		{"spaceKeyOtherSpaceDraft403", liveKey(506, 2002), draftOfSpace.JobID, 403, false},
+		{"spaceKeyOtherSpaceDraft404", liveKey(506, 2002), draftOfSpace.JobID, 404, false},
 		{"spaceKeyOtherSpaceActive403", liveKey(506, 2002), activeOfPro.JobID, 403, false},
 		{"spaceKeyJobOfNoSpace404", liveKey(506, 2002), activeNoSpace.JobID, 404, false},
 		{"creatorWithoutSpaceOwnDraft", liveKey(502, 0), draftNoSpace.JobID, 200, true},
@@ -201,11 +201,18 @@ func TestTransitions(t *testing.T) {
 		{"pause", "closed", ""},
 		{"unpublish", "closed", "already_unpublished"},
 	}
+	was := "draft"
 	for i, s := range steps {
-		// another space's key never gets past the ownership check
-		if r, _, _ := transition(t, other, s.event, id); r.Status != 403 {
-			t.Fatalf("step %d: %s by another space: %d %s", i, s.event, r.Status, r.Body)
+		// another space's key never gets past the ownership check: 403 for
+		// a listed job, 404 for one it could not know exists
+		want := 404
+		if was == "active" {
+			want = 403
 		}
+		if r, _, _ := transition(t, other, s.event, id); r.Status != want {
+			t.Fatalf("step %d: %s by another space: want %d, got %d %s", i, s.event, want, r.Status, r.Body)
+		}
+		was = s.status
 		before := outboxRows(t, id)
 		r, res, c := transition(t, owner, s.event, id)
 		if s.action == "" {
@@ -267,9 +274,17 @@ func TestTransitions(t *testing.T) {
 	})
 
 	t.Run("ownership", func(t *testing.T) {
+		listed := create(t, owner, jobBody("Listed Of Space", 1511))
+		if r, _, _ := transition(t, owner, "publish", listed.JobID); r.Status != 200 {
+			t.Fatalf("publish: %d %s", r.Status, r.Body)
+		}
 		for _, ev := range jobbus.RouteEvents {
-			if r, _, _ := transition(t, liveKey(512, 0), string(ev), id); r.Status != 403 {
-				t.Errorf("%s by a key without a space on a space's job: %d", ev, r.Status)
+			// 403 for a listed job, 404 for one the key could not know exists
+			if r, _, _ := transition(t, liveKey(512, 0), string(ev), listed.JobID); r.Status != 403 {
+				t.Errorf("%s by a key without a space on a space's listed job: %d", ev, r.Status)
+			}
+			if r, _, _ := transition(t, liveKey(512, 0), string(ev), id); r.Status != 404 {
+				t.Errorf("%s by a key without a space on a space's unlisted job: %d", ev, r.Status)
 			}
 			if r, _, _ := transition(t, owner, string(ev), 999999999); r.Status != 404 {
 				t.Errorf("%s of an unknown job: %d", ev, r.Status)

@@ -288,6 +288,7 @@ func synthetic(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, cat di
 			title, company, desc, jobTypes[r.IntN(len(jobTypes))], tags, r.IntN(5) == 0,
 			jobbus.Slug(title, city.Slug), ext + "?ref=coworkjobs", city.ID, city.Name, city.Slug,
 			salMin, salMax, "EUR", "jobs@coworkjobs.example", 5, status, added, added, expires, city.Latitude, city.Longitude,
+			jobbus.OwnerOf(jobbus.Caller{KeyID: syntheticKeyID, SpaceID: spaceID}),
 		}, nil
 	})
 	copied, err := pool.CopyFrom(ctx, pgx.Identifier{"jobs"}, []string{
@@ -295,7 +296,7 @@ func synthetic(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, cat di
 		"title", "company", "description", "job_type", "tags", "is_remote",
 		"slug", "external_url", "city_id", "city_name", "city_slug",
 		"sal_min", "sal_max", "currency", "inv_email", "plan_id", "status", "date_added", "updated_at", "expiration_date",
-		"city_lat", "city_lon",
+		"city_lat", "city_lon", "owner_key_id",
 	}, src)
 	if err != nil {
 		return fmt.Errorf("copy jobs: %w", err)

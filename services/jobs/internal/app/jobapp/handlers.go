@@ -68,7 +68,9 @@ func toWebError(err error) error {
 	case errors.Is(err, jobbus.ErrNotFound):
 		return web.NotFound("Job not found")
 	case errors.Is(err, jobbus.ErrForbidden):
-		return web.Forbidden("This job belongs to another space")
+		return web.Forbidden("This job belongs to another poster; a key changes only its own jobs")
+	case errors.Is(err, jobbus.ErrSpaceNotGranted):
+		return web.Forbidden("id_space: a key without a space may post into a space only as a trusted importer; post with the space's own key")
 	case errors.Is(err, jobbus.ErrSpaceConflict):
 		return web.Forbidden("id_space differs from the space of this API key; a space key may only post for its own space")
 	case errors.Is(err, jobbus.ErrInFlight):

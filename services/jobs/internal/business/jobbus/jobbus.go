@@ -243,6 +243,10 @@ func (b *Business) result(nj NewJob, w Written) CreateResult {
 	default:
 		r.Message = "Job created as a draft; review and publish it at edit_url."
 	}
+	if r.Action == ActionUpdated && nj.PlanGiven && w.Plan.ID != nj.Plan.ID {
+		r.Message += fmt.Sprintf(" Its plan stays %q (id_plan %d): a plan is chosen while the job is a draft; "+
+			"a live job's plan changes when it is relisted or posted anew.", w.Plan.Name, w.Plan.ID)
+	}
 	return r
 }
 
@@ -305,7 +309,7 @@ func (b *Business) Prepare(ctx context.Context, caller Caller, in CreateInput) (
 
 	planID := int64(DefaultPlanID)
 	if in.IDPlan != nil {
-		planID = *in.IDPlan
+		planID, nj.PlanGiven = *in.IDPlan, true
 	}
 	if planID < 1 || planID > 1<<31-1 {
 		p = append(p, "id_plan must be a positive integer")
@@ -337,6 +341,8 @@ func (b *Business) Prepare(ctx context.Context, caller Caller, in CreateInput) (
 			nj.SpaceName = &name
 			pro = sp.Confirmed && sp.IsPro
 		}
+	case in.IDSpace != nil && !caller.TrustedImporter:
+		return NewJob{}, ErrSpaceNotGranted
 	case in.IDSpace != nil:
 		if *in.IDSpace < 1 {
 			p = append(p, "id_space must be a positive integer")
@@ -366,6 +372,7 @@ func (b *Business) Prepare(ctx context.Context, caller Caller, in CreateInput) (
 	nj.UpdateFrom, nj.UpdateTo, nj.Refresh = UpdateMoves(qualified)
 	nj.Slug = Slug(nj.Title, nj.City.Slug)
 	nj.Fingerprint = Fingerprint(nj.Title, nj.Company, nj.City.ID, nj.ExternalURL)
+	nj.OwnerKeyID = OwnerOf(caller)
 	nj.HashIdentifier = newHash()
 	return nj, nil
 }
@@ -388,8 +395,12 @@ func (b *Business) resolveCity(ctx context.Context, in CreateInput, nj *NewJob, 
 		nj.City = c
 	case in.CityName != nil && strings.TrimSpace(*in.CityName) != "":
 		name := collapseSpaces(*in.CityName)
+		n := len(*p)
+		plainLine(name, "city_name", p)
 		if utf8.RuneCountInString(name) > MaxCityNameLen {
 			*p = append(*p, fmt.Sprintf("city_name must be at most %d characters", MaxCityNameLen))
+		}
+		if len(*p) > n {
 			return nil
 		}
 		r, err := b.dir.ResolveCityName(ctx, name)
@@ -426,6 +437,7 @@ func requiredText(v *string, name string, max int, p *[]string) string {
 		*p = append(*p, name+" is required")
 		return ""
 	}
+	plainLine(*v, name, p)
 	s := collapseSpaces(*v)
 	if utf8.RuneCountInString(s) > max {
 		*p = append(*p, fmt.Sprintf("%s must be at most %d characters", name, max))

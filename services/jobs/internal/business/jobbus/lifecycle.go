@@ -86,7 +86,11 @@ var table = []transition{
 	// expired, paused or closed job; a draft may now qualify.
 	{from: StatusDraft, event: EventUpdate, cond: facts.isQualified, to: StatusActive, action: ActionUpdated, effects: refreshPlan},
 	{from: StatusDraft, event: EventUpdate, to: StatusDraft, action: ActionUpdated, effects: refreshPlan},
-	{from: StatusActive, event: EventUpdate, to: StatusActive, action: ActionUpdated, effects: refreshPlan},
+	// A live job's plan is paid for, or invoiced to a qualified caller, before it
+	// applies: any other caller's update keeps the plan (a draft's is paid
+	// before it is published).
+	{from: StatusActive, event: EventUpdate, cond: facts.isQualified, to: StatusActive, action: ActionUpdated, effects: refreshPlan},
+	{from: StatusActive, event: EventUpdate, to: StatusActive, action: ActionUpdated},
 	{from: StatusPaused, event: EventUpdate, to: StatusPaused, action: ActionUpdated},
 	{from: StatusExpired, event: EventUpdate, to: StatusExpired, action: ActionUpdated},
 	{from: StatusClosed, event: EventUpdate, to: StatusClosed, action: ActionUpdated},

@@ -75,12 +75,18 @@ func ValidJobType(t string) bool {
 
 // Sentinel errors the handlers map to envelope codes.
 var (
-	ErrNotFound             = errors.New("not found")
-	ErrForbidden            = errors.New("forbidden")
-	ErrSpaceConflict        = errors.New("id_space conflicts with the key's space")
+	ErrNotFound      = errors.New("not found")
+	ErrForbidden     = errors.New("forbidden")
+	ErrSpaceConflict = errors.New("id_space conflicts with the key's space")
+	// ErrSpaceNotGranted is a key without a space naming a space it may not
+	// post into: only a trusted importer may.
+	ErrSpaceNotGranted      = errors.New("id_space is not granted to this key")
 	ErrInFlight             = errors.New("a request with this idempotency key is in progress")
 	ErrIdempotencyMismatch  = errors.New("idempotency key reused with a different request")
 	ErrDirectoryUnavailable = errors.New("directory unavailable")
+	// ErrDuplicate is an edit that would give a job the fingerprint of
+	// another job of the same owner.
+	ErrDuplicate = errors.New("another job of this poster has the same title, company, city and URL")
 	// ErrStale is a change whose job left the state it was decided from.
 	ErrStale = errors.New("the job changed while the change was decided")
 )
@@ -167,11 +173,18 @@ type NewJob struct {
 	SpaceID                              int64
 	SpaceName                            *string
 	KeyID                                int64
-	SalMin, SalMax                       *int64
-	Currency                             string
-	InvEmail                             string
-	Plan                                 Plan
-	Status                               string // initial status for an insert
+	// OwnerKeyID names the fingerprint's namespace within SpaceID: 0 for
+	// a space key's job (the space owns it), the key for a key without a
+	// space (OwnerOf).
+	OwnerKeyID int64
+	// PlanGiven: the request named its plan; an update without one keeps
+	// the job's.
+	PlanGiven      bool
+	SalMin, SalMax *int64
+	Currency       string
+	InvEmail       string
+	Plan           Plan
+	Status         string // initial status for an insert
 	// UpdateFrom[i] → UpdateTo[i] are the status moves of a fingerprint
 	// update for this caller, Refresh the states whose plan and expiration
 	// it refreshes (UpdateMoves).
@@ -303,6 +316,8 @@ type EditInput struct {
 	Title, Company, Description, JobType, Tags, ApplyURL, Currency *string
 	IsRemote                                                       *int64
 	SalMin, SalMax                                                 *int64
+	// ClearSalary removes the salary when SalMin and SalMax are both nil.
+	ClearSalary bool
 }
 
 // Tx is a database transaction a Business can be bound to (NewWithTx).

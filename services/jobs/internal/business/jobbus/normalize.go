@@ -3,6 +3,7 @@ package jobbus
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"html"
 	"net/mail"
 	"net/url"
@@ -244,4 +245,19 @@ var foldASCII = map[rune]rune{
 	'ì': 'i', 'í': 'i', 'î': 'i', 'ï': 'i', 'ñ': 'n', 'ò': 'o', 'ó': 'o', 'ô': 'o', 'õ': 'o', 'ö': 'o', 'ø': 'o',
 	'ù': 'u', 'ú': 'u', 'û': 'u', 'ü': 'u', 'ý': 'y', 'ÿ': 'y', 'ß': 's', 'ł': 'l', 'ś': 's', 'ź': 'z', 'ż': 'z',
 	'ć': 'c', 'ń': 'n', 'ę': 'e', 'ą': 'a', 'č': 'c', 'š': 's', 'ž': 'z', 'ř': 'r', 'ě': 'e', 'ů': 'u',
+}
+
+// plainLine adds a problem when v, a one-line field, holds a character that
+// is not text: a control character other than white space (which
+// collapseSpaces turns into one space), or a bidi embedding, override or
+// isolate, which reorders how the text around it is displayed (a title shown
+// reversed in a mail or a listing). Marks such as U+200F stay: right-to-left
+// text needs no more.
+func plainLine(v, name string, p *[]string) {
+	for _, r := range v {
+		if unicode.IsControl(r) && !unicode.IsSpace(r) || r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069' {
+			*p = append(*p, fmt.Sprintf("%s must not contain control or bidi override characters (found U+%04X)", name, r))
+			return
+		}
+	}
 }

@@ -74,13 +74,24 @@ func (b *Business) Get(ctx context.Context, caller Caller, id int64) (Detail, er
 	case caller.SpaceID != 0 && d.SpaceID == caller.SpaceID:
 		return d, nil
 	case caller.SpaceID != 0 && d.SpaceID != 0:
-		return Detail{}, ErrForbidden
+		return Detail{}, b.refusal(d)
 	case caller.SpaceID != 0:
 		return Detail{}, ErrNotFound
 	case d.KeyID == caller.KeyID || b.Visible(d):
 		return d, nil
 	}
 	return Detail{}, ErrNotFound
+}
+
+// refusal is the answer to a caller that may not have job d: ErrForbidden
+// for a job anyone may see listed (the spec's 403 for another space's job),
+// ErrNotFound for one it could not know exists (a draft, a paused or expired
+// job), so that a 403 tells nothing a listing does not.
+func (b *Business) refusal(d Detail) error {
+	if b.Visible(d) {
+		return ErrForbidden
+	}
+	return ErrNotFound
 }
 
 // Visible reports whether a job is publicly listed: active and not past
@@ -132,6 +143,16 @@ func Owns(caller Caller, d Detail) bool {
 	return d.KeyID == caller.KeyID
 }
 
+// OwnerOf is the namespace of caller's fingerprints within the job's space:
+// 0, the space's own, for a space key; the key itself for a key without a
+// space. A fingerprint match is therefore always a job the caller Owns.
+func OwnerOf(caller Caller) int64 {
+	if caller.SpaceID != 0 {
+		return 0
+	}
+	return caller.KeyID
+}
+
 // Transition applies one of RouteEvents for an API caller.
 func (b *Business) Transition(ctx context.Context, caller Caller, id int64, ev Event) (TransitionResult, error) {
 	if !slices.Contains(RouteEvents, ev) {
@@ -139,7 +160,7 @@ func (b *Business) Transition(ctx context.Context, caller Caller, id int64, ev E
 	}
 	res, err := b.apply(ctx, id, ev, nil, func(d Detail) error {
 		if !Owns(caller, d) {
-			return ErrForbidden
+			return b.refusal(d)
 		}
 		return nil
 	})
@@ -233,15 +254,18 @@ func (b *Business) apply(ctx context.Context, id int64, ev Event, pay *Payment, 
 // Edited is a validated edit, ready to store.
 type Edited struct {
 	Title, Company, Description, JobType, Tags, Slug string
-	ApplyURL                                         *string
-	IsRemote                                         bool
-	SalMin, SalMax                                   *int64
-	Currency                                         string
+	// Fingerprint follows the title and company, so that the next post of
+	// the job as it now reads updates it, and one of its old title does not.
+	Fingerprint    string
+	ApplyURL       *string
+	IsRemote       bool
+	SalMin, SalMax *int64
+	Currency       string
 }
 
 // Edit applies the poster's edit of a job (found by its edit hash) with the
-// create request's field rules. The fingerprint stays: it is the job's
-// identity for the platform that posted it.
+// create request's field rules. ErrDuplicate when the owner has another job
+// that now reads the same (its fingerprint).
 func (b *Business) Edit(ctx context.Context, hash string, in EditInput) (Detail, error) {
 	d, err := b.QueryByHash(ctx, hash)
 	if err != nil {
@@ -286,7 +310,7 @@ func (b *Business) Edit(ctx context.Context, hash string, in EditInput) (Detail,
 	if in.Currency != nil {
 		e.Currency = currency(*in.Currency, &p)
 	}
-	if in.SalMin != nil || in.SalMax != nil {
+	if in.SalMin != nil || in.SalMax != nil || in.ClearSalary {
 		e.SalMin, e.SalMax = in.SalMin, in.SalMax
 		salary(e.SalMin, e.SalMax, &p)
 	}
@@ -294,7 +318,12 @@ func (b *Business) Edit(ctx context.Context, hash string, in EditInput) (Detail,
 		return Detail{}, &validate.Error{What: "job", Problems: p}
 	}
 	e.Slug = Slug(e.Title, d.CitySlug)
+	e.Fingerprint = Fingerprint(e.Title, e.Company, d.CityID, d.ExternalURL)
 	saved, err := b.store.Edit(ctx, d.ID, e)
+	if errors.Is(err, ErrDuplicate) {
+		return Detail{}, &validate.Error{What: "job", Problems: []string{
+			"title and company: another job of the same poster in this city with this URL already has them; close that job or choose another title"}}
+	}
 	if err != nil {
 		return Detail{}, err
 	}
@@ -333,6 +362,7 @@ func tags(v string, p *[]string) string {
 		*p = append(*p, "tags is required")
 		return ""
 	}
+	plainLine(v, "tags", p)
 	ts := NormalizeTags(v)
 	switch {
 	case len(ts) == 0:

@@ -144,6 +144,12 @@ func lockKey(keyID int64, key string) int64 {
 	return int64(h.Sum64())
 }
 
+// planChanges is when a fingerprint match takes the request's plan: the
+// request named one ($33), it is another, and the lifecycle table lets this
+// caller choose the plan in the job's state ($25). A payment pays for one
+// plan, so a new plan is unpaid; its expiry counts from the listing's start.
+const planChanges = "$33::boolean AND EXCLUDED.plan_id <> jobs.plan_id AND jobs.status = ANY($25::text[])"
+
 // updatedColumns are what a fingerprint match writes, each as the value it
 // takes: the request's for the content, and for plan, expiry and status what
 // the lifecycle table decided for this caller (jobbus.UpdateMoves): $25 the
@@ -156,8 +162,9 @@ var updatedColumns = []struct{ name, value string }{
 	{"sal_min", "EXCLUDED.sal_min"}, {"sal_max", "EXCLUDED.sal_max"}, {"currency", "EXCLUDED.currency"},
 	{"inv_email", "EXCLUDED.inv_email"}, {"city_lat", "EXCLUDED.city_lat"}, {"city_lon", "EXCLUDED.city_lon"},
 	{"city_country", "EXCLUDED.city_country"},
-	{"plan_id", "CASE WHEN jobs.status = ANY($25::text[]) THEN EXCLUDED.plan_id ELSE jobs.plan_id END"},
-	{"expiration_date", "CASE WHEN jobs.status = ANY($25::text[]) THEN jobs.date_added + make_interval(days => $24::int) ELSE jobs.expiration_date END"},
+	{"plan_id", "CASE WHEN " + planChanges + " THEN EXCLUDED.plan_id ELSE jobs.plan_id END"},
+	{"expiration_date", "CASE WHEN " + planChanges + " THEN jobs.date_added + make_interval(days => $24::int) ELSE jobs.expiration_date END"},
+	{"is_paid", "CASE WHEN " + planChanges + " THEN false ELSE jobs.is_paid END"},
 	{"status", "coalesce(($27::text[])[array_position($26::text[], jobs.status)], jobs.status)"},
 }
 
@@ -186,10 +193,10 @@ var upsertSQL = func() string {
 INSERT INTO jobs (hash_identifier, space_id, space_name, key_id, fingerprint, title, company, description,
                   job_type, tags, is_remote, slug, external_url, apply_url, city_id, city_name, city_slug,
                   sal_min, sal_max, currency, inv_email, plan_id, status, expiration_date, city_lat, city_lon,
-                  city_country)
+                  city_country, owner_key_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
-        now() + make_interval(days => $24::int), $29, $30, nullif($31, ''))
-ON CONFLICT (space_id, fingerprint) DO UPDATE SET ` + set.String() + `, updated_at = now()
+        now() + make_interval(days => $24::int), $29, $30, nullif($31, ''), $32)
+ON CONFLICT (space_id, owner_key_id, fingerprint) DO UPDATE SET ` + set.String() + `, updated_at = now()
 WHERE (` + old.String() + `) IS DISTINCT FROM (` + new.String() + `)
 RETURNING ` + writtenColumns
 }()
@@ -213,14 +220,14 @@ SELECT id, hash_identifier, slug, status, inserted, is_paid, expiration_date, ap
 UNION ALL
 SELECT id, hash_identifier, slug, status, false, is_paid, expiration_date, apply_url,
        city_id, city_name, city_slug, plan_id FROM jobs
-WHERE space_id = $2 AND fingerprint = $5 AND NOT EXISTS (SELECT FROM job)`
+WHERE space_id = $2 AND owner_key_id = $32 AND fingerprint = $5 AND NOT EXISTS (SELECT FROM job)`
 
 func upsertArgs(nj jobbus.NewJob) []any {
 	return []any{nj.HashIdentifier, nj.SpaceID, nj.SpaceName, nj.KeyID, nj.Fingerprint, nj.Title, nj.Company, nj.Description,
 		nj.JobType, nj.Tags, nj.IsRemote, nj.Slug, nj.ExternalURL, nj.ApplyURL, nj.City.ID, nj.City.Name, nj.City.Slug,
 		nj.SalMin, nj.SalMax, nj.Currency, nj.InvEmail, nj.Plan.ID, nj.Status, nj.Plan.ExpirationDays,
 		nj.Refresh, nj.UpdateFrom, nj.UpdateTo, jobbus.StatusActive, cityCoord(nj.City.Lat, nj.City), cityCoord(nj.City.Lon, nj.City),
-		nj.City.CountryCode}
+		nj.City.CountryCode, nj.OwnerKeyID, nj.PlanGiven}
 }
 
 // cityCoord is a coordinate to store: NULL for a city the directory sent

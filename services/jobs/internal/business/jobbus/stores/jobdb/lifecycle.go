@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
@@ -109,9 +110,13 @@ func (s *Store) RecordPayment(ctx context.Context, p jobbus.Payment, action stri
 // Edit implements jobbus.Storer.
 func (s *Store) Edit(ctx context.Context, id int64, e jobbus.Edited) (jobbus.Detail, error) {
 	tag, err := s.db.Exec(ctx, `UPDATE jobs SET title = $2, company = $3, description = $4, job_type = $5, tags = $6,
-		slug = $7, apply_url = $8, is_remote = $9, sal_min = $10, sal_max = $11, currency = $12, updated_at = now()
+		slug = $7, apply_url = $8, is_remote = $9, sal_min = $10, sal_max = $11, currency = $12, fingerprint = $13,
+		updated_at = now()
 		WHERE id = $1`, id, e.Title, e.Company, e.Description, e.JobType, e.Tags, e.Slug, e.ApplyURL, e.IsRemote,
-		e.SalMin, e.SalMax, e.Currency)
+		e.SalMin, e.SalMax, e.Currency, e.Fingerprint)
+	if pg.IsUniqueViolation(err) {
+		return jobbus.Detail{}, jobbus.ErrDuplicate
+	}
 	if err != nil {
 		return jobbus.Detail{}, fmt.Errorf("edit job %d: %w", id, err)
 	}
