@@ -6,17 +6,48 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 )
 
-// DecodeJSON reads the request body into dst. A body that is not one JSON
-// value answers 400 bad_request; a field of the wrong type answers 422
-// validation_error naming the field, since the JSON itself was fine.
+// DecodeJSON reads the request body into dst. A body sent as anything but
+// JSON in UTF-8 answers 415 unsupported_media_type; one that is not one JSON
+// value 400 bad_request; a field of the wrong type 422 validation_error
+// naming the field, since the JSON itself was fine.
 func DecodeJSON(c *fiber.Ctx, dst any) error {
-	return DecodeJSONBytes(c.Body(), dst)
+	body := c.Body()
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := jsonMediaType(c.Get(fiber.HeaderContentType)); err != nil {
+			return err
+		}
+	}
+	return DecodeJSONBytes(body, dst)
+}
+
+// jsonMediaType accepts application/json or a +json type, in UTF-8. Anything
+// else, a missing Content-Type included, is refused rather than guessed: a
+// browser sends text/plain across origins without a preflight, and a body
+// declared in another charset would be read wrong.
+func jsonMediaType(ct string) error {
+	if strings.TrimSpace(ct) == "" {
+		return NewError(http.StatusUnsupportedMediaType, "Content-Type is missing; send the body as application/json")
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	switch {
+	case err != nil:
+		return NewError(http.StatusUnsupportedMediaType, "Content-Type is malformed; send the body as application/json")
+	case mt != fiber.MIMEApplicationJSON && !strings.HasSuffix(mt, "+json"):
+		return NewError(http.StatusUnsupportedMediaType, "Content-Type "+mt+" is not supported; send the body as application/json")
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+		return NewError(http.StatusUnsupportedMediaType, "charset "+strconv.Quote(cs)+" is not supported; send the body as application/json in UTF-8")
+	}
+	return nil
 }
 
 // DecodeJSONBytes is DecodeJSON for a body already read (fuzz targets use it).

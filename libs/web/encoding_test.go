@@ -33,7 +33,7 @@ func TestCompressedRequestBodyRefused(t *testing.T) {
 			t.Fatalf("Content-Encoding %s: %d %s", enc, r.status, r.raw)
 		}
 	}
-	r := call(t, "POST", base+"/echo", strings.NewReader(`{"name":"a","n":1}`), map[string]string{"Content-Encoding": "identity"})
+	r := call(t, "POST", base+"/echo", strings.NewReader(`{"name":"a","n":1}`), map[string]string{"Content-Type": "application/json", "Content-Encoding": "identity"})
 	if r.status != 201 {
 		t.Fatalf("Content-Encoding identity: %d %s", r.status, r.raw)
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/web/conncap"
@@ -138,7 +140,8 @@ func New(cfg Config, log *slog.Logger, name string, opts ...Option) *Server {
 		EnableTrustedProxyCheck:      cfg.ProxyHeader != "",
 		TrustedProxies:               cfg.TrustedProxies,
 	})
-	s.App.Use(s.rotateWhenFull, tracing(o), s.recover, requestID, identityEncodingOnly, deadline(cfg.RequestTimeout))
+	s.App.Server().HeaderReceived = closeAmbiguousFraming
+	s.App.Use(s.rotateWhenFull, tracing(o), s.recover, requestID, refuseAmbiguousFraming, identityEncodingOnly, deadline(cfg.RequestTimeout))
 	s.App.Get("/livez", func(c *fiber.Ctx) error {
 		return OK(c, http.StatusOK, fiber.Map{"status": "ok"})
 	})
@@ -268,6 +271,53 @@ func identityEncodingOnly(c *fiber.Ctx) error {
 			" is not accepted on requests; send the body uncompressed")
 	}
 	return c.Next()
+}
+
+// closeAmbiguousFraming runs on each request's header before its body is
+// read: a request whose length is given both by Content-Length and by
+// Transfer-Encoding closes its connection after its answer, whatever route
+// or method answers it. A proxy in front that framed it by the other header
+// takes the bytes after it for the next request, and the answer this server
+// would give to what it parsed from them would reach another client
+// (request smuggling; RFC 9112 6.1). Marked on the request's header, the
+// close holds even where a forwarded answer replaces the response's.
+func closeAmbiguousFraming(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	// fasthttp keeps only the chunked framing (a length of -1) and forgets
+	// the Content-Length: the raw header block still has both.
+	if h.ContentLength() == -1 && ambiguousFraming(h.RawHeaders()) {
+		h.SetConnectionClose()
+	}
+	return fasthttp.RequestConfig{} // the server's own limits and timeouts
+}
+
+// refuseAmbiguousFraming answers such a request 400 (its connection closes,
+// closeAmbiguousFraming): the body read by its chunks need not be the one
+// whoever sent it meant.
+func refuseAmbiguousFraming(c *fiber.Ctx) error {
+	// Its chunks read, the length is the body's: the close marks it.
+	if h := &c.Request().Header; h.ConnectionClose() && ambiguousFraming(h.RawHeaders()) {
+		return NewError(http.StatusBadRequest, "Content-Length and Transfer-Encoding are not accepted together; send one")
+	}
+	return c.Next()
+}
+
+// ambiguousFraming reports whether a raw header block has both a
+// Content-Length and a Transfer-Encoding field.
+func ambiguousFraming(raw []byte) bool {
+	var length, encoding bool
+	for len(raw) > 0 {
+		var line []byte
+		line, raw, _ = bytes.Cut(raw, []byte{'\n'})
+		name, _, ok := bytes.Cut(line, []byte{':'})
+		switch {
+		case !ok:
+		case bytes.EqualFold(name, []byte(fiber.HeaderContentLength)):
+			length = true
+		case bytes.EqualFold(name, []byte(fiber.HeaderTransferEncoding)):
+			encoding = true
+		}
+	}
+	return length && encoding
 }
 
 // RequestID returns the id of the current request.

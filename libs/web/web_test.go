@@ -162,7 +162,7 @@ func TestWrongMethodListsAllowed(t *testing.T) {
 
 func TestValidationDetailsIsArray(t *testing.T) {
 	base, _, _ := start(t, newServer(t))
-	r := call(t, "POST", base+"/echo", strings.NewReader(`{"n":true}`), nil)
+	r := call(t, "POST", base+"/echo", strings.NewReader(`{"n":true}`), map[string]string{"Content-Type": "application/json"})
 	if _, ok := r.env.Error.Details.([]any); !ok {
 		t.Fatalf("details is not an array: %s", r.raw)
 	}
@@ -249,5 +249,28 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	done <- nil // for the cleanup's receive
 	if _, err := http.Get(base + "/livez"); err == nil {
 		t.Fatal("server still accepts connections after shutdown")
+	}
+}
+
+// A JSON body must say so: a browser sends text/plain across origins without
+// a preflight, and another charset would be read wrong.
+func TestJSONBodyNeedsJSONMediaType(t *testing.T) {
+	base, _, _ := start(t, newServer(t))
+	for _, ct := range []string{"", "text/plain", "text/plain; charset=utf-8", "application/json; charset=utf-16",
+		"application/x-www-form-urlencoded", "application/json;;"} {
+		h := map[string]string{}
+		if ct != "" {
+			h["Content-Type"] = ct
+		}
+		r := call(t, "POST", base+"/echo", strings.NewReader(`{"name":"a","n":1}`), h)
+		if r.status != 415 || r.env.Error == nil || r.env.Error.Code != web.CodeUnsupportedMedia {
+			t.Errorf("Content-Type %q: %d %s", ct, r.status, r.raw)
+		}
+	}
+	for _, ct := range []string{"application/json", "application/json; charset=UTF-8", "application/merge-patch+json"} {
+		r := call(t, "POST", base+"/echo", strings.NewReader(`{"name":"a","n":1}`), map[string]string{"Content-Type": ct})
+		if r.status != 201 {
+			t.Errorf("Content-Type %q: %d %s", ct, r.status, r.raw)
+		}
 	}
 }

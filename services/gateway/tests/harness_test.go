@@ -320,6 +320,9 @@ func do(t *testing.T, method, url, body string, hdr map[string]string) response 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json") // hdr may say otherwise
+	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}

@@ -46,7 +46,13 @@ func Parse(c *fiber.Ctx) (*Body, error) {
 			}
 		}
 	case mt == fiber.MIMEApplicationJSON || strings.HasSuffix(mt, "+json") || (mt == "" && len(c.Body()) > 0):
-		if err := web.DecodeJSON(c, &b.fields); err != nil {
+		// Without a Content-Type the body is read as JSON (a browser always
+		// names one); a declared one must be JSON in UTF-8 (web.DecodeJSON).
+		decode := web.DecodeJSON
+		if mt == "" {
+			decode = func(c *fiber.Ctx, dst any) error { return web.DecodeJSONBytes(c.Body(), dst) }
+		}
+		if err := decode(c, &b.fields); err != nil {
 			return nil, err
 		}
 	case mt == "":

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -13,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/maypok86/otter/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
@@ -306,6 +308,9 @@ type namedRequest struct {
 	key         string // the answer's name: the request and the versions
 	etag        string
 	notModified bool // answered 304
+	// If-None-Match: *, which matches only an answer this key may read:
+	// forwarded and counted like any read, its 200 then answered as a 304.
+	anyETag bool
 	// The shared store's entry for id, when read with the versions.
 	entry   string
 	fetched bool
@@ -323,14 +328,18 @@ func (n *namedRequest) entryID() string { return strconv.FormatUint(n.id, 36) }
 // is then forwarded as if nothing were cached).
 func (rc *responseCache) lookup(c *fiber.Ctx, r Route, id identity.Identity) *namedRequest {
 	inm := c.Get(fiber.HeaderIfNoneMatch)
-	n := &namedRequest{}
-	// Only a GET without a validator reads its entry with the versions: a
-	// 304 needs no body.
-	if !rc.name(c.UserContext(), c, r, id, n, inm == "" && c.Method() == fiber.MethodGet) {
+	// The versions say what the current answer is called, not whether there
+	// is one this key may read (a job that does not exist, another space's
+	// draft): * is left to the backend.
+	n := &namedRequest{anyETag: strings.TrimSpace(inm) == "*"}
+	// Only a GET the cache may answer from its entry (without a validator,
+	// or with *) reads it with the versions: a 304 from the versions needs
+	// no body.
+	if !rc.name(c.UserContext(), c, r, id, n, (inm == "" || n.anyETag) && c.Method() == fiber.MethodGet) {
 		rc.outcomes.WithLabelValues(r.Path, cacheUnversioned).Inc()
 		return nil
 	}
-	if web.ETagMatches(inm, n.etag) {
+	if !n.anyETag && web.ETagMatches(inm, n.etag) {
 		rc.outcomes.WithLabelValues(r.Path, cacheNotModified).Inc()
 		setValidators(c, r, n.etag)
 		c.Status(fiber.StatusNotModified)
@@ -351,6 +360,9 @@ func (rc *responseCache) serve(c *fiber.Ctx, r Route, n *namedRequest) bool {
 	resp.Header.SetContentType(a.contentType)
 	resp.SetBodyRaw(a.body) // never written again; a HEAD sends its length only
 	setValidators(c, r, n.etag)
+	// A kept answer is the backend's 200 to this key at these versions: it
+	// exists, and this key may read it.
+	notModifiedIfAny(resp, n)
 	return true
 }
 
@@ -378,6 +390,22 @@ func (rc *responseCache) store(c *fiber.Ctx, r Route, n *namedRequest, replica b
 		rc.put(n, string(resp.Header.ContentType()), body)
 		rc.outcomes.WithLabelValues(r.Path, cacheMiss).Inc()
 	}
+	notModifiedIfAny(resp, n)
+}
+
+// notModifiedIfAny answers a 200 to If-None-Match: * as a 304, without its
+// body (a stream is closed unread, and its backend connection with it), its
+// framing and type, or the backend's status text.
+func notModifiedIfAny(resp *fasthttp.Response, n *namedRequest) {
+	if !n.anyETag || resp.StatusCode() != fiber.StatusOK {
+		return
+	}
+	resp.SetStatusCode(fiber.StatusNotModified)
+	resp.Header.SetStatusMessage(nil)
+	resp.ResetBody()
+	resp.Header.Del(fiber.HeaderContentLength)
+	resp.Header.Del(fiber.HeaderTransferEncoding)
+	resp.Header.Del(fiber.HeaderContentType)
 }
 
 // whole keeps a streamed answer of n once it has been relayed entirely,
@@ -392,14 +420,49 @@ func (rc *responseCache) whole(n *namedRequest) *wholeBody {
 	}}
 }
 
+// setValidators names the answer. A forwarded answer keeps its backend's
+// header names as sent (Etag, as fasthttp writes ETag), so each header is
+// replaced whatever its case: one validator per answer.
 func setValidators(c *fiber.Ctx, r Route, etag string) {
 	h := &c.Response().Header
-	h.Set(fiber.HeaderETag, etag)
-	h.Set(fiber.HeaderCacheControl, cacheControl(r))
+	replaceHeader(h, fiber.HeaderETag, etag)
+	replaceHeader(h, fiber.HeaderCacheControl, cacheControl(r))
 	if !r.Public() {
 		// A browser holding answers of two keys must not mix them up.
-		h.Set(fiber.HeaderVary, "X-API-Key, Authorization")
+		replaceHeader(h, fiber.HeaderVary, "X-API-Key, Authorization")
 	}
+}
+
+// replaceHeader sets name to value after deleting every header of that name
+// in any case.
+func replaceHeader(h *fasthttp.ResponseHeader, name, value string) {
+	var other [][]byte
+	h.VisitAll(func(k, _ []byte) {
+		if len(k) == len(name) && string(k) != name && asciiEqualFold(k, name) {
+			other = append(other, append([]byte(nil), k...))
+		}
+	})
+	for _, k := range other {
+		h.DelBytes(k)
+	}
+	h.Set(name, value)
+}
+
+// asciiEqualFold is strings.EqualFold for header names of len(name) bytes,
+// without copying k into a string.
+func asciiEqualFold(k []byte, name string) bool {
+	lower := func(c byte) byte {
+		if 'A' <= c && c <= 'Z' {
+			return c + 'a' - 'A'
+		}
+		return c
+	}
+	for i := range k {
+		if lower(k[i]) != lower(name[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // entryWriter writes the shared store's entries off the requests' path: a
