@@ -105,10 +105,14 @@ type poster struct {
 	cookie string
 }
 
-var csrfInput = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+// csrfInput is a form of the pages with its CSRF token.
+var csrfInput = regexp.MustCompile(`<form method="post" action="([^"]+)"[^>]*>\s*<input type="hidden" name="_csrf" value="([^"]+)"`)
 
-// open GETs a poster's page and returns it with the form's CSRF token.
-func (p *poster) open(target string) (pageResp, string) {
+// formTokens are the CSRF tokens of a page's forms by their action.
+type formTokens map[string]string
+
+// open GETs a poster's page and returns it with its forms' CSRF tokens.
+func (p *poster) open(target string) (pageResp, formTokens) {
 	p.t.Helper()
 	var hdr []string
 	if p.cookie != "" {
@@ -121,18 +125,18 @@ func (p *poster) open(target string) (pageResp, string) {
 		}
 		p.cookie = c.Value
 	}
-	token := ""
-	if m := csrfInput.FindStringSubmatch(r.Body); m != nil {
-		token = m[1]
+	tokens := formTokens{}
+	for _, m := range csrfInput.FindAllStringSubmatch(r.Body, -1) {
+		tokens[m[1]] = m[2]
 	}
-	return r, token
+	return r, tokens
 }
 
 // post sends a form as the browser would from the pages: the cookie, the
 // gateway's forwarded scheme, and no Referer (Referrer-Policy: no-referrer).
-func (p *poster) post(target string, form url.Values) pageResp {
+func (p *poster) post(target string, form url.Values, headers ...string) pageResp {
 	p.t.Helper()
-	return pageDo(p.t, p.app, http.MethodPost, target, form, "Cookie", csrfCookie+"="+p.cookie, "X-Forwarded-Proto", "https")
+	return pageDo(p.t, p.app, http.MethodPost, target, form, append([]string{"Cookie", csrfCookie + "=" + p.cookie, "X-Forwarded-Proto", "https"}, headers...)...)
 }
 
 func hashOf(t *testing.T, editURL string) string {
@@ -312,7 +316,7 @@ func TestJobPageShowsJobWithJSONLD(t *testing.T) {
 			if body["is_remote"] == 1 {
 				wantLoc = "Remote"
 			}
-			if !strings.Contains(r.Body, `<span id="location">`+wantLoc+`</span>`) {
+			if !strings.Contains(r.Body, `<bdi id="location">`+wantLoc+`</bdi>`) {
 				t.Errorf("location %q not shown", wantLoc)
 			}
 			if body["sal_min"] != nil && !strings.Contains(r.Body, `<span id="salary">`) {
@@ -434,12 +438,15 @@ func TestPosterPagesWrongHash404(t *testing.T) {
 			t.Fatalf("%s with the right hash: %d %v", page, r.Status, r.Header)
 		}
 	}
-	// A valid form with a wrong hash changes nothing.
+	// A form of this job's pages sent with another hash changes nothing:
+	// its token is bound to the hash of its page.
 	p := &poster{t: t, app: appPages()}
-	_, token := p.open("/jobs/edit?job=" + right)
-	for _, target := range []string{"/jobs/publish", "/jobs/unpublish", "/jobs/edit", "/jobs/pay"} {
-		r := p.post(target, url.Values{"_csrf": {token}, "job": {wrong}, "title": {"Hijacked"}})
-		if r.Status != 404 {
+	_, tokens := p.open("/jobs/edit?job=" + right)
+	_, unpublish := p.open("/jobs/unpublish?job=" + right)
+	tokens["/jobs/unpublish"] = unpublish["/jobs/unpublish"]
+	for _, target := range []string{"/jobs/publish", "/jobs/unpublish", "/jobs/edit"} {
+		r := p.post(target, url.Values{"_csrf": {tokens[target]}, "job": {wrong}, "title": {"Hijacked"}})
+		if tokens[target] == "" || r.Status != 403 {
 			t.Fatalf("POST %s with a wrong hash: %d %s", target, r.Status, r.Body)
 		}
 	}
@@ -455,15 +462,18 @@ func TestPosterFormsNeedCSRFToken(t *testing.T) {
 	cr := create(t, liveKey(1730, 2730), jobBody("CSRF Guarded", 1730))
 	hash := hashOf(t, cr.EditURL)
 	p := &poster{t: t, app: appPages()}
-	_, token := p.open("/jobs/edit?job=" + hash)
-	if token == "" || p.cookie != token {
+	_, tokens := p.open("/jobs/edit?job=" + hash)
+	token := tokens["/jobs/publish"]
+	if token == "" || p.cookie == "" || !strings.HasPrefix(token, p.cookie) {
 		t.Fatalf("token %q cookie %q", token, p.cookie)
 	}
 	other := &poster{t: t, app: appPages()}
-	_, otherToken := other.open("/jobs/edit?job=" + hash)
+	_, otherTokens := other.open("/jobs/edit?job=" + hash)
+	otherToken := otherTokens["/jobs/publish"]
 	// Signed by another secret: what a forger could make.
 	forger := &poster{t: t, app: newPagesApp(baseURL, nil, []byte("another-secret-another-secret-another-1"))}
-	_, forged := forger.open("/jobs/edit?job=" + hash)
+	_, forgedTokens := forger.open("/jobs/edit?job=" + hash)
+	forged := forgedTokens["/jobs/publish"]
 	tamper := []byte(token)
 	tamper[3] ^= 1
 
@@ -472,11 +482,11 @@ func TestPosterFormsNeedCSRFToken(t *testing.T) {
 		cookie, field string
 	}{
 		{"noTokenNoCookie", "", ""},
-		{"cookieWithoutField", token, ""},
+		{"cookieWithoutField", p.cookie, ""},
 		{"fieldWithoutCookie", "", token},
-		{"fieldOfAnotherSession", token, otherToken},
-		{"forgedPair", forged, forged},
-		{"tamperedPair", string(tamper), string(tamper)},
+		{"fieldOfAnotherSession", p.cookie, otherToken},
+		{"forgedPair", forger.cookie, forged},
+		{"tamperedPair", string(tamper[:len(p.cookie)]), string(tamper)},
 		{"garbagePair", "x.y", "x.y"},
 	}
 	for _, target := range []string{"/jobs/publish", "/jobs/unpublish", "/jobs/edit", "/jobs/pay"} {
@@ -521,11 +531,11 @@ func TestPublishFreeDraftThroughEditForm(t *testing.T) {
 	}
 	hash := hashOf(t, cr.EditURL)
 	p := &poster{t: t, app: appPages()}
-	page, token := p.open(pagePath(t, cr.EditURL))
+	page, tokens := p.open(pagePath(t, cr.EditURL))
 	if page.Status != 200 || !strings.Contains(page.Body, `<dd id="status">draft</dd>`) || !strings.Contains(page.Body, `id="publish"`) {
 		t.Fatalf("edit page: %d %s", page.Status, page.Body)
 	}
-	r := p.post("/jobs/publish", url.Values{"_csrf": {token}, "job": {hash}})
+	r := p.post("/jobs/publish", url.Values{"_csrf": {tokens["/jobs/publish"]}, "job": {hash}})
 	if r.Status != 303 || r.Header.Get("Location") != "/jobs/edit?done=published&job="+hash {
 		t.Fatalf("publish: %d %q %s", r.Status, r.Header.Get("Location"), r.Body)
 	}
@@ -538,7 +548,7 @@ func TestPublishFreeDraftThroughEditForm(t *testing.T) {
 		t.Fatalf("public page after publish: %d", r.Status)
 	}
 	// Publishing again changes nothing.
-	r = p.post("/jobs/publish", url.Values{"_csrf": {token}, "job": {hash}})
+	r = p.post("/jobs/publish", url.Values{"_csrf": {tokens["/jobs/publish"]}, "job": {hash}})
 	if r.Status != 303 || !strings.Contains(r.Header.Get("Location"), "done=already_active") {
 		t.Fatalf("publish again: %d %q", r.Status, r.Header.Get("Location"))
 	}
@@ -555,16 +565,16 @@ func TestPauseResumeRelistThroughEditPage(t *testing.T) {
 		{"pause", "paused", "The job is paused", "resume"},
 		{"resume", "active", "The job is listed again; its end date moved", "pause"},
 	}
-	page, token := p.open(pagePath(t, cr.EditURL))
+	page, tokens := p.open(pagePath(t, cr.EditURL))
 	if !strings.Contains(page.Body, `id="pause"`) || strings.Contains(page.Body, `id="resume"`) || strings.Contains(page.Body, `id="relist"`) {
 		t.Fatalf("an active job's page: %s", page.Body)
 	}
 	for _, s := range steps {
-		r := p.post("/jobs/"+s.button, url.Values{"_csrf": {token}, "job": {hash}})
+		r := p.post("/jobs/"+s.button, url.Values{"_csrf": {tokens["/jobs/"+s.button]}, "job": {hash}})
 		if r.Status != 303 {
 			t.Fatalf("%s: %d %s", s.button, r.Status, r.Body)
 		}
-		page, token = p.open(r.Header.Get("Location"))
+		page, tokens = p.open(r.Header.Get("Location"))
 		if !strings.Contains(page.Body, `<dd id="status">`+s.status+`</dd>`) || !strings.Contains(page.Body, s.notice) ||
 			!strings.Contains(page.Body, `id="`+s.next+`"`) || strings.Contains(page.Body, `id="`+s.button+`"`) {
 			t.Fatalf("after %s: %s", s.button, page.Body)
@@ -577,11 +587,11 @@ func TestPauseResumeRelistThroughEditPage(t *testing.T) {
 	if _, err := pool.Exec(bgContext, `UPDATE jobs SET status = 'expired' WHERE id = $1`, cr.JobID); err != nil {
 		t.Fatal(err)
 	}
-	page, token = p.open(pagePath(t, cr.EditURL))
+	page, tokens = p.open(pagePath(t, cr.EditURL))
 	if !strings.Contains(page.Body, `id="relist"`) || strings.Contains(page.Body, `id="pause"`) {
 		t.Fatalf("an expired job's page: %s", page.Body)
 	}
-	r := p.post("/jobs/relist", url.Values{"_csrf": {token}, "job": {hash}})
+	r := p.post("/jobs/relist", url.Values{"_csrf": {tokens["/jobs/relist"]}, "job": {hash}})
 	if r.Status != 303 || !strings.Contains(r.Header.Get("Location"), "done=relisted") || jobStatus(t, cr.JobID) != "active" {
 		t.Fatalf("relist: %d %q", r.Status, r.Header.Get("Location"))
 	}
@@ -603,11 +613,11 @@ func TestPublishPaidDraftPointsToPayment(t *testing.T) {
 	}
 	hash := hashOf(t, cr.EditURL)
 	p := &poster{t: t, app: appPages()}
-	page, token := p.open(pagePath(t, cr.EditURL))
+	page, tokens := p.open(pagePath(t, cr.EditURL))
 	if !strings.Contains(page.Body, `id="pay" href="/jobs/pay?job=`+hash+`"`) || !strings.Contains(page.Body, "Featured · 49.00 EUR") {
 		t.Fatalf("edit page of a paid draft: %s", page.Body)
 	}
-	r := p.post("/jobs/publish", url.Values{"_csrf": {token}, "job": {hash}})
+	r := p.post("/jobs/publish", url.Values{"_csrf": {tokens["/jobs/publish"]}, "job": {hash}})
 	if r.Status != 409 || !strings.Contains(r.Body, "complete the payment on the payment page") ||
 		!strings.Contains(r.Body, `href="`+*cr.PaymentURL+`">Go to the payment page`) {
 		t.Fatalf("publish unpaid: %d %s", r.Status, r.Body)
@@ -626,7 +636,7 @@ func TestEditFormShowsProblems(t *testing.T) {
 	cr := create(t, liveKey(1760, 1760), body)
 	hash := hashOf(t, cr.EditURL)
 	p := &poster{t: t, app: appPages()}
-	page, token := p.open(pagePath(t, cr.EditURL))
+	page, tokens := p.open(pagePath(t, cr.EditURL))
 	for _, want := range []string{`name="title" value="Edit Me"`, `<option value="fulltime" selected>`, `name="sal_min" min="0" value="30000"`,
 		`&lt;p&gt;Run the &lt;strong&gt;community&lt;/strong&gt;.&lt;/p&gt;</textarea>`, `<option value="EUR" selected>`} {
 		if !strings.Contains(page.Body, want) {
@@ -634,7 +644,7 @@ func TestEditFormShowsProblems(t *testing.T) {
 		}
 	}
 	form := func(kv ...string) url.Values {
-		f := url.Values{"_csrf": {token}, "job": {hash}, "title": {"Edit Me"}, "company": {"Acme Coworking"},
+		f := url.Values{"_csrf": {tokens["/jobs/edit"]}, "job": {hash}, "title": {"Edit Me"}, "company": {"Acme Coworking"},
 			"description": {"<p>Text</p>"}, "job_type": {"fulltime"}, "tags": {"a, b"}, "currency": {"EUR"},
 			"sal_min": {"30000"}, "sal_max": {"40000"}}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -696,11 +706,11 @@ func TestUnpublishThroughItsPage(t *testing.T) {
 	cr := create(t, liveKey(1770, 1770), jobBody("Unpublish Page", 1770))
 	hash := hashOf(t, cr.UnpublishURL)
 	p := &poster{t: t, app: appPages()}
-	page, token := p.open(pagePath(t, cr.UnpublishURL))
+	page, tokens := p.open(pagePath(t, cr.UnpublishURL))
 	if page.Status != 200 || !strings.Contains(page.Body, `id="unpublish"`) || jobStatus(t, cr.JobID) != "active" {
 		t.Fatalf("confirm page: %d %s", page.Status, page.Body)
 	}
-	r := p.post("/jobs/unpublish", url.Values{"_csrf": {token}, "job": {hash}})
+	r := p.post("/jobs/unpublish", url.Values{"_csrf": {tokens["/jobs/unpublish"]}, "job": {hash}})
 	if r.Status != 200 || !strings.Contains(r.Body, `<dd id="status">expired</dd>`) || !strings.Contains(r.Body, "no longer listed") {
 		t.Fatalf("unpublish: %d %s", r.Status, r.Body)
 	}
@@ -710,7 +720,7 @@ func TestUnpublishThroughItsPage(t *testing.T) {
 	if g := pageDo(t, appPages(), http.MethodGet, "/jobs/"+cr.PageURL, nil); g.Status != 410 {
 		t.Fatalf("public page: %d", g.Status)
 	}
-	r = p.post("/jobs/unpublish", url.Values{"_csrf": {token}, "job": {hash}})
+	r = p.post("/jobs/unpublish", url.Values{"_csrf": {tokens["/jobs/unpublish"]}, "job": {hash}})
 	if r.Status != 200 || !strings.Contains(r.Body, "already unpublished") {
 		t.Fatalf("again: %d %s", r.Status, r.Body)
 	}
@@ -766,7 +776,7 @@ func TestPayPage(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &poster{t: t, app: newPagesAppLog(baseURL, tc.provider, pagesSecret, slog.New(slog.NewTextHandler(&logs, nil)))}
-			page, token := p.open(pagePath(t, *cr.PaymentURL))
+			page, tokens := p.open(pagePath(t, *cr.PaymentURL))
 			for _, want := range []string{`<dd id="plan">Premium</dd>`, `<dd id="amount">99.00 EUR</dd>`, `id="pay"`} {
 				if !strings.Contains(page.Body, want) {
 					t.Fatalf("pay page lacks %q: %s", want, page.Body)
@@ -775,7 +785,7 @@ func TestPayPage(t *testing.T) {
 			if !strings.Contains(page.Header.Get("Content-Security-Policy"), "form-action 'self' https:") {
 				t.Fatalf("the pay form cannot hand off: %q", page.Header.Get("Content-Security-Policy"))
 			}
-			r := p.post("/jobs/pay", url.Values{"_csrf": {token}, "job": {hash}})
+			r := p.post("/jobs/pay", url.Values{"_csrf": {tokens["/jobs/pay"]}, "job": {hash}})
 			if r.Status != tc.status || r.Header.Get("Location") != tc.location || !strings.Contains(r.Body, tc.text) {
 				t.Fatalf("%d %q %s", r.Status, r.Header.Get("Location"), r.Body)
 			}
@@ -798,15 +808,23 @@ func TestPayPage(t *testing.T) {
 	if page, _ := p.open("/jobs/edit?job=" + hash + "&paid=1"); !strings.Contains(page.Body, "the payment is being confirmed") {
 		t.Fatalf("return page: %s", page.Body)
 	}
-	// Nothing is due on a free plan.
+	// Nothing is due on a free plan, so its pay page has no form.
 	p = &poster{t: t, app: newPagesApp(baseURL, hosted, pagesSecret)}
 	freeHash := hashOf(t, free.EditURL)
-	_, token := p.open("/jobs/edit?job=" + freeHash)
 	page, _ := p.open("/jobs/pay?job=" + freeHash)
 	if !strings.Contains(page.Body, "No payment is due") || strings.Contains(page.Body, `id="pay"`) {
 		t.Fatalf("pay page of a free job: %s", page.Body)
 	}
-	if r := p.post("/jobs/pay", url.Values{"_csrf": {token}, "job": {freeHash}}); r.Status != 409 || len(hosted.got) != 1 {
-		t.Fatalf("pay a free job: %d, %d checkouts", r.Status, len(hosted.got))
+	// Nor on a job paid since its pay page was shown.
+	paidBody := jobBody("Paid Since Shown", 1780)
+	paidBody["id_plan"] = 7
+	paid := create(t, liveKey(1780, 2780), paidBody)
+	paidHash := hashOf(t, *paid.PaymentURL)
+	_, tokens := p.open("/jobs/pay?job=" + paidHash)
+	if _, err := pool.Exec(bgContext, `UPDATE jobs SET is_paid = true WHERE id = $1`, paid.JobID); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.post("/jobs/pay", url.Values{"_csrf": {tokens["/jobs/pay"]}, "job": {paidHash}}); r.Status != 409 || len(hosted.got) != 1 {
+		t.Fatalf("pay a paid job: %d, %d checkouts", r.Status, len(hosted.got))
 	}
 }

@@ -93,6 +93,9 @@ func Routes(app *fiber.App, cfg Config) (*App, error) {
 		}
 	}
 	app.Use(cors.New(cors.Config{
+		// The API's alone: no other site may read the HTML pages (the
+		// poster's carry the edit hash and their forms' tokens).
+		Next:          func(c *fiber.Ctx) bool { return c.Path() != "/v2" && !strings.HasPrefix(c.Path(), "/v2/") },
 		AllowOrigins:  cfg.CORSAllowOrigins,
 		AllowMethods:  "GET,POST,HEAD,OPTIONS",
 		AllowHeaders:  "X-API-Key, Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-ID",

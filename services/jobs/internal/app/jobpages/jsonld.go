@@ -98,14 +98,17 @@ func salaryRange(d jobbus.Detail) (lo, hi *int64, ok bool) {
 	return lo, hi, lo != nil || hi != nil
 }
 
+// newJobPosting is d's JobPosting; its names are shown by search engines as
+// the page shows them, without bidi controls.
 func newJobPosting(d jobbus.Detail, url string) jobPosting {
+	city := stripBidi(d.CityName)
 	jp := jobPosting{
 		Context: "https://schema.org/", Type: "JobPosting",
-		Title: d.Title, Description: d.Description,
+		Title: stripBidi(d.Title), Description: d.Description,
 		DatePosted:         d.DateAdded.UTC().Format(time.RFC3339),
 		ValidThrough:       d.ExpirationDate.UTC().Format(time.RFC3339),
 		EmploymentType:     employmentTypes[d.JobType],
-		HiringOrganization: organization{Type: "Organization", Name: d.Company},
+		HiringOrganization: organization{Type: "Organization", Name: stripBidi(d.Company)},
 		Identifier:         propertyValue{Type: "PropertyValue", Name: "coworkjobs", Value: strconv.FormatInt(d.ID, 10)},
 		URL:                url,
 	}
@@ -119,10 +122,10 @@ func newJobPosting(d jobbus.Detail, url string) jobPosting {
 		jp.JobLocationType = "TELECOMMUTE"
 		jp.ApplicantLocationRequirements = &area{Type: "Country", Name: d.CityCountry}
 		if d.CityCountry == "" {
-			jp.ApplicantLocationRequirements = &area{Type: "City", Name: d.CityName}
+			jp.ApplicantLocationRequirements = &area{Type: "City", Name: city}
 		}
 	} else {
-		jp.JobLocation = &place{Type: "Place", Address: postalAddress{Type: "PostalAddress", AddressLocality: d.CityName,
+		jp.JobLocation = &place{Type: "Place", Address: postalAddress{Type: "PostalAddress", AddressLocality: city,
 			AddressCountry: d.CityCountry}}
 	}
 	if lo, hi, ok := salaryRange(d); ok {

@@ -27,7 +27,8 @@ type view struct {
 	Noindex   bool
 
 	// The poster's pages.
-	CSRF        string
+	csrf        string // the session's token (csrfSession)
+	tokens      *signedTokens
 	Hash        string
 	Notice      string   // what was done
 	Problem     string   // why an action was refused
@@ -45,6 +46,32 @@ type view struct {
 }
 
 type option struct{ Value, Label string }
+
+// Token is the CSRF field of the page's form posting to /jobs/{form}.
+func (v view) Token(form string) string {
+	return v.tokens.forForm(v.csrf, form, v.Hash)
+}
+
+// isBidiControl reports the embedding, override and isolate controls. In a
+// title or a name they make the text read differently from what it is (an
+// override reverses what follows it, past the field's end too).
+func isBidiControl(r rune) bool {
+	return (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069')
+}
+
+// stripBidi is the templates' nobidi: s without bidi controls, for every
+// single-line text of a job's poster shown on the pages.
+func stripBidi(s string) string {
+	if strings.IndexFunc(s, isBidiControl) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isBidiControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
 
 // jobView is one job as the pages show it.
 type jobView struct {
@@ -280,7 +307,7 @@ func (p *pages) byHash(c *fiber.Ctx) (jobbus.Detail, string, error) {
 
 // posterView is the common part of the poster's pages.
 func (p *pages) posterView(c *fiber.Ctx, d jobbus.Detail, hash string) view {
-	return view{Title: d.Title, Noindex: true, CSRF: csrfToken(c), Hash: hash, Job: p.jobView(d)}
+	return view{Title: d.Title, Noindex: true, csrf: csrfSession(c), tokens: p.tokens, Hash: hash, Job: p.jobView(d)}
 }
 
 // notices are the messages of ?done= after a redirect; only these are shown.
@@ -347,7 +374,7 @@ func (p *pages) saveEdit(c *fiber.Ctx) error {
 		JobType: c.FormValue("job_type"), Tags: c.FormValue("tags"), ApplyURL: c.FormValue("apply_url"),
 		SalMin: strings.TrimSpace(c.FormValue("sal_min")), SalMax: strings.TrimSpace(c.FormValue("sal_max")),
 		Currency: c.FormValue("currency"), IsRemote: c.FormValue("is_remote") == "1"}
-	in, problems := editInput(f, d)
+	in, problems := editInput(f)
 	if len(problems) == 0 {
 		_, err = p.bus.Edit(c.UserContext(), hash, in)
 		var ve *validate.Error
@@ -367,8 +394,8 @@ func (p *pages) saveEdit(c *fiber.Ctx) error {
 }
 
 // editInput reads the form into an edit. An empty salary field is no bound;
-// both empty clears a stored salary (0 is the API's "no salary").
-func editInput(f editForm, d jobbus.Detail) (jobbus.EditInput, []string) {
+// both empty is no salary at all.
+func editInput(f editForm) (jobbus.EditInput, []string) {
 	remote := int64(0)
 	if f.IsRemote {
 		remote = 1
@@ -388,10 +415,7 @@ func editInput(f editForm, d jobbus.Detail) (jobbus.EditInput, []string) {
 		return &n
 	}
 	in.SalMin, in.SalMax = num("sal_min", f.SalMin), num("sal_max", f.SalMax)
-	if _, _, had := salaryRange(d); in.SalMin == nil && in.SalMax == nil && had {
-		zero := int64(0)
-		in.SalMin, in.SalMax = &zero, &zero
-	}
+	in.ClearSalary = f.SalMin == "" && f.SalMax == ""
 	return in, problems
 }
 

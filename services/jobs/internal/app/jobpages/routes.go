@@ -42,6 +42,7 @@ type pages struct {
 	bus    *jobbus.Business
 	log    *slog.Logger
 	tmpl   map[string]*template.Template
+	tokens *signedTokens
 	css    template.CSS
 	csp    string
 	payCSP string
@@ -56,23 +57,31 @@ func Routes(app *fiber.App, cfg Config) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	origin, ok := originOf(cfg.Bus.BaseURL())
+	if !ok {
+		panic("jobpages: the public base URL is not an http(s) URL")
+	}
 	p := newPages(cfg)
-	protect := newCSRF(newSignedTokens(cfg.Secret), strings.HasPrefix(cfg.Bus.BaseURL(), "https://"))
+	secure := strings.HasPrefix(origin, "https://")
+	page := newCSRF(p.tokens, secure, "")
 
 	g := app.Group("/jobs", p.htmlErrors)
-	// The poster's pages: the hash in their query is a capability.
-	get := func(path string, h fiber.Handler) { g.Get(path, p.capabilityHeaders, protect, h) }
-	post := func(path string, h fiber.Handler) { g.Post(path, p.capabilityHeaders, forwardedSchemeOff, protect, h) }
+	// The poster's pages: the hash in their query is a capability. A form
+	// posts to /jobs/{form}, and its token is good for that form alone.
+	get := func(path string, h fiber.Handler) { g.Get(path, p.capabilityHeaders, page, h) }
+	post := func(form string, h fiber.Handler) {
+		g.Post("/"+form, p.capabilityHeaders, forwardedSchemeOff, sameOrigin(origin), newCSRF(p.tokens, secure, form), h)
+	}
 	get("/edit", p.edit)
-	post("/edit", p.saveEdit)
+	post("edit", p.saveEdit)
 	// The poster's transitions; unpublish has a confirmation page of its own.
 	for _, ev := range []jobbus.Event{jobbus.EventPublish, jobbus.EventPause, jobbus.EventResume, jobbus.EventRelist} {
-		post("/"+string(ev), p.transition(ev))
+		post(string(ev), p.transition(ev))
 	}
 	get("/unpublish", p.confirmUnpublish)
-	post("/unpublish", p.unpublish)
+	post("unpublish", p.unpublish)
 	get("/pay", p.pay)
-	post("/pay", p.startPayment)
+	post("pay", p.startPayment)
 	// Registered last: /jobs/edit and the others are not job pages.
 	g.Get("/:page", p.publicHeaders, p.job)
 }
@@ -91,7 +100,7 @@ func newPages(cfg Config) *pages {
 		return "default-src 'none'; style-src " + styleSrc + "; img-src 'self'; form-action " + formAction +
 			"; frame-ancestors 'none'; base-uri 'none'"
 	}
-	p := &pages{cfg: cfg, bus: cfg.Bus, log: cfg.Log, tmpl: map[string]*template.Template{},
+	p := &pages{cfg: cfg, bus: cfg.Bus, log: cfg.Log, tmpl: map[string]*template.Template{}, tokens: newSignedTokens(cfg.Secret),
 		css: template.CSS(style), //nolint:gosec // G203: our own embedded style sheet
 		csp: csp("'self'"),
 		// The payment form's answer is a redirect to the provider's hosted
@@ -99,7 +108,7 @@ func newPages(cfg Config) *pages {
 		payCSP: csp("'self' https:"),
 	}
 	for _, name := range pageNames {
-		t, err := template.New(name).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(template.FuncMap{"nobidi": stripBidi}).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			panic(fmt.Sprintf("jobpages: template %s: %v", name, err))
 		}
