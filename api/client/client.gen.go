@@ -1316,8 +1316,11 @@ type JobCurrency string
 
 // JobCreateRequest Unknown fields (including `status`) are ignored. Integer fields take JSON integers only:
 // a string such as `"5"` is refused with 422 naming the field. Text fields are trimmed and
-// inner white space collapsed. The city is given by `id_city` or by `city_name` (one of the
-// two is required; when both are sent, `id_city` wins).
+// inner white space collapsed. The one-line fields (`title`, `company`, `tags`, `city_name`)
+// refuse control characters other than white space and the bidi embedding, override and
+// isolate characters (U+202A–U+202E, U+2066–U+2069) with 422 naming the field: they would
+// reorder or hide text in mails and listings. The city is given by `id_city` or by `city_name`
+// (one of the two is required; when both are sent, `id_city` wins).
 type JobCreateRequest struct {
 	// ApplyUrl Absolute http(s) URL or mailto link.
 	ApplyUrl *string `json:"apply_url,omitempty"`
@@ -1344,7 +1347,7 @@ type JobCreateRequest struct {
 	// IdPlan Must be an active plan; 5 (free, 30 days) when absent.
 	IdPlan *int `json:"id_plan,omitempty"`
 
-	// IdSpace Must exist and be confirmed. With a space key it must equal the key's space, else 403 forbidden.
+	// IdSpace Must exist and be confirmed. With a space key it must equal the key's space, else 403 forbidden; a key without a space may send it only as a trusted importer, else 403 forbidden.
 	IdSpace *int `json:"id_space,omitempty"`
 
 	// InvEmail Contact e-mail; an invalid value is replaced by the configured default, never rejected.
@@ -2844,12 +2847,27 @@ type ClientInterface interface {
 	// `norm(title) LF norm(company) LF decimal(city id) LF norm_url(external_url)` where `norm` trims,
 	// collapses every run of white space to one space and lowercases, and `norm_url` is the stored
 	// `external_url` (with `ref=coworkjobs`, parameters sorted) with scheme and host lowercased and
-	// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
-	// constraint, so concurrent duplicates cannot both insert). A match updates that job
-	// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-	// status and is never republished; a draft becomes active when the caller now qualifies. A
-	// match whose fields are all unchanged (a feed sent again) is answered the same way but
-	// writes nothing: the job's `updated_at` and expiry stay as they were.
+	// the fragment dropped (empty when absent). Fingerprints are unique per owner (a database
+	// constraint, so concurrent duplicates cannot both insert), and only the owner's jobs are
+	// matched: a space owns the jobs its keys post; a key without a space owns the jobs it posts
+	// itself. A match is therefore always a job the caller may change through the transition
+	// routes; the same fingerprint among another owner's jobs is never matched, never revealed
+	// (no 409 that would tell another poster's draft exists), and the caller's own job is
+	// created. A match updates that job (`action: updated`, same `job_id`); an expired, paused or
+	// closed job is updated but keeps its status and is never republished; a draft becomes active
+	// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
+	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
+	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+	//
+	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
+	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
+	// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
+	// its plan and `message` says so. `plan_price`, `expiration_days` and `is_paid` are the job's
+	// after the update. A new plan is unpaid: a payment pays for one plan.
+	//
+	// **Posting into a space:** a space key posts into its own space only (`id_space` another
+	// space → 403). A key without a space may send `id_space` only as a trusted importer (the
+	// operator's); any other key without a space → 403 `forbidden`, nothing stored.
 	//
 	// **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 	// the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -2859,8 +2877,9 @@ type ClientInterface interface {
 	// recorded: a request that failed validation may be retried with the same key. Records are
 	// purged after 24 hours. Dedupe runs even when a key is sent.
 	//
-	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
-	// read-only key); 409 idempotent request in progress; 422 `validation_error` with
+	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space, or
+	// is sent by a key without a space that is not a trusted importer (or a read-only key); 415 a
+	// body not declared as `application/json` in UTF-8 (a missing `Content-Type` included); 409 idempotent request in progress; 422 `validation_error` with
 	// message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
 	// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
 	// stored but the write could not be confirmed (the deployment could not record the change
@@ -2884,12 +2903,27 @@ type ClientInterface interface {
 	// `norm(title) LF norm(company) LF decimal(city id) LF norm_url(external_url)` where `norm` trims,
 	// collapses every run of white space to one space and lowercases, and `norm_url` is the stored
 	// `external_url` (with `ref=coworkjobs`, parameters sorted) with scheme and host lowercased and
-	// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
-	// constraint, so concurrent duplicates cannot both insert). A match updates that job
-	// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-	// status and is never republished; a draft becomes active when the caller now qualifies. A
-	// match whose fields are all unchanged (a feed sent again) is answered the same way but
-	// writes nothing: the job's `updated_at` and expiry stay as they were.
+	// the fragment dropped (empty when absent). Fingerprints are unique per owner (a database
+	// constraint, so concurrent duplicates cannot both insert), and only the owner's jobs are
+	// matched: a space owns the jobs its keys post; a key without a space owns the jobs it posts
+	// itself. A match is therefore always a job the caller may change through the transition
+	// routes; the same fingerprint among another owner's jobs is never matched, never revealed
+	// (no 409 that would tell another poster's draft exists), and the caller's own job is
+	// created. A match updates that job (`action: updated`, same `job_id`); an expired, paused or
+	// closed job is updated but keeps its status and is never republished; a draft becomes active
+	// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
+	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
+	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+	//
+	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
+	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
+	// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
+	// its plan and `message` says so. `plan_price`, `expiration_days` and `is_paid` are the job's
+	// after the update. A new plan is unpaid: a payment pays for one plan.
+	//
+	// **Posting into a space:** a space key posts into its own space only (`id_space` another
+	// space → 403). A key without a space may send `id_space` only as a trusted importer (the
+	// operator's); any other key without a space → 403 `forbidden`, nothing stored.
 	//
 	// **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 	// the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -2899,8 +2933,9 @@ type ClientInterface interface {
 	// recorded: a request that failed validation may be retried with the same key. Records are
 	// purged after 24 hours. Dedupe runs even when a key is sent.
 	//
-	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
-	// read-only key); 409 idempotent request in progress; 422 `validation_error` with
+	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space, or
+	// is sent by a key without a space that is not a trusted importer (or a read-only key); 415 a
+	// body not declared as `application/json` in UTF-8 (a missing `Content-Type` included); 409 idempotent request in progress; 422 `validation_error` with
 	// message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
 	// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
 	// stored but the write could not be confirmed (the deployment could not record the change
@@ -2917,9 +2952,9 @@ type ClientInterface interface {
 	// An active or paused job becomes `closed` (`action: closed`) and leaves the listing for good: a
 	// closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 	// draft or an expired job 409 (unpublish a draft instead).
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -2933,9 +2968,9 @@ type ClientInterface interface {
 	// An active or paused job becomes `closed` (`action: closed`) and leaves the listing for good: a
 	// closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 	// draft or an expired job 409 (unpublish a draft instead).
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -2949,9 +2984,9 @@ type ClientInterface interface {
 	// An active job becomes `paused` (`action: paused`) and leaves the listing at once. Its expiry clock
 	// stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 	// answers `already_paused`; any other status 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -2965,9 +3000,9 @@ type ClientInterface interface {
 	// An active job becomes `paused` (`action: paused`) and leaves the listing at once. Its expiry clock
 	// stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 	// answers `already_paused`; any other status 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -2982,9 +3017,9 @@ type ClientInterface interface {
 	// `expiration_date` now plus the plan's days. A paid plan's draft is published by its payment; until
 	// then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 	// `already_active`; a paused or expired job 409 (resume or relist it).
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -2999,9 +3034,9 @@ type ClientInterface interface {
 	// `expiration_date` now plus the plan's days. A paid plan's draft is published by its payment; until
 	// then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 	// `already_active`; a paused or expired job 409 (resume or relist it).
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -3016,9 +3051,9 @@ type ClientInterface interface {
 	// and `expiration_date` now plus the plan's days. A paid plan needs a new payment: 409 `conflict`
 	// with the `payment_url` in `details`, and the payment relists it. An active job answers
 	// `already_active`; a draft, paused or closed job 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -3033,9 +3068,9 @@ type ClientInterface interface {
 	// and `expiration_date` now plus the plan's days. A paid plan needs a new payment: 409 `conflict`
 	// with the `payment_url` in `details`, and the payment relists it. An active job answers
 	// `already_active`; a draft, paused or closed job 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -3049,9 +3084,9 @@ type ClientInterface interface {
 	// A paused job becomes `active` again (`action: resumed`); its `expiration_date` moves by the time it
 	// spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 	// status 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -3065,9 +3100,9 @@ type ClientInterface interface {
 	// A paused job becomes `active` again (`action: resumed`); its `expiration_date` moves by the time it
 	// spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 	// status 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -3078,9 +3113,11 @@ type ClientInterface interface {
 
 	// UnpublishJobWithBody Unpublish a job (the record is kept)
 	//
-	// Needs job write access and a live key. A space key may unpublish only its space's jobs
-	// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
-	// (any other job → 403). An unknown `job_id` → 404 `not_found`.
+	// Needs job write access and a live key. A space key may unpublish only its space's jobs; a key
+	// without a space only the jobs it created itself. Another poster's job that is publicly listed
+	// → 403 `forbidden`; one the key could not know exists (a draft, paused, expired or closed job
+	// of another poster) and an unknown `job_id` → 404 `not_found`, so that the answer tells
+	// nothing a listing does not.
 	// An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 	// listing at once; an already expired or closed job is unchanged and answers
 	// `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -3093,9 +3130,11 @@ type ClientInterface interface {
 
 	// UnpublishJob Unpublish a job (the record is kept)
 	//
-	// Needs job write access and a live key. A space key may unpublish only its space's jobs
-	// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
-	// (any other job → 403). An unknown `job_id` → 404 `not_found`.
+	// Needs job write access and a live key. A space key may unpublish only its space's jobs; a key
+	// without a space only the jobs it created itself. Another poster's job that is publicly listed
+	// → 403 `forbidden`; one the key could not know exists (a draft, paused, expired or closed job
+	// of another poster) and an unknown `job_id` → 404 `not_found`, so that the answer tells
+	// nothing a listing does not.
 	// An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 	// listing at once; an already expired or closed job is unchanged and answers
 	// `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -3111,8 +3150,9 @@ type ClientInterface interface {
 	// Every field of a listed job plus the sanitised HTML `description`, `status`, `updated_at`,
 	// `plan` and `is_paid`. Who sees what: an active job, any key that may read jobs (a space key only
 	// within its space); a space key also its own space's jobs in every status, and 403 `forbidden` for
-	// another space's job; a key without a space also the jobs it created itself. Anything else, and an
-	// unknown id, 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
+	// another space's publicly listed job; a key without a space also the jobs it created itself.
+	// Anything else (another poster's draft, paused, expired or closed job), and an unknown id,
+	// 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
 	// carry the job's edit capability and are sent only to a key that may change the job.
 	//
 	// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
@@ -3279,9 +3319,12 @@ type ClientInterface interface {
 	//
 	// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
 	// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
-	// signature older than five minutes is refused too). Served only when the deployment has
-	// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
-	// Stripe may send bursts, and an unsigned request costs one HMAC.
+	// signature older than five minutes is refused too). Served when the deployment has Stripe
+	// settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`); without them every request
+	// answers 404 `not_found` saying that payments by Stripe are not configured on this
+	// installation (paid plans are invoiced there). A 404 rather than a 5xx: the route is
+	// public, and anonymous requests must not raise the operators' error-rate alerts. Not rate limited: Stripe may send
+	// bursts, and an unsigned request costs one HMAC.
 	//
 	// `checkout.session.completed` with `payment_status: paid` and
 	// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
@@ -3306,9 +3349,12 @@ type ClientInterface interface {
 	//
 	// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
 	// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
-	// signature older than five minutes is refused too). Served only when the deployment has
-	// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
-	// Stripe may send bursts, and an unsigned request costs one HMAC.
+	// signature older than five minutes is refused too). Served when the deployment has Stripe
+	// settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`); without them every request
+	// answers 404 `not_found` saying that payments by Stripe are not configured on this
+	// installation (paid plans are invoiced there). A 404 rather than a 5xx: the route is
+	// public, and anonymous requests must not raise the operators' error-rate alerts. Not rate limited: Stripe may send
+	// bursts, and an unsigned request costs one HMAC.
 	//
 	// `checkout.session.completed` with `payment_status: paid` and
 	// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
@@ -3751,12 +3797,27 @@ func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditor
 // `norm(title) LF norm(company) LF decimal(city id) LF norm_url(external_url)` where `norm` trims,
 // collapses every run of white space to one space and lowercases, and `norm_url` is the stored
 // `external_url` (with `ref=coworkjobs`, parameters sorted) with scheme and host lowercased and
-// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
-// constraint, so concurrent duplicates cannot both insert). A match updates that job
-// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-// status and is never republished; a draft becomes active when the caller now qualifies. A
-// match whose fields are all unchanged (a feed sent again) is answered the same way but
-// writes nothing: the job's `updated_at` and expiry stay as they were.
+// the fragment dropped (empty when absent). Fingerprints are unique per owner (a database
+// constraint, so concurrent duplicates cannot both insert), and only the owner's jobs are
+// matched: a space owns the jobs its keys post; a key without a space owns the jobs it posts
+// itself. A match is therefore always a job the caller may change through the transition
+// routes; the same fingerprint among another owner's jobs is never matched, never revealed
+// (no 409 that would tell another poster's draft exists), and the caller's own job is
+// created. A match updates that job (`action: updated`, same `job_id`); an expired, paused or
+// closed job is updated but keeps its status and is never republished; a draft becomes active
+// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
+// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
+// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+//
+// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
+// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
+// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
+// its plan and `message` says so. `plan_price`, `expiration_days` and `is_paid` are the job's
+// after the update. A new plan is unpaid: a payment pays for one plan.
+//
+// **Posting into a space:** a space key posts into its own space only (`id_space` another
+// space → 403). A key without a space may send `id_space` only as a trusted importer (the
+// operator's); any other key without a space → 403 `forbidden`, nothing stored.
 //
 // **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 // the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -3766,8 +3827,9 @@ func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditor
 // recorded: a request that failed validation may be retried with the same key. Records are
 // purged after 24 hours. Dedupe runs even when a key is sent.
 //
-// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
-// read-only key); 409 idempotent request in progress; 422 `validation_error` with
+// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space, or
+// is sent by a key without a space that is not a trusted importer (or a read-only key); 415 a
+// body not declared as `application/json` in UTF-8 (a missing `Content-Type` included); 409 idempotent request in progress; 422 `validation_error` with
 // message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
 // the city/space directory cannot be reached (nothing was stored; retry), or when the job was
 // stored but the write could not be confirmed (the deployment could not record the change
@@ -3801,12 +3863,27 @@ func (c *Client) CreateJobWithBody(ctx context.Context, params *CreateJobParams,
 // `norm(title) LF norm(company) LF decimal(city id) LF norm_url(external_url)` where `norm` trims,
 // collapses every run of white space to one space and lowercases, and `norm_url` is the stored
 // `external_url` (with `ref=coworkjobs`, parameters sorted) with scheme and host lowercased and
-// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
-// constraint, so concurrent duplicates cannot both insert). A match updates that job
-// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-// status and is never republished; a draft becomes active when the caller now qualifies. A
-// match whose fields are all unchanged (a feed sent again) is answered the same way but
-// writes nothing: the job's `updated_at` and expiry stay as they were.
+// the fragment dropped (empty when absent). Fingerprints are unique per owner (a database
+// constraint, so concurrent duplicates cannot both insert), and only the owner's jobs are
+// matched: a space owns the jobs its keys post; a key without a space owns the jobs it posts
+// itself. A match is therefore always a job the caller may change through the transition
+// routes; the same fingerprint among another owner's jobs is never matched, never revealed
+// (no 409 that would tell another poster's draft exists), and the caller's own job is
+// created. A match updates that job (`action: updated`, same `job_id`); an expired, paused or
+// closed job is updated but keeps its status and is never republished; a draft becomes active
+// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
+// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
+// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+//
+// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
+// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
+// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
+// its plan and `message` says so. `plan_price`, `expiration_days` and `is_paid` are the job's
+// after the update. A new plan is unpaid: a payment pays for one plan.
+//
+// **Posting into a space:** a space key posts into its own space only (`id_space` another
+// space → 403). A key without a space may send `id_space` only as a trusted importer (the
+// operator's); any other key without a space → 403 `forbidden`, nothing stored.
 //
 // **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 // the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -3816,8 +3893,9 @@ func (c *Client) CreateJobWithBody(ctx context.Context, params *CreateJobParams,
 // recorded: a request that failed validation may be retried with the same key. Records are
 // purged after 24 hours. Dedupe runs even when a key is sent.
 //
-// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
-// read-only key); 409 idempotent request in progress; 422 `validation_error` with
+// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space, or
+// is sent by a key without a space that is not a trusted importer (or a read-only key); 415 a
+// body not declared as `application/json` in UTF-8 (a missing `Content-Type` included); 409 idempotent request in progress; 422 `validation_error` with
 // message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
 // the city/space directory cannot be reached (nothing was stored; retry), or when the job was
 // stored but the write could not be confirmed (the deployment could not record the change
@@ -3844,9 +3922,9 @@ func (c *Client) CreateJob(ctx context.Context, params *CreateJobParams, body Cr
 // An active or paused job becomes `closed` (`action: closed`) and leaves the listing for good: a
 // closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 // draft or an expired job 409 (unpublish a draft instead).
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -3870,9 +3948,9 @@ func (c *Client) CloseJobWithBody(ctx context.Context, contentType string, body 
 // An active or paused job becomes `closed` (`action: closed`) and leaves the listing for good: a
 // closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 // draft or an expired job 409 (unpublish a draft instead).
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -3896,9 +3974,9 @@ func (c *Client) CloseJob(ctx context.Context, body CloseJobJSONRequestBody, req
 // An active job becomes `paused` (`action: paused`) and leaves the listing at once. Its expiry clock
 // stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 // answers `already_paused`; any other status 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -3922,9 +4000,9 @@ func (c *Client) PauseJobWithBody(ctx context.Context, contentType string, body 
 // An active job becomes `paused` (`action: paused`) and leaves the listing at once. Its expiry clock
 // stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 // answers `already_paused`; any other status 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -3949,9 +4027,9 @@ func (c *Client) PauseJob(ctx context.Context, body PauseJobJSONRequestBody, req
 // `expiration_date` now plus the plan's days. A paid plan's draft is published by its payment; until
 // then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 // `already_active`; a paused or expired job 409 (resume or relist it).
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -3976,9 +4054,9 @@ func (c *Client) PublishJobWithBody(ctx context.Context, contentType string, bod
 // `expiration_date` now plus the plan's days. A paid plan's draft is published by its payment; until
 // then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 // `already_active`; a paused or expired job 409 (resume or relist it).
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -4003,9 +4081,9 @@ func (c *Client) PublishJob(ctx context.Context, body PublishJobJSONRequestBody,
 // and `expiration_date` now plus the plan's days. A paid plan needs a new payment: 409 `conflict`
 // with the `payment_url` in `details`, and the payment relists it. An active job answers
 // `already_active`; a draft, paused or closed job 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -4030,9 +4108,9 @@ func (c *Client) RelistJobWithBody(ctx context.Context, contentType string, body
 // and `expiration_date` now plus the plan's days. A paid plan needs a new payment: 409 `conflict`
 // with the `payment_url` in `details`, and the payment relists it. An active job answers
 // `already_active`; a draft, paused or closed job 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -4056,9 +4134,9 @@ func (c *Client) RelistJob(ctx context.Context, body RelistJobJSONRequestBody, r
 // A paused job becomes `active` again (`action: resumed`); its `expiration_date` moves by the time it
 // spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 // status 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -4082,9 +4160,9 @@ func (c *Client) ResumeJobWithBody(ctx context.Context, contentType string, body
 // A paused job becomes `active` again (`action: resumed`); its `expiration_date` moves by the time it
 // spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 // status 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -4105,9 +4183,11 @@ func (c *Client) ResumeJob(ctx context.Context, body ResumeJobJSONRequestBody, r
 
 // UnpublishJobWithBody Unpublish a job (the record is kept)
 //
-// Needs job write access and a live key. A space key may unpublish only its space's jobs
-// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
-// (any other job → 403). An unknown `job_id` → 404 `not_found`.
+// Needs job write access and a live key. A space key may unpublish only its space's jobs; a key
+// without a space only the jobs it created itself. Another poster's job that is publicly listed
+// → 403 `forbidden`; one the key could not know exists (a draft, paused, expired or closed job
+// of another poster) and an unknown `job_id` → 404 `not_found`, so that the answer tells
+// nothing a listing does not.
 // An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 // listing at once; an already expired or closed job is unchanged and answers
 // `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -4130,9 +4210,11 @@ func (c *Client) UnpublishJobWithBody(ctx context.Context, contentType string, b
 
 // UnpublishJob Unpublish a job (the record is kept)
 //
-// Needs job write access and a live key. A space key may unpublish only its space's jobs
-// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
-// (any other job → 403). An unknown `job_id` → 404 `not_found`.
+// Needs job write access and a live key. A space key may unpublish only its space's jobs; a key
+// without a space only the jobs it created itself. Another poster's job that is publicly listed
+// → 403 `forbidden`; one the key could not know exists (a draft, paused, expired or closed job
+// of another poster) and an unknown `job_id` → 404 `not_found`, so that the answer tells
+// nothing a listing does not.
 // An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 // listing at once; an already expired or closed job is unchanged and answers
 // `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -4158,8 +4240,9 @@ func (c *Client) UnpublishJob(ctx context.Context, body UnpublishJobJSONRequestB
 // Every field of a listed job plus the sanitised HTML `description`, `status`, `updated_at`,
 // `plan` and `is_paid`. Who sees what: an active job, any key that may read jobs (a space key only
 // within its space); a space key also its own space's jobs in every status, and 403 `forbidden` for
-// another space's job; a key without a space also the jobs it created itself. Anything else, and an
-// unknown id, 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
+// another space's publicly listed job; a key without a space also the jobs it created itself.
+// Anything else (another poster's draft, paused, expired or closed job), and an unknown id,
+// 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
 // carry the job's edit capability and are sent only to a key that may change the job.
 //
 // With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
@@ -4466,9 +4549,12 @@ func (c *Client) GetOpenApiYaml(ctx context.Context, reqEditors ...RequestEditor
 //
 // Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
 // endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
-// signature older than five minutes is refused too). Served only when the deployment has
-// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
-// Stripe may send bursts, and an unsigned request costs one HMAC.
+// signature older than five minutes is refused too). Served when the deployment has Stripe
+// settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`); without them every request
+// answers 404 `not_found` saying that payments by Stripe are not configured on this
+// installation (paid plans are invoiced there). A 404 rather than a 5xx: the route is
+// public, and anonymous requests must not raise the operators' error-rate alerts. Not rate limited: Stripe may send
+// bursts, and an unsigned request costs one HMAC.
 //
 // `checkout.session.completed` with `payment_status: paid` and
 // `checkout.session.async_payment_succeeded` record the payment of the job in the session's
@@ -4503,9 +4589,12 @@ func (c *Client) StripeWebhookWithBody(ctx context.Context, params *StripeWebhoo
 //
 // Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
 // endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
-// signature older than five minutes is refused too). Served only when the deployment has
-// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
-// Stripe may send bursts, and an unsigned request costs one HMAC.
+// signature older than five minutes is refused too). Served when the deployment has Stripe
+// settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`); without them every request
+// answers 404 `not_found` saying that payments by Stripe are not configured on this
+// installation (paid plans are invoiced there). A 404 rather than a 5xx: the route is
+// public, and anonymous requests must not raise the operators' error-rate alerts. Not rate limited: Stripe may send
+// bursts, and an unsigned request costs one HMAC.
 //
 // `checkout.session.completed` with `payment_status: paid` and
 // `checkout.session.async_payment_succeeded` record the payment of the job in the session's
@@ -6719,12 +6808,27 @@ type ClientWithResponsesInterface interface {
 	// `norm(title) LF norm(company) LF decimal(city id) LF norm_url(external_url)` where `norm` trims,
 	// collapses every run of white space to one space and lowercases, and `norm_url` is the stored
 	// `external_url` (with `ref=coworkjobs`, parameters sorted) with scheme and host lowercased and
-	// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
-	// constraint, so concurrent duplicates cannot both insert). A match updates that job
-	// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-	// status and is never republished; a draft becomes active when the caller now qualifies. A
-	// match whose fields are all unchanged (a feed sent again) is answered the same way but
-	// writes nothing: the job's `updated_at` and expiry stay as they were.
+	// the fragment dropped (empty when absent). Fingerprints are unique per owner (a database
+	// constraint, so concurrent duplicates cannot both insert), and only the owner's jobs are
+	// matched: a space owns the jobs its keys post; a key without a space owns the jobs it posts
+	// itself. A match is therefore always a job the caller may change through the transition
+	// routes; the same fingerprint among another owner's jobs is never matched, never revealed
+	// (no 409 that would tell another poster's draft exists), and the caller's own job is
+	// created. A match updates that job (`action: updated`, same `job_id`); an expired, paused or
+	// closed job is updated but keeps its status and is never republished; a draft becomes active
+	// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
+	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
+	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+	//
+	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
+	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
+	// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
+	// its plan and `message` says so. `plan_price`, `expiration_days` and `is_paid` are the job's
+	// after the update. A new plan is unpaid: a payment pays for one plan.
+	//
+	// **Posting into a space:** a space key posts into its own space only (`id_space` another
+	// space → 403). A key without a space may send `id_space` only as a trusted importer (the
+	// operator's); any other key without a space → 403 `forbidden`, nothing stored.
 	//
 	// **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 	// the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -6734,8 +6838,9 @@ type ClientWithResponsesInterface interface {
 	// recorded: a request that failed validation may be retried with the same key. Records are
 	// purged after 24 hours. Dedupe runs even when a key is sent.
 	//
-	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
-	// read-only key); 409 idempotent request in progress; 422 `validation_error` with
+	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space, or
+	// is sent by a key without a space that is not a trusted importer (or a read-only key); 415 a
+	// body not declared as `application/json` in UTF-8 (a missing `Content-Type` included); 409 idempotent request in progress; 422 `validation_error` with
 	// message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
 	// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
 	// stored but the write could not be confirmed (the deployment could not record the change
@@ -6759,12 +6864,27 @@ type ClientWithResponsesInterface interface {
 	// `norm(title) LF norm(company) LF decimal(city id) LF norm_url(external_url)` where `norm` trims,
 	// collapses every run of white space to one space and lowercases, and `norm_url` is the stored
 	// `external_url` (with `ref=coworkjobs`, parameters sorted) with scheme and host lowercased and
-	// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
-	// constraint, so concurrent duplicates cannot both insert). A match updates that job
-	// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-	// status and is never republished; a draft becomes active when the caller now qualifies. A
-	// match whose fields are all unchanged (a feed sent again) is answered the same way but
-	// writes nothing: the job's `updated_at` and expiry stay as they were.
+	// the fragment dropped (empty when absent). Fingerprints are unique per owner (a database
+	// constraint, so concurrent duplicates cannot both insert), and only the owner's jobs are
+	// matched: a space owns the jobs its keys post; a key without a space owns the jobs it posts
+	// itself. A match is therefore always a job the caller may change through the transition
+	// routes; the same fingerprint among another owner's jobs is never matched, never revealed
+	// (no 409 that would tell another poster's draft exists), and the caller's own job is
+	// created. A match updates that job (`action: updated`, same `job_id`); an expired, paused or
+	// closed job is updated but keeps its status and is never republished; a draft becomes active
+	// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
+	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
+	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+	//
+	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
+	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
+	// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
+	// its plan and `message` says so. `plan_price`, `expiration_days` and `is_paid` are the job's
+	// after the update. A new plan is unpaid: a payment pays for one plan.
+	//
+	// **Posting into a space:** a space key posts into its own space only (`id_space` another
+	// space → 403). A key without a space may send `id_space` only as a trusted importer (the
+	// operator's); any other key without a space → 403 `forbidden`, nothing stored.
 	//
 	// **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 	// the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -6774,8 +6894,9 @@ type ClientWithResponsesInterface interface {
 	// recorded: a request that failed validation may be retried with the same key. Records are
 	// purged after 24 hours. Dedupe runs even when a key is sent.
 	//
-	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
-	// read-only key); 409 idempotent request in progress; 422 `validation_error` with
+	// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space, or
+	// is sent by a key without a space that is not a trusted importer (or a read-only key); 415 a
+	// body not declared as `application/json` in UTF-8 (a missing `Content-Type` included); 409 idempotent request in progress; 422 `validation_error` with
 	// message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
 	// the city/space directory cannot be reached (nothing was stored; retry), or when the job was
 	// stored but the write could not be confirmed (the deployment could not record the change
@@ -6792,9 +6913,9 @@ type ClientWithResponsesInterface interface {
 	// An active or paused job becomes `closed` (`action: closed`) and leaves the listing for good: a
 	// closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 	// draft or an expired job 409 (unpublish a draft instead).
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -6808,9 +6929,9 @@ type ClientWithResponsesInterface interface {
 	// An active or paused job becomes `closed` (`action: closed`) and leaves the listing for good: a
 	// closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 	// draft or an expired job 409 (unpublish a draft instead).
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -6824,9 +6945,9 @@ type ClientWithResponsesInterface interface {
 	// An active job becomes `paused` (`action: paused`) and leaves the listing at once. Its expiry clock
 	// stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 	// answers `already_paused`; any other status 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -6840,9 +6961,9 @@ type ClientWithResponsesInterface interface {
 	// An active job becomes `paused` (`action: paused`) and leaves the listing at once. Its expiry clock
 	// stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 	// answers `already_paused`; any other status 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -6857,9 +6978,9 @@ type ClientWithResponsesInterface interface {
 	// `expiration_date` now plus the plan's days. A paid plan's draft is published by its payment; until
 	// then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 	// `already_active`; a paused or expired job 409 (resume or relist it).
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -6874,9 +6995,9 @@ type ClientWithResponsesInterface interface {
 	// `expiration_date` now plus the plan's days. A paid plan's draft is published by its payment; until
 	// then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 	// `already_active`; a paused or expired job 409 (resume or relist it).
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -6891,9 +7012,9 @@ type ClientWithResponsesInterface interface {
 	// and `expiration_date` now plus the plan's days. A paid plan needs a new payment: 409 `conflict`
 	// with the `payment_url` in `details`, and the payment relists it. An active job answers
 	// `already_active`; a draft, paused or closed job 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -6908,9 +7029,9 @@ type ClientWithResponsesInterface interface {
 	// and `expiration_date` now plus the plan's days. A paid plan needs a new payment: 409 `conflict`
 	// with the `payment_url` in `details`, and the payment relists it. An active job answers
 	// `already_active`; a draft, paused or closed job 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -6924,9 +7045,9 @@ type ClientWithResponsesInterface interface {
 	// A paused job becomes `active` again (`action: resumed`); its `expiration_date` moves by the time it
 	// spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 	// status 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -6940,9 +7061,9 @@ type ClientWithResponsesInterface interface {
 	// A paused job becomes `active` again (`action: resumed`); its `expiration_date` moves by the time it
 	// spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 	// status 409.
-	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-	// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-	// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+	// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+	// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+	// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 	// description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 	// other.
 	//
@@ -6953,9 +7074,11 @@ type ClientWithResponsesInterface interface {
 
 	// UnpublishJobWithBodyWithResponse Unpublish a job (the record is kept)
 	//
-	// Needs job write access and a live key. A space key may unpublish only its space's jobs
-	// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
-	// (any other job → 403). An unknown `job_id` → 404 `not_found`.
+	// Needs job write access and a live key. A space key may unpublish only its space's jobs; a key
+	// without a space only the jobs it created itself. Another poster's job that is publicly listed
+	// → 403 `forbidden`; one the key could not know exists (a draft, paused, expired or closed job
+	// of another poster) and an unknown `job_id` → 404 `not_found`, so that the answer tells
+	// nothing a listing does not.
 	// An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 	// listing at once; an already expired or closed job is unchanged and answers
 	// `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -6968,9 +7091,11 @@ type ClientWithResponsesInterface interface {
 
 	// UnpublishJobWithResponse Unpublish a job (the record is kept)
 	//
-	// Needs job write access and a live key. A space key may unpublish only its space's jobs
-	// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
-	// (any other job → 403). An unknown `job_id` → 404 `not_found`.
+	// Needs job write access and a live key. A space key may unpublish only its space's jobs; a key
+	// without a space only the jobs it created itself. Another poster's job that is publicly listed
+	// → 403 `forbidden`; one the key could not know exists (a draft, paused, expired or closed job
+	// of another poster) and an unknown `job_id` → 404 `not_found`, so that the answer tells
+	// nothing a listing does not.
 	// An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 	// listing at once; an already expired or closed job is unchanged and answers
 	// `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -6986,8 +7111,9 @@ type ClientWithResponsesInterface interface {
 	// Every field of a listed job plus the sanitised HTML `description`, `status`, `updated_at`,
 	// `plan` and `is_paid`. Who sees what: an active job, any key that may read jobs (a space key only
 	// within its space); a space key also its own space's jobs in every status, and 403 `forbidden` for
-	// another space's job; a key without a space also the jobs it created itself. Anything else, and an
-	// unknown id, 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
+	// another space's publicly listed job; a key without a space also the jobs it created itself.
+	// Anything else (another poster's draft, paused, expired or closed job), and an unknown id,
+	// 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
 	// carry the job's edit capability and are sent only to a key that may change the job.
 	//
 	// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
@@ -7164,9 +7290,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
 	// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
-	// signature older than five minutes is refused too). Served only when the deployment has
-	// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
-	// Stripe may send bursts, and an unsigned request costs one HMAC.
+	// signature older than five minutes is refused too). Served when the deployment has Stripe
+	// settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`); without them every request
+	// answers 404 `not_found` saying that payments by Stripe are not configured on this
+	// installation (paid plans are invoiced there). A 404 rather than a 5xx: the route is
+	// public, and anonymous requests must not raise the operators' error-rate alerts. Not rate limited: Stripe may send
+	// bursts, and an unsigned request costs one HMAC.
 	//
 	// `checkout.session.completed` with `payment_status: paid` and
 	// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
@@ -7191,9 +7320,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
 	// endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
-	// signature older than five minutes is refused too). Served only when the deployment has
-	// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
-	// Stripe may send bursts, and an unsigned request costs one HMAC.
+	// signature older than five minutes is refused too). Served when the deployment has Stripe
+	// settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`); without them every request
+	// answers 404 `not_found` saying that payments by Stripe are not configured on this
+	// installation (paid plans are invoiced there). A 404 rather than a 5xx: the route is
+	// public, and anonymous requests must not raise the operators' error-rate alerts. Not rate limited: Stripe may send
+	// bursts, and an unsigned request costs one HMAC.
 	//
 	// `checkout.session.completed` with `payment_status: paid` and
 	// `checkout.session.async_payment_succeeded` record the payment of the job in the session's
@@ -12338,11 +12470,6 @@ type StripeWebhookResponse400Headers struct {
 type StripeWebhookResponse404Headers struct {
 	AccessControlAllowOrigin   *string
 	AccessControlExposeHeaders *string
-	RateLimit                  *string
-	RateLimitPolicy            *string
-	XRateLimitLimit            *int
-	XRateLimitRemaining        *int
-	XRateLimitReset            *int
 }
 
 // StripeWebhookResponse413Headers the declared response headers of an HTTP 413 response for StripeWebhook
@@ -12410,7 +12537,7 @@ type StripeWebhookResponse struct {
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorEnvelope
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *ErrorEnvelope
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -12457,7 +12584,7 @@ func (r StripeWebhookResponse) GetJSON400() *ErrorEnvelope {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r StripeWebhookResponse) GetJSON404() *NotFound {
+func (r StripeWebhookResponse) GetJSON404() *ErrorEnvelope {
 	return r.JSON404
 }
 
@@ -13633,12 +13760,27 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *
 // `norm(title) LF norm(company) LF decimal(city id) LF norm_url(external_url)` where `norm` trims,
 // collapses every run of white space to one space and lowercases, and `norm_url` is the stored
 // `external_url` (with `ref=coworkjobs`, parameters sorted) with scheme and host lowercased and
-// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
-// constraint, so concurrent duplicates cannot both insert). A match updates that job
-// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-// status and is never republished; a draft becomes active when the caller now qualifies. A
-// match whose fields are all unchanged (a feed sent again) is answered the same way but
-// writes nothing: the job's `updated_at` and expiry stay as they were.
+// the fragment dropped (empty when absent). Fingerprints are unique per owner (a database
+// constraint, so concurrent duplicates cannot both insert), and only the owner's jobs are
+// matched: a space owns the jobs its keys post; a key without a space owns the jobs it posts
+// itself. A match is therefore always a job the caller may change through the transition
+// routes; the same fingerprint among another owner's jobs is never matched, never revealed
+// (no 409 that would tell another poster's draft exists), and the caller's own job is
+// created. A match updates that job (`action: updated`, same `job_id`); an expired, paused or
+// closed job is updated but keeps its status and is never republished; a draft becomes active
+// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
+// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
+// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+//
+// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
+// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
+// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
+// its plan and `message` says so. `plan_price`, `expiration_days` and `is_paid` are the job's
+// after the update. A new plan is unpaid: a payment pays for one plan.
+//
+// **Posting into a space:** a space key posts into its own space only (`id_space` another
+// space → 403). A key without a space may send `id_space` only as a trusted importer (the
+// operator's); any other key without a space → 403 `forbidden`, nothing stored.
 //
 // **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 // the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -13648,8 +13790,9 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *
 // recorded: a request that failed validation may be retried with the same key. Records are
 // purged after 24 hours. Dedupe runs even when a key is sent.
 //
-// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
-// read-only key); 409 idempotent request in progress; 422 `validation_error` with
+// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space, or
+// is sent by a key without a space that is not a trusted importer (or a read-only key); 415 a
+// body not declared as `application/json` in UTF-8 (a missing `Content-Type` included); 409 idempotent request in progress; 422 `validation_error` with
 // message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
 // the city/space directory cannot be reached (nothing was stored; retry), or when the job was
 // stored but the write could not be confirmed (the deployment could not record the change
@@ -13679,12 +13822,27 @@ func (c *ClientWithResponses) CreateJobWithBodyWithResponse(ctx context.Context,
 // `norm(title) LF norm(company) LF decimal(city id) LF norm_url(external_url)` where `norm` trims,
 // collapses every run of white space to one space and lowercases, and `norm_url` is the stored
 // `external_url` (with `ref=coworkjobs`, parameters sorted) with scheme and host lowercased and
-// the fragment dropped (empty when absent). Fingerprints are unique per owner space (a database
-// constraint, so concurrent duplicates cannot both insert). A match updates that job
-// (`action: updated`, same `job_id`); an expired, paused or closed job is updated but keeps its
-// status and is never republished; a draft becomes active when the caller now qualifies. A
-// match whose fields are all unchanged (a feed sent again) is answered the same way but
-// writes nothing: the job's `updated_at` and expiry stay as they were.
+// the fragment dropped (empty when absent). Fingerprints are unique per owner (a database
+// constraint, so concurrent duplicates cannot both insert), and only the owner's jobs are
+// matched: a space owns the jobs its keys post; a key without a space owns the jobs it posts
+// itself. A match is therefore always a job the caller may change through the transition
+// routes; the same fingerprint among another owner's jobs is never matched, never revealed
+// (no 409 that would tell another poster's draft exists), and the caller's own job is
+// created. A match updates that job (`action: updated`, same `job_id`); an expired, paused or
+// closed job is updated but keeps its status and is never republished; a draft becomes active
+// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
+// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
+// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+//
+// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
+// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
+// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
+// its plan and `message` says so. `plan_price`, `expiration_days` and `is_paid` are the job's
+// after the update. A new plan is unpaid: a payment pays for one plan.
+//
+// **Posting into a space:** a space key posts into its own space only (`id_space` another
+// space → 403). A key without a space may send `id_space` only as a trusted importer (the
+// operator's); any other key without a space → 403 `forbidden`, nothing stored.
 //
 // **Idempotency-Key** (optional, at most 200 characters): scoped to the API key. A retry with
 // the same key and the same body (compared after JSON parsing, so whitespace and key order do
@@ -13694,8 +13852,9 @@ func (c *ClientWithResponses) CreateJobWithBodyWithResponse(ctx context.Context,
 // recorded: a request that failed validation may be retried with the same key. Records are
 // purged after 24 hours. Dedupe runs even when a key is sent.
 //
-// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space (or a
-// read-only key); 409 idempotent request in progress; 422 `validation_error` with
+// **Codes:** 400 body not a JSON object; 403 `id_space` differs from the key's own space, or
+// is sent by a key without a space that is not a trusted importer (or a read-only key); 415 a
+// body not declared as `application/json` in UTF-8 (a missing `Content-Type` included); 409 idempotent request in progress; 422 `validation_error` with
 // message `Validation failed` and every problem in `details`; 503 `service_unavailable` when
 // the city/space directory cannot be reached (nothing was stored; retry), or when the job was
 // stored but the write could not be confirmed (the deployment could not record the change
@@ -13718,9 +13877,9 @@ func (c *ClientWithResponses) CreateJobWithResponse(ctx context.Context, params 
 // An active or paused job becomes `closed` (`action: closed`) and leaves the listing for good: a
 // closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 // draft or an expired job 409 (unpublish a draft instead).
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -13740,9 +13899,9 @@ func (c *ClientWithResponses) CloseJobWithBodyWithResponse(ctx context.Context, 
 // An active or paused job becomes `closed` (`action: closed`) and leaves the listing for good: a
 // closed job is final (post a new job for a new opening). A closed job answers `already_closed`; a
 // draft or an expired job 409 (unpublish a draft instead).
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -13762,9 +13921,9 @@ func (c *ClientWithResponses) CloseJobWithResponse(ctx context.Context, body Clo
 // An active job becomes `paused` (`action: paused`) and leaves the listing at once. Its expiry clock
 // stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 // answers `already_paused`; any other status 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -13784,9 +13943,9 @@ func (c *ClientWithResponses) PauseJobWithBodyWithResponse(ctx context.Context, 
 // An active job becomes `paused` (`action: paused`) and leaves the listing at once. Its expiry clock
 // stops: the time it spends paused is added to its `expiration_date` when it is resumed. A paused job
 // answers `already_paused`; any other status 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -13807,9 +13966,9 @@ func (c *ClientWithResponses) PauseJobWithResponse(ctx context.Context, body Pau
 // `expiration_date` now plus the plan's days. A paid plan's draft is published by its payment; until
 // then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 // `already_active`; a paused or expired job 409 (resume or relist it).
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -13830,9 +13989,9 @@ func (c *ClientWithResponses) PublishJobWithBodyWithResponse(ctx context.Context
 // `expiration_date` now plus the plan's days. A paid plan's draft is published by its payment; until
 // then `publish` answers 409 `conflict` with the `payment_url` in `details`. An active job answers
 // `already_active`; a paused or expired job 409 (resume or relist it).
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -13853,9 +14012,9 @@ func (c *ClientWithResponses) PublishJobWithResponse(ctx context.Context, body P
 // and `expiration_date` now plus the plan's days. A paid plan needs a new payment: 409 `conflict`
 // with the `payment_url` in `details`, and the payment relists it. An active job answers
 // `already_active`; a draft, paused or closed job 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -13876,9 +14035,9 @@ func (c *ClientWithResponses) RelistJobWithBodyWithResponse(ctx context.Context,
 // and `expiration_date` now plus the plan's days. A paid plan needs a new payment: 409 `conflict`
 // with the `payment_url` in `details`, and the payment relists it. An active job answers
 // `already_active`; a draft, paused or closed job 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -13898,9 +14057,9 @@ func (c *ClientWithResponses) RelistJobWithResponse(ctx context.Context, body Re
 // A paused job becomes `active` again (`action: resumed`); its `expiration_date` moves by the time it
 // spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 // status 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -13920,9 +14079,9 @@ func (c *ClientWithResponses) ResumeJobWithBodyWithResponse(ctx context.Context,
 // A paused job becomes `active` again (`action: resumed`); its `expiration_date` moves by the time it
 // spent paused, and its expiry timer with it. An active job answers `already_active`; any other
 // status 409.
-// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs (another space's job
-// → 403 `forbidden`), a key without a space only the jobs it created (any other → 403); an unknown
-// `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
+// Ownership as for `POST /v2/jobs/unpublish`: a space key only its space's jobs, a key without a
+// space only the jobs it created; another poster's listed job → 403 `forbidden`, any other job
+// of another poster and an unknown `job_id` → 404 `not_found`. The whole table of states and events is in the `jobs` tag's
 // description and in docs/job-lifecycle.md; concurrent calls on one job are applied one after the
 // other.
 //
@@ -13939,9 +14098,11 @@ func (c *ClientWithResponses) ResumeJobWithResponse(ctx context.Context, body Re
 
 // UnpublishJobWithBodyWithResponse Unpublish a job (the record is kept)
 //
-// Needs job write access and a live key. A space key may unpublish only its space's jobs
-// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
-// (any other job → 403). An unknown `job_id` → 404 `not_found`.
+// Needs job write access and a live key. A space key may unpublish only its space's jobs; a key
+// without a space only the jobs it created itself. Another poster's job that is publicly listed
+// → 403 `forbidden`; one the key could not know exists (a draft, paused, expired or closed job
+// of another poster) and an unknown `job_id` → 404 `not_found`, so that the answer tells
+// nothing a listing does not.
 // An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 // listing at once; an already expired or closed job is unchanged and answers
 // `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -13960,9 +14121,11 @@ func (c *ClientWithResponses) UnpublishJobWithBodyWithResponse(ctx context.Conte
 
 // UnpublishJobWithResponse Unpublish a job (the record is kept)
 //
-// Needs job write access and a live key. A space key may unpublish only its space's jobs
-// (another space's job → 403 `forbidden`); a key without a space only the jobs it created itself
-// (any other job → 403). An unknown `job_id` → 404 `not_found`.
+// Needs job write access and a live key. A space key may unpublish only its space's jobs; a key
+// without a space only the jobs it created itself. Another poster's job that is publicly listed
+// → 403 `forbidden`; one the key could not know exists (a draft, paused, expired or closed job
+// of another poster) and an unknown `job_id` → 404 `not_found`, so that the answer tells
+// nothing a listing does not.
 // An active (or draft or paused) job becomes `expired` with `action: unpublished` and leaves the
 // listing at once; an already expired or closed job is unchanged and answers
 // `action: already_unpublished` with its current status. Concurrent calls on one job: exactly one
@@ -13984,8 +14147,9 @@ func (c *ClientWithResponses) UnpublishJobWithResponse(ctx context.Context, body
 // Every field of a listed job plus the sanitised HTML `description`, `status`, `updated_at`,
 // `plan` and `is_paid`. Who sees what: an active job, any key that may read jobs (a space key only
 // within its space); a space key also its own space's jobs in every status, and 403 `forbidden` for
-// another space's job; a key without a space also the jobs it created itself. Anything else, and an
-// unknown id, 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
+// another space's publicly listed job; a key without a space also the jobs it created itself.
+// Anything else (another poster's draft, paused, expired or closed job), and an unknown id,
+// 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
 // carry the job's edit capability and are sent only to a key that may change the job.
 //
 // With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
@@ -14246,9 +14410,12 @@ func (c *ClientWithResponses) GetOpenApiYamlWithResponse(ctx context.Context, re
 //
 // Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
 // endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
-// signature older than five minutes is refused too). Served only when the deployment has
-// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
-// Stripe may send bursts, and an unsigned request costs one HMAC.
+// signature older than five minutes is refused too). Served when the deployment has Stripe
+// settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`); without them every request
+// answers 404 `not_found` saying that payments by Stripe are not configured on this
+// installation (paid plans are invoiced there). A 404 rather than a 5xx: the route is
+// public, and anonymous requests must not raise the operators' error-rate alerts. Not rate limited: Stripe may send
+// bursts, and an unsigned request costs one HMAC.
 //
 // `checkout.session.completed` with `payment_status: paid` and
 // `checkout.session.async_payment_succeeded` record the payment of the job in the session's
@@ -14279,9 +14446,12 @@ func (c *ClientWithResponses) StripeWebhookWithBodyWithResponse(ctx context.Cont
 //
 // Called by Stripe, not by API clients. Public (no key): Stripe signs each event with the
 // endpoint's secret in the `Stripe-Signature` header, which is checked over the raw body (a
-// signature older than five minutes is refused too). Served only when the deployment has
-// Stripe settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`), else 404. Not rate limited:
-// Stripe may send bursts, and an unsigned request costs one HMAC.
+// signature older than five minutes is refused too). Served when the deployment has Stripe
+// settings (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`); without them every request
+// answers 404 `not_found` saying that payments by Stripe are not configured on this
+// installation (paid plans are invoiced there). A 404 rather than a 5xx: the route is
+// public, and anonymous requests must not raise the operators' error-rate alerts. Not rate limited: Stripe may send
+// bursts, and an unsigned request costs one HMAC.
 //
 // `checkout.session.completed` with `payment_status: paid` and
 // `checkout.session.async_payment_succeeded` record the payment of the job in the session's
@@ -26670,7 +26840,7 @@ func ParseStripeWebhookResponse(rsp *http.Response) (*StripeWebhookResponse, err
 		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest ErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -26763,41 +26933,6 @@ func ParseStripeWebhookResponse(rsp *http.Response) (*StripeWebhookResponse, err
 				return nil, err
 			}
 			headers.AccessControlExposeHeaders = &value
-		}
-		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitPolicy = &value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = &value
 		}
 		response.Headers404 = &headers
 	case rsp.StatusCode == 413:

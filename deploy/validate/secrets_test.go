@@ -29,10 +29,14 @@ func newClusterWith(t *testing.T, objs ...runtime.Object) clusterWith {
 }
 
 func (c clusterWith) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableResourceInterface, bool, error) {
-	if apiVersion != "v1" || kind != "Secret" {
-		return nil, false, nil
+	switch {
+	case apiVersion == "v1" && kind == "Secret":
+		return c.client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}), true, nil
+	case apiVersion == "apps/v1" && kind == "Deployment":
+		// None running: the Deployments' own lookups find nothing.
+		return c.client.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}), true, nil
 	}
-	return c.client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}), true, nil
+	return nil, false, nil
 }
 
 // checksums is each Deployment's checksum/secret and checksum/config.

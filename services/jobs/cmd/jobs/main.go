@@ -21,6 +21,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/invoicepay"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/stripepay"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/stripepay/sessiondb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
 
@@ -38,7 +39,7 @@ func main() {
 		if cfg.StripeSecretKey != "" {
 			var err error
 			if stripeProvider, err = stripepay.New(stripepay.Config{SecretKey: cfg.StripeSecretKey,
-				WebhookSecret: cfg.StripeWebhookSecret, APIBase: cfg.StripeAPIBase}); err != nil {
+				WebhookSecret: cfg.StripeWebhookSecret, APIBase: cfg.StripeAPIBase, Sessions: sessiondb.New(p.Pool)}); err != nil {
 				return err
 			}
 			payments = stripeProvider
@@ -48,9 +49,8 @@ func main() {
 		app := p.API.App
 		jobapp.Routes(app, jobapp.Config{Log: log, Bus: bus, Codec: p.Codec,
 			PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: p.Metrics.Registry})
-		if stripeProvider != nil {
-			payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
-		}
+		// Mounted without Stripe too, where it answers 503 (not configured).
+		payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
 		jobpages.Routes(app, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret)})
 		return nil
 	})

@@ -1,7 +1,8 @@
 // Package payapp is the HTTP side of payments: POST
 // /v2/payments/stripe/webhook, where Stripe reports paid Checkout Sessions.
 // The route is public at the gateway; Stripe's signature over the raw body
-// authenticates the caller instead of a key.
+// authenticates the caller instead of a key. Without Stripe settings the
+// route answers a 404 that says why.
 package payapp
 
 import (
@@ -33,19 +34,35 @@ const (
 	ActionAwaitingPayment = "awaiting_payment"
 )
 
+// NotConfiguredMessage is the 404's message when the installation has no
+// Stripe settings.
+const NotConfiguredMessage = "Payments by Stripe are not configured on this installation (no STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET)"
+
 // Config wires the handler.
 type Config struct {
-	Log    *slog.Logger
-	Bus    *jobbus.Business
-	Codec  *identity.Codec
+	Log   *slog.Logger
+	Bus   *jobbus.Business
+	Codec *identity.Codec
+	// Stripe is nil when Stripe is not configured.
 	Stripe *stripepay.Provider
 }
 
 // Routes mounts the webhook behind the gateway's identity check (a public
 // identity: the gateway forwards it without a key).
 func Routes(app *fiber.App, cfg Config) {
+	if cfg.Stripe == nil {
+		app.Post(WebhookPath, cfg.Codec.Middleware(), notConfigured)
+		return
+	}
 	h := &handlers{log: cfg.Log, bus: cfg.Bus, stripe: cfg.Stripe}
 	app.Post(WebhookPath, cfg.Codec.Middleware(), h.stripeWebhook)
+}
+
+// notConfigured answers a webhook that this installation cannot read, saying
+// why. Not a 5xx: the route is public, and anyone's requests would raise the
+// error-rate alerts; Stripe reports a failing endpoint to its owner anyway.
+func notConfigured(*fiber.Ctx) error {
+	return web.NotFound(NotConfiguredMessage)
 }
 
 type handlers struct {
@@ -110,6 +127,11 @@ func (h *handlers) stripeWebhook(c *fiber.Ctx) error {
 	}
 	log.InfoContext(ctx, "stripe payment", "session", s.ID, "job_id", jobID, "action", res.Action, "status", res.Status,
 		"amount", s.AmountTotal, "currency", s.Currency)
+	// The paid session is spent: a later payment of the job opens another.
+	// On an error Stripe sends the event again, which records nothing twice.
+	if err := h.stripe.Paid(ctx, jobID, s.ID); err != nil {
+		return err
+	}
 	if p := res.Job.Plan; res.Action != jobbus.ActionReplayed && (s.AmountTotal != int64(p.Price)*100 || s.Currency != p.Currency) {
 		log.WarnContext(ctx, "stripe payment differs from the plan's price", "job_id", jobID, "plan", p.ID,
 			"price", p.Price, "plan_currency", p.Currency)

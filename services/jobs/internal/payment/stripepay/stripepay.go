@@ -42,13 +42,43 @@ type Config struct {
 	WebhookSecret string
 	// HTTPClient calls Stripe; nil is a client with a 30 s timeout.
 	HTTPClient *http.Client
+	// Sessions keeps each job's open Checkout Session (sessiondb); nil
+	// keeps none, and every Start opens a new session.
+	Sessions Sessions
 }
 
 // Provider is the Stripe payment.Provider.
 type Provider struct {
 	sc            *stripe.Client
 	webhookSecret string
+	sessions      Sessions
 }
+
+// OpenSession is the Checkout Session a job's payment page last opened.
+type OpenSession struct {
+	ID, URL   string
+	ExpiresAt time.Time
+	// Amount (minor units) and Currency (upper case) of the checkout it was
+	// opened for.
+	Amount   int64
+	Currency string
+}
+
+// Sessions keeps each job's open Checkout Session, so that the payment page
+// opened twice (two tabs) hands over to one session, which can be paid once,
+// instead of two.
+type Sessions interface {
+	// Lock runs fn with the job's stored session (nil when there is none)
+	// while no other Lock of the same job runs, and stores the session fn
+	// returns in its place (nil keeps the stored one).
+	Lock(ctx context.Context, jobID int64, fn func(cur *OpenSession) (*OpenSession, error)) error
+	// Forget drops the job's stored session if it is sessionID.
+	Forget(ctx context.Context, jobID int64, sessionID string) error
+}
+
+// reuseMargin is how long before its expiry a session is still handed over:
+// a poster sent later would reach Stripe's expired page before paying.
+const reuseMargin = 5 * time.Minute
 
 var _ payment.Provider = (*Provider)(nil)
 
@@ -76,7 +106,7 @@ func New(cfg Config) (*Provider, error) {
 		bc.URL = stripe.String(strings.TrimSuffix(cfg.APIBase, "/"))
 	}
 	sc := stripe.NewClient(cfg.SecretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(bc)))
-	return &Provider{sc: sc, webhookSecret: cfg.WebhookSecret}, nil
+	return &Provider{sc: sc, webhookSecret: cfg.WebhookSecret, sessions: cfg.Sessions}, nil
 }
 
 // Name implements payment.Provider.
@@ -84,11 +114,48 @@ func (p *Provider) Name() string { return Name }
 
 // Start implements payment.Provider: a Checkout Session in payment mode for
 // one listing at the plan's price, with the job in its metadata and client
-// reference, and the session's hosted page as the hand-off.
+// reference, and the session's hosted page as the hand-off. With Sessions,
+// the job's session that is still open for the same amount is handed over
+// again instead.
 func (p *Provider) Start(ctx context.Context, c payment.Checkout) (string, error) {
 	if err := validate(c); err != nil {
 		return "", err
 	}
+	if p.sessions == nil {
+		s, err := p.create(ctx, c)
+		if err != nil {
+			return "", err
+		}
+		return s.URL, nil
+	}
+	var redirect string
+	err := p.sessions.Lock(ctx, c.JobID, func(cur *OpenSession) (*OpenSession, error) {
+		now := time.Now()
+		if cur != nil && cur.Amount == c.Amount && cur.Currency == c.Currency && now.Add(reuseMargin).Before(cur.ExpiresAt) {
+			redirect = cur.URL
+			return nil, nil
+		}
+		if cur != nil && now.Before(cur.ExpiresAt) {
+			// Still payable (another price, or about to expire): expired
+			// first, so that the job never has two sessions to pay.
+			if err := p.expire(ctx, cur.ID); err != nil {
+				return nil, fmt.Errorf("stripe: expire checkout session %s of job %d: %w", cur.ID, c.JobID, err)
+			}
+		}
+		s, err := p.create(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		redirect = s.URL
+		return &OpenSession{ID: s.ID, URL: s.URL, ExpiresAt: time.Unix(s.ExpiresAt, 0), Amount: c.Amount, Currency: c.Currency}, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return redirect, nil
+}
+
+func (p *Provider) create(ctx context.Context, c payment.Checkout) (*stripe.CheckoutSession, error) {
 	jobID := strconv.FormatInt(c.JobID, 10)
 	params := &stripe.CheckoutSessionCreateParams{
 		Mode: stripe.String(string(stripe.CheckoutSessionModePayment)),
@@ -112,12 +179,36 @@ func (p *Provider) Start(ctx context.Context, c payment.Checkout) (string, error
 	}
 	s, err := p.sc.V1CheckoutSessions.Create(ctx, params)
 	if err != nil {
-		return "", fmt.Errorf("stripe: create checkout session for job %d: %w", c.JobID, err)
+		return nil, fmt.Errorf("stripe: create checkout session for job %d: %w", c.JobID, err)
 	}
 	if s.URL == "" {
-		return "", fmt.Errorf("stripe: checkout session %s for job %d has no URL", s.ID, c.JobID)
+		return nil, fmt.Errorf("stripe: checkout session %s for job %d has no URL", s.ID, c.JobID)
 	}
-	return s.URL, nil
+	return s, nil
+}
+
+// expire expires an open session. Stripe refuses a session that is no longer
+// open: one that has expired meanwhile is fine, one that is complete is not
+// (its payment is on its way and the webhook will record it).
+func (p *Provider) expire(ctx context.Context, id string) error {
+	_, err := p.sc.V1CheckoutSessions.Expire(ctx, id, nil)
+	if err == nil {
+		return nil
+	}
+	s, gerr := p.sc.V1CheckoutSessions.Retrieve(ctx, id, nil)
+	if gerr == nil && s.Status == stripe.CheckoutSessionStatusExpired {
+		return nil
+	}
+	return err
+}
+
+// Paid forgets the job's stored session once sessionID has paid it, so that
+// a later payment of the job (a relisting) opens a new one.
+func (p *Provider) Paid(ctx context.Context, jobID int64, sessionID string) error {
+	if p.sessions == nil {
+		return nil
+	}
+	return p.sessions.Forget(ctx, jobID, sessionID)
 }
 
 // ProductName is the line item's name on Stripe's page and receipt.
