@@ -133,8 +133,9 @@ $(GOLANGCI_LINT):
 	mv $(BIN)/.golangci-lint/golangci-lint $@
 
 .PHONY: lint
-lint: $(NPM_TOOLS)/node_modules/.package-lock.json $(GOLANGCI_LINT) check-generated ## gofmt, go vet and golangci-lint (.golangci.yml) on every module, Redocly lint of the OpenAPI document, generated client up to date
+lint: $(NPM_TOOLS)/node_modules/.package-lock.json $(GOLANGCI_LINT) check-generated ## gofmt, go mod tidy, go vet and golangci-lint (.golangci.yml) on every module, Redocly lint of the OpenAPI document, generated client up to date
 	@out=$$(gofmt -l $(MODULE_DIRS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@for d in $(MODULE_DIRS); do (cd $$d && go mod tidy -diff >/dev/null) || { echo "$$d: go.mod or go.sum is not tidy: run make tidy"; exit 1; }; done
 	go vet $(MODULE)/...
 	$(GOLANGCI_LINT) run $(addsuffix /...,$(MODULE_DIRS))
 	cd api && ../$(NPM_TOOLS)/node_modules/.bin/redocly lint --config redocly.yaml openapi.yaml

@@ -10,7 +10,6 @@ require (
 	github.com/valyala/fasthttp v1.51.0
 	go.temporal.io/api v1.64.1
 	go.temporal.io/sdk v1.50.0
-	golang.org/x/sync v0.24.0
 )
 
 require (
@@ -19,6 +18,7 @@ require (
 	github.com/buger/jsonparser v1.6.1 // indirect
 	github.com/emersion/go-smtp v0.25.1 // indirect
 	github.com/go-openapi/jsonpointer v1.0.2 // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/pb33f/go-yaml v0.1.1 // indirect
 	github.com/pb33f/jsonpath v0.8.5 // indirect
 	github.com/pb33f/jsonschema/v6 v6.0.3 // indirect
@@ -26,6 +26,7 @@ require (
 	github.com/pb33f/libopenapi-validator v0.16.2 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.2 // indirect
 	github.com/wneessen/go-mail v0.8.1 // indirect
+	golang.org/x/sync v0.24.0 // indirect
 )
 
 require (

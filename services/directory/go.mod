@@ -6,7 +6,6 @@ require (
 	github.com/coworkjobs/coworkjobs/libs v0.0.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/valyala/fasthttp v1.51.0
 	golang.org/x/text v0.43.0
 )
 
@@ -21,6 +20,8 @@ require (
 	github.com/pb33f/libopenapi v0.41.8 // indirect
 	github.com/pb33f/libopenapi-validator v0.16.2 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.2 // indirect
+	github.com/valyala/fasthttp v1.51.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 )
 
 require (
