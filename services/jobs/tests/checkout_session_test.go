@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -9,9 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,71 +21,8 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/payapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/stripepay"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/stripepay/sessiondb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/stripepay/stripemock"
 )
-
-// startStripeMock runs stripe-mock for one test (make test installs the
-// pinned one and sets STRIPE_MOCK); without it the test is skipped, except
-// in CI.
-func startStripeMock(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("STRIPE_MOCK")
-	if bin == "" {
-		if p, err := exec.LookPath("stripe-mock"); err == nil {
-			bin = p
-		} else if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-			for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
-				if p := filepath.Join(dir, "bin", "stripe-mock"); fileExists(p) {
-					bin = p
-				}
-			}
-		}
-	}
-	if bin == "" {
-		msg := "stripe-mock is not in $STRIPE_MOCK, on PATH or in $(go env GOPATH)/bin (make test installs it)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	cmd := exec.Command(bin, "-http-addr", "127.0.0.1:", "-https-addr", "127.0.0.1:") //nolint:gosec // G702: the stripe-mock the Makefile pins
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "Listening for HTTP at address: "); ok {
-				addr <- a
-			}
-		}
-		close(addr)
-	}()
-	select {
-	case a, ok := <-addr:
-		if !ok {
-			t.Fatal("stripe-mock exited before listening")
-		}
-		return "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatal("stripe-mock did not listen within 30s")
-	}
-	return ""
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
 
 // stripeProxy stands between the provider and stripe-mock: it counts the
 // sessions created (by job) and expired, and gives each created session what
@@ -198,7 +131,7 @@ func storedSessionOf(t *testing.T, jobID int64) *storedSession {
 // has expired, or was opened for another price, is replaced, and a paid one
 // is forgotten.
 func TestStripeCheckoutSessionReused(t *testing.T) {
-	proxy := newStripeProxy(t, startStripeMock(t))
+	proxy := newStripeProxy(t, stripemock.Need(t))
 	provider, err := stripepay.New(stripepay.Config{SecretKey: "sk_test_jobs", WebhookSecret: whsec, APIBase: proxy.URL,
 		Sessions: sessiondb.New(pool)})
 	if err != nil {

@@ -1,7 +1,6 @@
 package stripepay_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,8 +11,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +21,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/stripepay"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/stripepay/stripemock"
 )
 
 const (
@@ -40,13 +38,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	bin := stripeMockPath()
+	bin := stripemock.Path()
 	if bin == "" {
-		mockMissing = "stripe-mock is not in $STRIPE_MOCK, on PATH or in $(go env GOPATH)/bin; install it with " +
-			"`go install github.com/stripe/stripe-mock@latest` (make test installs the pinned one into ./bin)"
+		mockMissing = stripemock.Missing
 		return m.Run()
 	}
-	u, stop, err := startStripeMock(bin)
+	u, stop, err := stripemock.Start(bin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stripe-mock:", err)
 		return 1
@@ -54,68 +51,6 @@ func run(m *testing.M) int {
 	defer stop()
 	mockURL = u
 	return m.Run()
-}
-
-// stripeMockPath: $STRIPE_MOCK (make test's pinned binary), then PATH, then
-// where `go install` puts it.
-func stripeMockPath() string {
-	if p := os.Getenv("STRIPE_MOCK"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("stripe-mock"); err == nil {
-		return p
-	}
-	out, err := exec.Command("go", "env", "GOPATH").Output()
-	if err != nil {
-		return ""
-	}
-	for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
-		p := filepath.Join(dir, "bin", "stripe-mock")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// startStripeMock runs stripe-mock on ports the system picks (on loopback,
-// HTTPS too, so that parallel packages never collide) and reads its HTTP
-// address from what it prints.
-func startStripeMock(bin string) (string, func(), error) {
-	cmd := exec.Command(bin, "-http-addr", "127.0.0.1:", "-https-addr", "127.0.0.1:")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "Listening for HTTP at address: "); ok {
-				addr <- a
-			}
-		}
-		close(addr)
-	}()
-	select {
-	case a, ok := <-addr:
-		if !ok {
-			stop()
-			return "", nil, errors.New("exited before listening")
-		}
-		return "http://" + a, stop, nil
-	case <-time.After(30 * time.Second):
-		stop()
-		return "", nil, errors.New("did not listen within 30s")
-	}
 }
 
 func requireMock(t *testing.T) {
