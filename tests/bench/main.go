@@ -34,16 +34,19 @@ type config struct {
 	OverloadConns        int
 	Rate                 int
 	Growth               []int
-	Rows                 map[string]bool // nil: every row
-	Out                  string
-	ProfileRow           string
-	CacheStore           string
-	ProfileDir           string
-	Keep                 bool
-	Reuse                string
-	Rounds               int
-	RoundDuration        time.Duration
-	Env                  []string
+	// Dictionary: after the growth sizes, this many creates with words of
+	// their own, then row d again (what the typo dictionary's growth costs).
+	Dictionary    int
+	Rows          map[string]bool // nil: every row
+	Out           string
+	ProfileRow    string
+	CacheStore    string
+	ProfileDir    string
+	Keep          bool
+	Reuse         string
+	Rounds        int
+	RoundDuration time.Duration
+	Env           []string
 }
 
 func main() {
@@ -73,6 +76,7 @@ func main() {
 	flag.IntVar(&cfg.OverloadConns, "overload", 2000, "wrk connections of the overload runs")
 	flag.IntVar(&cfg.Rate, "rate", 500, "requests per second of the constant-rate run")
 	flag.StringVar(&growth, "growth", "", "comma-separated job counts to rerun the list and search rows at (cost growth), e.g. 10000,100000,1000000")
+	flag.IntVar(&cfg.Dictionary, "dictionary", 0, "with -growth: after the last size, this many creates with words of their own, then row d again, e.g. 100000")
 	flag.StringVar(&rows, "rows", "", "comma-separated row ids to run (default all): hello,a,b1,b2,b3,b4,b5,b6,b7,b8 (b: all eight searches),c,d,e1,e2,f,g,h,rate,overload; the cached phase a$,h$,n,am, or cache for it and the rows it is compared with (a, h, hello)")
 	flag.StringVar(&cfg.Out, "out", "", "also write the report to this file")
 	flag.StringVar(&cfg.CacheStore, "cache-store", "redis", "RESPONSE_CACHE_STORE of the cached phase: redis (shared, the chart's default) or memory (per replica)")

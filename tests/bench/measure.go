@@ -458,11 +458,15 @@ func paths(l load) []string {
 	return out
 }
 
-// growthPoint is the list and search rows at one data size.
+// growthPoint is the list and search rows at one data size, and the
+// write row d (words: the typo dictionary's size before it).
 type growthPoint struct {
 	jobs, active int
+	words        int
+	created      int // creates with words of their own before d (-dictionary)
 	rows         []rowResult
 	streamRSS    map[string]rss
+	write        *rowResult
 }
 
 // runGrowth reseeds the jobs at each size and reruns (a), the searches
@@ -526,8 +530,67 @@ func (b *bench) runGrowth(ctx context.Context, d dataset) error {
 		if err := b.setPagination(ctx, true); err != nil {
 			return err
 		}
+		if err := b.growthWrite(ctx, d, &p); err != nil {
+			return err
+		}
 		b.rep.growth = append(b.rep.growth, p)
 	}
+	if b.cfg.Dictionary > 0 && len(b.rep.growth) > 0 {
+		return b.dictionaryGrowth(ctx, d)
+	}
+	return nil
+}
+
+// growthWrite runs row d through the gateway at p's size, then removes its
+// creates, which are not the size's data.
+func (b *bench) growthWrite(ctx context.Context, d dataset, p *growthPoint) error {
+	if err := b.data.QueryRow(ctx, `SELECT count(*) FROM jobs.search_words`).Scan(&p.words); err != nil {
+		return err
+	}
+	w := b.writeRows(d)[0]
+	w.Direct = false
+	res, err := b.runRow(ctx, w)
+	if err != nil {
+		return err
+	}
+	p.write = &res
+	if _, err := b.data.Exec(ctx, `DELETE FROM jobs.jobs WHERE key_id = $1`, b.keyID); err != nil {
+		return fmt.Errorf("delete row d's creates: %w", err)
+	}
+	return nil
+}
+
+// dictionaryGrowth makes -dictionary creates with words of their own at the
+// last size (row d's runs, unmeasured), then measures row d again: the typo
+// dictionary (search_words) and the title lexemes grow by a word a create.
+func (b *bench) dictionaryGrowth(ctx context.Context, d dataset) error {
+	last := b.rep.growth[len(b.rep.growth)-1]
+	b.note("growth: %d creates with words of their own", b.cfg.Dictionary)
+	w := b.writeRows(d)[0]
+	w.Direct = false
+	created := 0
+	for created < b.cfg.Dictionary {
+		res, err := b.runRow(ctx, w)
+		if err != nil {
+			return err
+		}
+		if res.gateway.wrk.Requests == 0 {
+			return errors.New("dictionary growth: row d created nothing")
+		}
+		created += int(res.gateway.wrk.Requests)
+	}
+	// The jobs go, their words stay: the size is the last one's again.
+	if _, err := b.data.Exec(ctx, `DELETE FROM jobs.jobs WHERE key_id = $1`, b.keyID); err != nil {
+		return fmt.Errorf("delete the dictionary's creates: %w", err)
+	}
+	if err := b.vacuum(ctx); err != nil {
+		return err
+	}
+	p := growthPoint{jobs: last.jobs, active: last.active, created: created}
+	if err := b.growthWrite(ctx, d, &p); err != nil {
+		return err
+	}
+	b.rep.growth = append(b.rep.growth, p)
 	return nil
 }
 

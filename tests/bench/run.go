@@ -150,6 +150,9 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 	}
+	if regs := b.rep.regressions(); len(regs) > 0 {
+		return fmt.Errorf("%d targets met in the run of record are missed now (the report's first lines)", len(regs))
+	}
 	return nil
 }
 

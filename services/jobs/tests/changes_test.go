@@ -62,45 +62,66 @@ func TestWritesBumpChangeVersions(t *testing.T) {
 	if v3 := read(changes.Jobs, changes.JobsSpace(space)); v3[0] != v2[0]+1 || v3[1] != v2[1]+1 {
 		t.Fatalf("a pause moved %v → %v", v2[:2], v3)
 	}
-	// A replayed Idempotency-Key bumps again (its first answer may have
-	// failed to): every space's view, since the replay does not know the space.
+	// A replayed Idempotency-Key and an unchanged re-post write nothing and,
+	// with nothing owed (TestWriteUnannouncedWithoutRedis), bump nothing.
 	idemKey := "versions-replay-" + rand.Text()[:8]
-	do(t, app, "POST", "/v2/jobs", jsonBody(t, jobBody("Versions replay", 1)), &key, "Idempotency-Key", idemKey)
-	before := read(changes.JobsBulk)
-	if r := do(t, app, "POST", "/v2/jobs", jsonBody(t, jobBody("Versions replay", 1)), &key, "Idempotency-Key", idemKey); r.Status != 201 {
+	do(t, app, "POST", "/v2/jobs", jsonBody(t, jobBody("Versions replay "+run, 1)), &key, "Idempotency-Key", idemKey)
+	all := []string{changes.Jobs, changes.JobsSpace(space), changes.JobsBulk}
+	before := read(all...)
+	if r := do(t, app, "POST", "/v2/jobs", jsonBody(t, jobBody("Versions replay "+run, 1)), &key, "Idempotency-Key", idemKey); r.Status != 201 {
 		t.Fatalf("replay: %d %s", r.Status, r.Body)
 	}
-	if after := read(changes.JobsBulk); after[0] != before[0]+1 {
-		t.Fatalf("a replay left jobs:bulk at %d", after[0])
+	if again := createOn(t, app, key, jobBody("Versions second "+run, 1)); again.Action != "updated" {
+		t.Fatalf("unchanged re-post: %q", again.Action)
+	}
+	if after := read(all...); after[0] != before[0] || after[1] != before[1] || after[2] != before[2] {
+		t.Fatalf("a replay or an unchanged re-post moved %v → %v", before, after)
 	}
 }
 
 // A write whose versions cannot be bumped is stored but not acknowledged:
-// 503, and the same request again succeeds and bumps.
+// 503, and it is owed an announcement, which the same request again (an
+// unchanged re-post, or a replay of its Idempotency-Key) makes before it
+// succeeds: the space's view and every job's move.
 func TestWriteUnannouncedWithoutRedis(t *testing.T) {
-	down, _ := busWithChanges(t, "redis://127.0.0.1:1/0")
-	key := liveKey(302, 10)
-	body := jobBody("Unannounced "+rand.Text()[:8], 1)
-	r := do(t, appOn(down, false), "POST", "/v2/jobs", jsonBody(t, body), &key)
-	if r.Status != 503 || r.Env.Error.Code != "service_unavailable" {
-		t.Fatalf("write with Redis unreachable: %d %s", r.Status, r.Body)
-	}
-	var n int
-	if err := pool.QueryRow(bgContext, `SELECT count(*) FROM jobs WHERE title = $1`, body["title"]).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("the unacknowledged write is stored %d times (%v); want once", n, err)
-	}
-	up, v := busWithChanges(t, "redis://127.0.0.1:6379/12")
-	before, err := v.Read(bgContext, nil, changes.Jobs)
-	if err != nil && !errors.Is(err, changes.ErrMissing) {
-		t.Fatal(err)
-	}
-	again := createOn(t, appOn(up, false), key, body)
-	if again.Action != "updated" {
-		t.Fatalf("the retry: action %q, want updated (the same job)", again.Action)
-	}
-	after, err := v.Read(bgContext, nil, changes.Jobs)
-	if err != nil || (len(before) == 1 && after[0] <= before[0]) {
-		t.Fatalf("the retry did not bump: %v → %v (%v)", before, after, err)
+	for _, idem := range []bool{false, true} {
+		down, _ := busWithChanges(t, "redis://127.0.0.1:1/0")
+		const space = 10
+		key := liveKey(302, space)
+		body := jobBody("Unannounced "+rand.Text()[:8], 1)
+		var hdr []string
+		if idem {
+			hdr = []string{"Idempotency-Key", "unannounced-" + rand.Text()[:8]}
+		}
+		r := do(t, appOn(down, false), "POST", "/v2/jobs", jsonBody(t, body), &key, hdr...)
+		if r.Status != 503 || r.Env.Error.Code != "service_unavailable" {
+			t.Fatalf("write with Redis unreachable: %d %s", r.Status, r.Body)
+		}
+		var n, owed int
+		if err := pool.QueryRow(bgContext, `SELECT count(*), (SELECT count(*) FROM unannounced WHERE space_id = $2) FROM jobs WHERE title = $1`,
+			body["title"], space).Scan(&n, &owed); err != nil || n != 1 || owed != 1 {
+			t.Fatalf("the unacknowledged write is stored %d times, owed %d (%v); want once, owed", n, owed, err)
+		}
+		up, v := busWithChanges(t, "redis://127.0.0.1:6379/12")
+		scopes := []string{changes.Jobs, changes.JobsSpace(space)}
+		if err := v.Ensure(bgContext, scopes...); err != nil {
+			t.Fatal(err)
+		}
+		before, err := v.Read(bgContext, nil, scopes...)
+		if err != nil && !errors.Is(err, changes.ErrMissing) {
+			t.Fatal(err)
+		}
+		r = do(t, appOn(up, false), "POST", "/v2/jobs", jsonBody(t, body), &key, hdr...)
+		if r.Status != 201 {
+			t.Fatalf("the retry: %d %s", r.Status, r.Body)
+		}
+		after, err := v.Read(bgContext, nil, scopes...)
+		if err != nil || after[0] <= before[0] || after[1] <= before[1] {
+			t.Fatalf("the retry (Idempotency-Key %v) did not announce the write: %v → %v (%v)", idem, before, after, err)
+		}
+		if err := pool.QueryRow(bgContext, `SELECT count(*) FROM unannounced`).Scan(&owed); err != nil || owed != 0 {
+			t.Fatalf("still owed: %d (%v)", owed, err)
+		}
 	}
 }
 

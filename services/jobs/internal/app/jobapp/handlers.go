@@ -364,7 +364,7 @@ func (h *handlers) create(c *fiber.Ctx) error {
 		if err != nil {
 			return toWebError(err)
 		}
-		if err := h.bus.Wrote(ctx, caller(c), nj.SpaceID); err != nil {
+		if err := h.bus.Announce(ctx, caller(c), nj.SpaceID, res.Wrote, res.Owed); err != nil {
 			return toWebError(err)
 		}
 		body, err := renderCreated(res)
@@ -407,7 +407,7 @@ func (h *handlers) create(c *fiber.Ctx) error {
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit job: %w", err)
 	}
-	if err := h.bus.Wrote(ctx, caller(c), nj.SpaceID); err != nil {
+	if err := h.bus.Announce(ctx, caller(c), nj.SpaceID, res.Wrote, res.Owed); err != nil {
 		return toWebError(err)
 	}
 	h.writes.inc(res.Action)
@@ -422,11 +422,11 @@ func renderCreated(r jobbus.CreateResult) ([]byte, error) {
 	return b, nil
 }
 
-// replay answers with the reply recorded for an Idempotency-Key. The
-// change versions are bumped again first: the first attempt may have
-// committed and then failed to bump them (jobbus.ErrUnannounced).
+// replay answers with the reply recorded for an Idempotency-Key. The first
+// attempt may have committed and then failed to announce its write
+// (jobbus.ErrUnannounced): what is owed is announced first.
 func (h *handlers) replay(c *fiber.Ctx, stored *jobbus.StoredResponse) error {
-	if err := h.bus.Changed(c.UserContext(), -1); err != nil {
+	if err := h.bus.Announce(c.UserContext(), caller(c), 0, false, stored.Owed); err != nil {
 		return toWebError(err)
 	}
 	h.writes.inc("replayed")

@@ -44,6 +44,11 @@ type Storer interface {
 	// when a concurrent request recorded one first.
 	SaveResponse(ctx context.Context, idem Idempotency, status int, body []byte, jobID int64) error
 
+	// Owe records that the views of spaceID (0: none, -1: every space)
+	// are owed an announcement; TakeOwed removes and returns them all.
+	Owe(ctx context.Context, spaceID int64) error
+	TakeOwed(ctx context.Context) ([]int64, error)
+
 	// Upsert inserts nj or applies its fingerprint update, with its expiry
 	// intent (and, for an insert, its creation mail) in the same statement.
 	Upsert(ctx context.Context, nj NewJob) (Written, error)
@@ -203,6 +208,8 @@ func (b *Business) Save(ctx context.Context, nj NewJob) (CreateResult, error) {
 func (b *Business) result(nj NewJob, w Written) CreateResult {
 	page := PageURL(w.Slug, w.JobID)
 	r := CreateResult{
+		Wrote:          w.Wrote,
+		Owed:           w.Owed,
 		JobID:          w.JobID,
 		PageURL:        page,
 		HashIdentifier: w.HashIdentifier,
@@ -480,6 +487,36 @@ func (b *Business) Wrote(ctx context.Context, caller Caller, spaceID int64) erro
 	return b.Changed(ctx, spaceID)
 }
 
+// Announce is what a create answer needs announced before it is sent: its
+// own write (Wrote), unless it wrote nothing (an unchanged re-post), and any
+// write still owed an announcement (owed), which a replay or an unchanged
+// re-post may be the retry of. Neither touches Redis when nothing is owed
+// (make bench rows e1 and e2).
+func (b *Business) Announce(ctx context.Context, caller Caller, spaceID int64, wrote, owed bool) error {
+	if wrote {
+		if err := b.Wrote(ctx, caller, spaceID); err != nil {
+			return err
+		}
+	}
+	if !owed {
+		return nil
+	}
+	spaces, err := b.store.TakeOwed(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnannounced, err)
+	}
+	for _, id := range spaces {
+		if err := b.Changed(ctx, id); err != nil {
+			// Changed owes id again; the rest stay owed too.
+			for _, rest := range spaces {
+				b.owe(ctx, rest)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
 // ErrUnannounced is a committed write whose change versions could not be
 // bumped: it is stored, but answers cached before it could still be served,
 // so it must not be acknowledged as done. Retrying the request bumps again.
@@ -500,7 +537,15 @@ func (b *Business) Changed(ctx context.Context, spaceID int64) error {
 		err = b.cfg.Changes.Bump(ctx, changes.Jobs)
 	}
 	if err != nil {
+		b.owe(ctx, spaceID)
 		return fmt.Errorf("%w: %w", ErrUnannounced, err)
 	}
 	return nil
+}
+
+// owe records an announcement that failed, for whichever request comes next
+// (Announce). When that fails too the caller still answers 503, and the
+// views stay as they were until the next write of the space bumps them.
+func (b *Business) owe(ctx context.Context, spaceID int64) {
+	_ = b.store.Owe(context.WithoutCancel(ctx), spaceID)
 }

@@ -206,6 +206,8 @@ type StoredResponse struct {
 	Status      int
 	Body        []byte
 	CreatedAt   time.Time
+	// Owed: some committed write is not announced yet (Storer.Owe).
+	Owed bool
 }
 
 // Written is what the store reports after an upsert.
@@ -220,10 +222,15 @@ type Written struct {
 	ApplyURL       *string
 	City           City
 	Plan           Plan
+	// Wrote: a row was inserted or changed (an unchanged match writes
+	// nothing); Owed: some committed write is not announced yet.
+	Wrote, Owed bool
 }
 
 // CreateResult is the job creation result.
 type CreateResult struct {
+	// Wrote and Owed are the store's (Written): what Announce must bump.
+	Wrote, Owed    bool
 	JobID          int64
 	PageURL        string
 	HashIdentifier string

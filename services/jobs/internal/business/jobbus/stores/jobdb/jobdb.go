@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,6 +37,10 @@ type Store struct {
 	reads  *pg.Reads
 	routed bool
 	after  pg.LSN
+	// plans are the plans read in the last minute: every create and update
+	// names one, and they change only when an operator edits the table
+	// (make bench rows d and e2: one round trip fewer each).
+	plans *planCache
 }
 
 // db is what a pool and a transaction have in common.
@@ -47,7 +52,9 @@ type db interface {
 }
 
 // New returns a store over pool (whose search_path is the jobs schema).
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, db: pool} }
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, db: pool, plans: &planCache{m: map[int]cachedPlan{}}}
+}
 
 // Begin implements jobbus.Storer.
 func (s *Store) Begin(ctx context.Context) (jobbus.Tx, error) {
@@ -66,21 +73,75 @@ func (s *Store) NewWithTx(tx jobbus.Tx) (jobbus.Storer, error) {
 	if !ok {
 		return nil, fmt.Errorf("jobdb: a %T is not a pgx transaction", tx)
 	}
-	return &Store{pool: s.pool, db: ptx}, nil
+	return &Store{pool: s.pool, db: ptx, plans: s.plans}, nil
+}
+
+// planTTL is how long a plan read is reused: an operator's edit of the plans
+// table reaches every pod within it.
+const planTTL = time.Minute
+
+type planCache struct {
+	mu sync.Mutex
+	m  map[int]cachedPlan
+}
+
+type cachedPlan struct {
+	p     jobbus.Plan
+	found bool
+	until time.Time
 }
 
 // Plan implements jobbus.Storer.
 func (s *Store) Plan(ctx context.Context, id int) (jobbus.Plan, error) {
-	var p jobbus.Plan
-	err := s.db.QueryRow(ctx, `SELECT id, name, price, currency, expiration_days, active FROM plans WHERE id = $1`, id).
-		Scan(&p.ID, &p.Name, &p.Price, &p.Currency, &p.ExpirationDays, &p.Active)
-	if errors.Is(err, pgx.ErrNoRows) {
+	now := time.Now()
+	s.plans.mu.Lock()
+	c, ok := s.plans.m[id]
+	s.plans.mu.Unlock()
+	if !ok || now.After(c.until) {
+		c = cachedPlan{until: now.Add(planTTL), found: true}
+		err := s.db.QueryRow(ctx, `SELECT id, name, price, currency, expiration_days, active FROM plans WHERE id = $1`, id).
+			Scan(&c.p.ID, &c.p.Name, &c.p.Price, &c.p.Currency, &c.p.ExpirationDays, &c.p.Active)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			c = cachedPlan{until: c.until}
+		case err != nil:
+			return jobbus.Plan{}, fmt.Errorf("select plan: %w", err)
+		}
+		s.plans.mu.Lock()
+		if _, known := s.plans.m[id]; known || len(s.plans.m) < maxCachedPlans {
+			s.plans.m[id] = c
+		}
+		s.plans.mu.Unlock()
+	}
+	if !c.found {
 		return jobbus.Plan{}, jobbus.ErrNotFound
 	}
-	if err != nil {
-		return jobbus.Plan{}, fmt.Errorf("select plan: %w", err)
+	return c.p, nil
+}
+
+// maxCachedPlans bounds the cache: a client naming ever new id_plan values
+// must not grow it.
+const maxCachedPlans = 64
+
+// Owe implements jobbus.Storer.
+func (s *Store) Owe(ctx context.Context, spaceID int64) error {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO unannounced (space_id) VALUES ($1) ON CONFLICT DO NOTHING`, spaceID); err != nil {
+		return fmt.Errorf("insert unannounced: %w", err)
 	}
-	return p, nil
+	return nil
+}
+
+// TakeOwed implements jobbus.Storer.
+func (s *Store) TakeOwed(ctx context.Context) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `DELETE FROM unannounced RETURNING space_id`)
+	if err != nil {
+		return nil, fmt.Errorf("delete unannounced: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("delete unannounced: %w", err)
+	}
+	return ids, nil
 }
 
 // StoredResponse implements jobbus.Storer.
@@ -123,9 +184,9 @@ type querier interface {
 
 func storedResponse(ctx context.Context, q querier, keyID int64, key string, since time.Time) (jobbus.StoredResponse, error) {
 	var r jobbus.StoredResponse
-	err := q.QueryRow(ctx, `SELECT request_hash, response_status, response_body, created_at
+	err := q.QueryRow(ctx, `SELECT request_hash, response_status, response_body, created_at, EXISTS (SELECT FROM unannounced)
 		FROM idempotency_keys WHERE key_id = $1 AND idem_key = $2 AND created_at > $3`, keyID, key, since).
-		Scan(&r.RequestHash, &r.Status, &r.Body, &r.CreatedAt)
+		Scan(&r.RequestHash, &r.Status, &r.Body, &r.CreatedAt, &r.Owed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return jobbus.StoredResponse{}, jobbus.ErrNotFound
 	}
@@ -142,138 +203,6 @@ func lockKey(keyID int64, key string) int64 {
 	_, _ = h.Write([]byte{0})
 	_, _ = h.Write([]byte(key))
 	return int64(h.Sum64())
-}
-
-// planChanges is when a fingerprint match takes the request's plan: the
-// request named one ($33), it is another, and the lifecycle table lets this
-// caller choose the plan in the job's state ($25). A payment pays for one
-// plan, so a new plan is unpaid; its expiry counts from the listing's start.
-const planChanges = "$33::boolean AND EXCLUDED.plan_id <> jobs.plan_id AND jobs.status = ANY($25::text[])"
-
-// updatedColumns are what a fingerprint match writes, each as the value it
-// takes: the request's for the content, and for plan, expiry and status what
-// the lifecycle table decided for this caller (jobbus.UpdateMoves): $25 the
-// states whose plan and expiry are refreshed, $26[i] → $27[i] the status moves.
-var updatedColumns = []struct{ name, value string }{
-	{"title", "EXCLUDED.title"}, {"company", "EXCLUDED.company"}, {"description", "EXCLUDED.description"},
-	{"job_type", "EXCLUDED.job_type"}, {"tags", "EXCLUDED.tags"}, {"is_remote", "EXCLUDED.is_remote"},
-	{"external_url", "EXCLUDED.external_url"}, {"apply_url", "EXCLUDED.apply_url"},
-	{"city_name", "EXCLUDED.city_name"}, {"city_slug", "EXCLUDED.city_slug"}, {"space_name", "EXCLUDED.space_name"},
-	{"sal_min", "EXCLUDED.sal_min"}, {"sal_max", "EXCLUDED.sal_max"}, {"currency", "EXCLUDED.currency"},
-	{"inv_email", "EXCLUDED.inv_email"}, {"city_lat", "EXCLUDED.city_lat"}, {"city_lon", "EXCLUDED.city_lon"},
-	{"city_country", "EXCLUDED.city_country"},
-	{"plan_id", "CASE WHEN " + planChanges + " THEN EXCLUDED.plan_id ELSE jobs.plan_id END"},
-	{"expiration_date", "CASE WHEN " + planChanges + " THEN jobs.date_added + make_interval(days => $24::int) ELSE jobs.expiration_date END"},
-	{"is_paid", "CASE WHEN " + planChanges + " THEN false ELSE jobs.is_paid END"},
-	{"status", "coalesce(($27::text[])[array_position($26::text[], jobs.status)], jobs.status)"},
-}
-
-// writtenColumns is the RETURNING list of upsertSQL, read by scanWritten.
-const writtenColumns = `id, hash_identifier, slug, status, (xmax = 0) AS inserted, is_paid, expiration_date, apply_url,
-          city_id, city_name, city_slug, plan_id`
-
-// upsertSQL inserts a job or updates the one with its fingerprint. The
-// update's WHERE skips a match whose stored values already equal the new
-// ones (a platform re-sending its unchanged feed): no new row version, index
-// entries, WAL or expiry intent, and updated_at keeps the last real change.
-// Such a match returns no row; upsertWithOutboxSQL then reads the job as it is.
-var upsertSQL = func() string {
-	var set, old, new strings.Builder
-	for i, c := range updatedColumns {
-		if i > 0 {
-			set.WriteString(", ")
-			old.WriteString(", ")
-			new.WriteString(", ")
-		}
-		set.WriteString(c.name + " = " + c.value)
-		old.WriteString("jobs." + c.name)
-		new.WriteString(c.value)
-	}
-	return `
-INSERT INTO jobs (hash_identifier, space_id, space_name, key_id, fingerprint, title, company, description,
-                  job_type, tags, is_remote, slug, external_url, apply_url, city_id, city_name, city_slug,
-                  sal_min, sal_max, currency, inv_email, plan_id, status, expiration_date, city_lat, city_lon,
-                  city_country, owner_key_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
-        now() + make_interval(days => $24::int), $29, $30, nullif($31, ''), $32)
-ON CONFLICT (space_id, owner_key_id, fingerprint) DO UPDATE SET ` + set.String() + `, updated_at = now()
-WHERE (` + old.String() + `) IS DISTINCT FROM (` + new.String() + `)
-RETURNING ` + writtenColumns
-}()
-
-// upsertWithOutboxSQL is upsertSQL and its outbox rows in one statement, so
-// one round trip (and one implicit transaction) writes them all: a create
-// without an Idempotency-Key needs no BEGIN, second INSERT and COMMIT of its
-// own. An active job gets an expiry intent ($28 is jobbus.StatusActive), a new
-// one the poster's creation mail. An unchanged match is read back as it is (the second SELECT); that read uses
-// the statement's snapshot, so a match committed by a concurrent create after
-// it began returns no row at all, and Upsert runs the statement again.
-var upsertWithOutboxSQL = `WITH job AS (` + upsertSQL + `),
-outbox AS (
-    INSERT INTO expiry_outbox (job_id, expires_at, kind)
-    SELECT id, expiration_date, 'expiry' FROM job WHERE status = $28
-    UNION ALL
-    SELECT id, expiration_date, 'created_mail' FROM job WHERE inserted
-)
-SELECT id, hash_identifier, slug, status, inserted, is_paid, expiration_date, apply_url,
-       city_id, city_name, city_slug, plan_id FROM job
-UNION ALL
-SELECT id, hash_identifier, slug, status, false, is_paid, expiration_date, apply_url,
-       city_id, city_name, city_slug, plan_id FROM jobs
-WHERE space_id = $2 AND owner_key_id = $32 AND fingerprint = $5 AND NOT EXISTS (SELECT FROM job)`
-
-func upsertArgs(nj jobbus.NewJob) []any {
-	return []any{nj.HashIdentifier, nj.SpaceID, nj.SpaceName, nj.KeyID, nj.Fingerprint, nj.Title, nj.Company, nj.Description,
-		nj.JobType, nj.Tags, nj.IsRemote, nj.Slug, nj.ExternalURL, nj.ApplyURL, nj.City.ID, nj.City.Name, nj.City.Slug,
-		nj.SalMin, nj.SalMax, nj.Currency, nj.InvEmail, nj.Plan.ID, nj.Status, nj.Plan.ExpirationDays,
-		nj.Refresh, nj.UpdateFrom, nj.UpdateTo, jobbus.StatusActive, cityCoord(nj.City.Lat, nj.City), cityCoord(nj.City.Lon, nj.City),
-		nj.City.CountryCode, nj.OwnerKeyID, nj.PlanGiven}
-}
-
-// cityCoord is a coordinate to store: NULL for a city the directory sent
-// without one (0,0 is the Gulf of Guinea, where no coworking city lies).
-func cityCoord(v float64, c jobbus.City) *float64 {
-	if c.Lat == 0 && c.Lon == 0 {
-		return nil
-	}
-	return &v
-}
-
-// scanWritten reads the RETURNING list of upsertSQL and completes w's plan.
-func scanWritten(ctx context.Context, q querier, row pgx.Row, nj jobbus.NewJob) (jobbus.Written, error) {
-	var w jobbus.Written
-	var planID int
-	if err := row.Scan(&w.JobID, &w.HashIdentifier, &w.Slug, &w.Status, &w.Inserted, &w.IsPaid, &w.ExpirationDate, &w.ApplyURL,
-		&w.City.ID, &w.City.Name, &w.City.Slug, &planID); err != nil {
-		return jobbus.Written{}, fmt.Errorf("upsert job: %w", err)
-	}
-	w.City.Confirmed = true
-	w.Plan = nj.Plan
-	// An update of an expired or paused job keeps its plan.
-	if planID != nj.Plan.ID {
-		if err := q.QueryRow(ctx, `SELECT id, name, price, currency, expiration_days, active FROM plans WHERE id = $1`, planID).
-			Scan(&w.Plan.ID, &w.Plan.Name, &w.Plan.Price, &w.Plan.Currency, &w.Plan.ExpirationDays, &w.Plan.Active); err != nil {
-			return jobbus.Written{}, fmt.Errorf("select job plan: %w", err)
-		}
-	}
-	return w, nil
-}
-
-// upsert runs upsertWithOutboxSQL. No row means the unchanged match was
-// committed by a concurrent create after the statement's snapshot was taken;
-// the next run (a new snapshot under READ COMMITTED) sees it.
-func upsert(ctx context.Context, q querier, nj jobbus.NewJob) (jobbus.Written, error) {
-	for attempt := 1; ; attempt++ {
-		w, err := scanWritten(ctx, q, q.QueryRow(ctx, upsertWithOutboxSQL, upsertArgs(nj)...), nj)
-		if !errors.Is(err, pgx.ErrNoRows) || attempt == 3 {
-			return w, err
-		}
-	}
-}
-
-// Upsert implements jobbus.Storer.
-func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob) (jobbus.Written, error) {
-	return upsert(ctx, s.db, nj)
 }
 
 const listColumns = `id, title, company, job_type, tags, is_remote, slug, external_url, apply_url, company_logo,

@@ -1,0 +1,201 @@
+package jobdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+)
+
+// insertedColumns are what a new job is written with, each as the value it
+// takes from the statement's parameters (upsertArgs). The casts name each
+// parameter's type once, for the INSERT's SELECT and the match's comparison.
+var insertedColumns = []struct{ name, value string }{
+	{"hash_identifier", "$1::text"}, {"space_id", "$2::bigint"}, {"space_name", "$3::text"}, {"key_id", "$4::bigint"},
+	{"fingerprint", "$5::text"}, {"title", "$6::text"}, {"company", "$7::text"}, {"description", "$8::text"},
+	{"job_type", "$9::text"}, {"tags", "$10::text"}, {"is_remote", "$11::boolean"}, {"slug", "$12::text"},
+	{"external_url", "$13::text"}, {"apply_url", "$14::text"}, {"city_id", "$15::bigint"}, {"city_name", "$16::text"},
+	{"city_slug", "$17::text"}, {"sal_min", "$18::bigint"}, {"sal_max", "$19::bigint"}, {"currency", "$20::text"},
+	{"inv_email", "$21::text"}, {"plan_id", "$22::integer"}, {"status", "$23::text"},
+	{"expiration_date", "now() + make_interval(days => $24::int)"}, {"city_lat", "$29::float8"},
+	{"city_lon", "$30::float8"}, {"city_country", "nullif($31::text, '')"}, {"owner_key_id", "$32::bigint"},
+}
+
+// planChanges is when a fingerprint match takes the request's plan: the
+// request named one ($33), it is another, and the lifecycle table lets this
+// caller choose the plan in the job's state ($25). A payment pays for one
+// plan, so a new plan is unpaid; its expiry counts from the listing's start.
+const planChanges = "$33::boolean AND EXCLUDED.plan_id <> jobs.plan_id AND jobs.status = ANY($25::text[])"
+
+// updatedColumns are what a fingerprint match writes, each as the value it
+// takes: the request's for the content, and for plan, expiry and status what
+// the lifecycle table decided for this caller (jobbus.UpdateMoves): $25 the
+// states whose plan and expiry are refreshed, $26[i] → $27[i] the status moves.
+var updatedColumns = []struct{ name, value string }{
+	{"title", "EXCLUDED.title"}, {"company", "EXCLUDED.company"}, {"description", "EXCLUDED.description"},
+	{"job_type", "EXCLUDED.job_type"}, {"tags", "EXCLUDED.tags"}, {"is_remote", "EXCLUDED.is_remote"},
+	{"external_url", "EXCLUDED.external_url"}, {"apply_url", "EXCLUDED.apply_url"},
+	{"city_name", "EXCLUDED.city_name"}, {"city_slug", "EXCLUDED.city_slug"}, {"space_name", "EXCLUDED.space_name"},
+	{"sal_min", "EXCLUDED.sal_min"}, {"sal_max", "EXCLUDED.sal_max"}, {"currency", "EXCLUDED.currency"},
+	{"inv_email", "EXCLUDED.inv_email"}, {"city_lat", "EXCLUDED.city_lat"}, {"city_lon", "EXCLUDED.city_lon"},
+	{"city_country", "EXCLUDED.city_country"},
+	{"plan_id", "CASE WHEN " + planChanges + " THEN EXCLUDED.plan_id ELSE jobs.plan_id END"},
+	{"expiration_date", "CASE WHEN " + planChanges + " THEN jobs.date_added + make_interval(days => $24::int) ELSE jobs.expiration_date END"},
+	{"is_paid", "CASE WHEN " + planChanges + " THEN false ELSE jobs.is_paid END"},
+	{"status", "coalesce(($27::text[])[array_position($26::text[], jobs.status)], jobs.status)"},
+}
+
+// writtenColumns is the RETURNING list of upsertSQL, read by scanWritten.
+const writtenColumns = `id, hash_identifier, slug, status, (xmax = 0) AS inserted, is_paid, expiration_date, apply_url,
+          city_id, city_name, city_slug, plan_id`
+
+// upsertSQL inserts a job or updates the one with its fingerprint, in one
+// statement with its outbox rows: one round trip (and one implicit
+// transaction), so a create without an Idempotency-Key needs no BEGIN, second
+// INSERT and COMMIT of its own. It says whether it wrote, and whether
+// announcements are owed (jobbus.Business.Announce). An active job gets an expiry intent ($28 is
+// jobbus.StatusActive), a new one the poster's creation mail.
+//
+// The match is read first (cur), and compared with what the update would
+// write: a match whose stored values already equal the new ones (a platform
+// re-sending its unchanged feed) is answered as it is, without the INSERT,
+// whose generated search columns PostgreSQL computes before it finds the
+// conflict (BenchmarkUpsertUnchanged, make bench row e2); and it writes no
+// row version, index entry, WAL or expiry intent, and keeps updated_at. The
+// read uses the statement's snapshot: a match committed by a concurrent
+// create after it began is found by ON CONFLICT instead, and an unchanged
+// one then returns no row at all, so Upsert runs the statement again.
+var upsertSQL = func() string {
+	var cols, vals, set, old, new, same strings.Builder
+	sep := func(i int, bs ...*strings.Builder) {
+		if i > 0 {
+			for _, b := range bs {
+				b.WriteString(", ")
+			}
+		}
+	}
+	for i, c := range insertedColumns {
+		sep(i, &cols, &vals)
+		cols.WriteString(c.name)
+		vals.WriteString(c.value)
+	}
+	// The update's values over cur instead of the conflicting row: EXCLUDED
+	// is what would have been inserted.
+	pairs := []string{"jobs.", "cur."}
+	for _, c := range insertedColumns {
+		pairs = append(pairs, "EXCLUDED."+c.name, c.value)
+	}
+	overCur := strings.NewReplacer(byLength(pairs)...)
+	for i, c := range updatedColumns {
+		sep(i, &set, &old, &new, &same)
+		set.WriteString(c.name + " = " + c.value)
+		old.WriteString("jobs." + c.name)
+		new.WriteString(c.value)
+		same.WriteString(overCur.Replace(c.value))
+	}
+	var cur strings.Builder
+	for i, c := range updatedColumns {
+		sep(i, &cur)
+		cur.WriteString("cur." + c.name)
+	}
+	return `WITH cur AS MATERIALIZED (
+    SELECT id, hash_identifier, slug, status, is_paid, expiration_date, apply_url, city_id, city_name, city_slug, plan_id,
+           (` + cur.String() + `) IS NOT DISTINCT FROM (` + same.String() + `) AS same
+    FROM jobs cur WHERE space_id = $2::bigint AND owner_key_id = $32::bigint AND fingerprint = $5::text
+),
+job AS (
+    INSERT INTO jobs (` + cols.String() + `)
+    SELECT ` + vals.String() + ` WHERE NOT EXISTS (SELECT FROM cur WHERE same)
+    ON CONFLICT (space_id, owner_key_id, fingerprint) DO UPDATE SET ` + set.String() + `, updated_at = now()
+    WHERE (` + old.String() + `) IS DISTINCT FROM (` + new.String() + `)
+    RETURNING ` + writtenColumns + `
+),
+outbox AS (
+    INSERT INTO expiry_outbox (job_id, expires_at, kind)
+    SELECT id, expiration_date, 'expiry' FROM job WHERE status = $28
+    UNION ALL
+    SELECT id, expiration_date, 'created_mail' FROM job WHERE inserted
+)
+SELECT id, hash_identifier, slug, status, inserted, is_paid, expiration_date, apply_url,
+       city_id, city_name, city_slug, plan_id, true, EXISTS (SELECT FROM unannounced) FROM job
+UNION ALL
+SELECT id, hash_identifier, slug, status, false, is_paid, expiration_date, apply_url,
+       city_id, city_name, city_slug, plan_id, false, EXISTS (SELECT FROM unannounced) FROM cur
+WHERE NOT EXISTS (SELECT FROM job)`
+}()
+
+// byLength orders replacer pairs (old, new, old, new ...) by old, longest
+// first, so that strings.Replacer, which tries them in argument order, never
+// takes a key for a shorter one that is its prefix.
+func byLength(pairs []string) []string {
+	type pair struct{ old, new string }
+	ps := make([]pair, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		ps = append(ps, pair{pairs[i], pairs[i+1]})
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return len(ps[i].old) > len(ps[j].old) })
+	out := make([]string, 0, len(pairs))
+	for _, p := range ps {
+		out = append(out, p.old, p.new)
+	}
+	return out
+}
+
+func upsertArgs(nj jobbus.NewJob) []any {
+	return []any{nj.HashIdentifier, nj.SpaceID, nj.SpaceName, nj.KeyID, nj.Fingerprint, nj.Title, nj.Company, nj.Description,
+		nj.JobType, nj.Tags, nj.IsRemote, nj.Slug, nj.ExternalURL, nj.ApplyURL, nj.City.ID, nj.City.Name, nj.City.Slug,
+		nj.SalMin, nj.SalMax, nj.Currency, nj.InvEmail, nj.Plan.ID, nj.Status, nj.Plan.ExpirationDays,
+		nj.Refresh, nj.UpdateFrom, nj.UpdateTo, jobbus.StatusActive, cityCoord(nj.City.Lat, nj.City), cityCoord(nj.City.Lon, nj.City),
+		nj.City.CountryCode, nj.OwnerKeyID, nj.PlanGiven}
+}
+
+// cityCoord is a coordinate to store: NULL for a city the directory sent
+// without one (0,0 is the Gulf of Guinea, where no coworking city lies).
+func cityCoord(v float64, c jobbus.City) *float64 {
+	if c.Lat == 0 && c.Lon == 0 {
+		return nil
+	}
+	return &v
+}
+
+// scanWritten reads the answer of upsertSQL and completes w's plan.
+func scanWritten(ctx context.Context, q querier, row pgx.Row, nj jobbus.NewJob) (jobbus.Written, error) {
+	var w jobbus.Written
+	var planID int
+	if err := row.Scan(&w.JobID, &w.HashIdentifier, &w.Slug, &w.Status, &w.Inserted, &w.IsPaid, &w.ExpirationDate, &w.ApplyURL,
+		&w.City.ID, &w.City.Name, &w.City.Slug, &planID, &w.Wrote, &w.Owed); err != nil {
+		return jobbus.Written{}, fmt.Errorf("upsert job: %w", err)
+	}
+	w.City.Confirmed = true
+	w.Plan = nj.Plan
+	// An update that keeps the job's plan answers with it.
+	if planID != nj.Plan.ID {
+		if err := q.QueryRow(ctx, `SELECT id, name, price, currency, expiration_days, active FROM plans WHERE id = $1`, planID).
+			Scan(&w.Plan.ID, &w.Plan.Name, &w.Plan.Price, &w.Plan.Currency, &w.Plan.ExpirationDays, &w.Plan.Active); err != nil {
+			return jobbus.Written{}, fmt.Errorf("select job plan: %w", err)
+		}
+	}
+	return w, nil
+}
+
+// upsert runs upsertSQL. No row means the unchanged match was committed by a
+// concurrent create after the statement's snapshot was taken; the next run
+// (a new snapshot under READ COMMITTED) sees it.
+func upsert(ctx context.Context, q querier, nj jobbus.NewJob) (jobbus.Written, error) {
+	for attempt := 1; ; attempt++ {
+		w, err := scanWritten(ctx, q, q.QueryRow(ctx, upsertSQL, upsertArgs(nj)...), nj)
+		if !errors.Is(err, pgx.ErrNoRows) || attempt == 3 {
+			return w, err
+		}
+	}
+}
+
+// Upsert implements jobbus.Storer.
+func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob) (jobbus.Written, error) {
+	return upsert(ctx, s.db, nj)
+}
