@@ -135,8 +135,12 @@ func (b *bench) runRow(ctx context.Context, r row) (rowResult, error) {
 	if r.Load.Unique {
 		// Nothing acknowledged is lost: every 2xx answer is a stored job.
 		var stored int64
+		sep := "-"
+		if r.Load.Words {
+			sep = "x"
+		}
 		if err := b.data.QueryRow(ctx, `SELECT count(*) FROM jobs.jobs WHERE external_url LIKE $1`,
-			"https://jobs.bench.example/"+nonce+"-%").Scan(&stored); err != nil {
+			"https://jobs.bench.example/"+nonce+sep+"%").Scan(&stored); err != nil {
 			return res, err
 		}
 		acked := m.wrk.Requests - m.wrk.Status
@@ -567,7 +571,7 @@ func (b *bench) dictionaryGrowth(ctx context.Context, d dataset) error {
 	last := b.rep.growth[len(b.rep.growth)-1]
 	b.note("growth: %d creates with words of their own", b.cfg.Dictionary)
 	w := b.writeRows(d)[0]
-	w.Direct = false
+	w.Direct, w.Load.Words = false, true
 	created := 0
 	for created < b.cfg.Dictionary {
 		res, err := b.runRow(ctx, w)

@@ -32,6 +32,10 @@ type load struct {
 	Headers  map[string]string
 	Requests []request
 	Unique   bool
+	// Words: the unique token is one word (letters and digits), so that
+	// each request adds a word to the typo dictionary; otherwise its parts
+	// are separated and repeat from run to run.
+	Words bool
 }
 
 // wrkResult is the summary wrk's done() hook prints (see luaScript).
@@ -109,7 +113,11 @@ func luaScript(l load, nonce string) string {
 		}
 		fmt.Fprintf(&b, "  {path = %s, body = %s, headers = %s},\n", luaQuote(r.Path), body, luaTable(h))
 	}
-	fmt.Fprintf(&b, "}\nlocal method = %s\nlocal unique = %t\nlocal nonce = %s\n", luaQuote(l.Method), l.Unique, luaQuote(nonce))
+	sep := "-"
+	if l.Words {
+		sep = "x"
+	}
+	fmt.Fprintf(&b, "}\nlocal method = %s\nlocal unique = %t\nlocal nonce = %s\nlocal sep = %s\n", luaQuote(l.Method), l.Unique, luaQuote(nonce), luaQuote(sep))
 	b.WriteString(`
 local nextid = 0
 function setup(thread)
@@ -132,7 +140,7 @@ function request()
   local f = fixed[i]
   if f then return f end
   local r = requests[i]
-  local token = nonce .. "-" .. tostring(tid) .. "-" .. tostring(counter)
+  local token = nonce .. sep .. tostring(tid) .. sep .. tostring(counter)
   local body = r.body and (r.body:gsub("%%s", token))
   return wrk.format(method, (r.path:gsub("%%s", token)), r.headers, body)
 end
