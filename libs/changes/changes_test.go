@@ -101,13 +101,13 @@ func testVersions(t *testing.T, v *changes.Versions) {
 
 func TestNilVersions(t *testing.T) {
 	var v *changes.Versions
-	if err := v.Bump(context.Background(), changes.Jobs); err != nil {
+	if err := v.Bump(context.Background(), "jobs"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Read(context.Background(), nil, changes.Jobs); !errors.Is(err, changes.ErrMissing) {
+	if _, err := v.Read(context.Background(), nil, "jobs"); !errors.Is(err, changes.ErrMissing) {
 		t.Fatalf("nil Versions read: %v, want ErrMissing", err)
 	}
-	if _, _, _, err := v.Coalesced().ReadEntry(context.Background(), nil, "x", changes.Jobs); !errors.Is(err, changes.ErrMissing) {
+	if _, _, _, err := v.Coalesced().ReadEntry(context.Background(), nil, "x", "jobs"); !errors.Is(err, changes.ErrMissing) {
 		t.Fatalf("nil Versions ReadEntry: %v, want ErrMissing", err)
 	}
 	if _, _, err := v.ReadEntry(context.Background(), "x"); !errors.Is(err, changes.ErrMissing) {
@@ -124,7 +124,7 @@ func TestBumpFailsWhenRedisIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = rdb.Close() }()
-	if err := changes.New(rdb, "test:").Bump(context.Background(), changes.Jobs); err == nil {
+	if err := changes.New(rdb, "test:").Bump(context.Background(), "jobs"); err == nil {
 		t.Fatal("bump against no Redis succeeded; the writer would acknowledge a write readers may not see")
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
@@ -138,7 +139,7 @@ func testResponseCache(t *testing.T, store string) {
 		t.Fatalf("before any version: %d ETag %q served %d", r.status, r.header.Get("ETag"), served.Load())
 	}
 
-	if err := versions.Ensure(ctx, changes.Directory, changes.Jobs, changes.JobsBulk, changes.Blog); err != nil {
+	if err := versions.Ensure(ctx, scopes.Directory, scopes.Jobs, scopes.JobsBulk, scopes.Blog); err != nil {
 		t.Fatal(err)
 	}
 	// forwardAgain sends a request the cache forwarded once more where the
@@ -210,7 +211,7 @@ func testResponseCache(t *testing.T, store string) {
 
 	// A write to the directory: the next request has a new name and a fresh answer.
 	data.Store(42)
-	if err := versions.Bump(ctx, changes.Directory); err != nil {
+	if err := versions.Bump(ctx, scopes.Directory); err != nil {
 		t.Fatal(err)
 	}
 	fresh := get("/v2/cities", key(platform, "If-None-Match", etag))
@@ -301,21 +302,21 @@ func testResponseCache(t *testing.T, store string) {
 	// every job; a platform key's with every job.
 	spaceETag := func() string { return get("/v2/jobs", key(spaceKey)).header.Get("ETag") }
 	platformETag := func() string { return get("/v2/jobs", key(platform)).header.Get("ETag") }
-	if err := versions.Bump(ctx, changes.JobsSpace(5)); err != nil {
+	if err := versions.Bump(ctx, scopes.JobsSpace(5)); err != nil {
 		t.Fatal(err)
 	}
 	s1, p1 := spaceETag(), platformETag()
 	if s1 == "" || p1 == "" {
 		t.Fatalf("job lists not named: space %q platform %q", s1, p1)
 	}
-	if err := versions.Bump(ctx, changes.Jobs, changes.JobsSpace(6)); err != nil { // another space's job
+	if err := versions.Bump(ctx, scopes.Jobs, scopes.JobsSpace(6)); err != nil { // another space's job
 		t.Fatal(err)
 	}
 	s2, p2 := spaceETag(), platformETag()
 	if s2 != s1 || p2 == p1 {
 		t.Fatalf("another space's write: space key %q→%q (want same), platform %q→%q (want new)", s1, s2, p1, p2)
 	}
-	for _, bump := range [][]string{{changes.Jobs, changes.JobsSpace(5)}, {changes.Jobs, changes.JobsBulk}} {
+	for _, bump := range [][]string{{scopes.Jobs, scopes.JobsSpace(5)}, {scopes.Jobs, scopes.JobsBulk}} {
 		if err := versions.Bump(ctx, bump...); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/logx"
@@ -68,7 +69,7 @@ func testIfNoneMatchAny(t *testing.T, store string) {
 		t.Fatal(err)
 	}
 	defer func() { _ = rdb.Close() }()
-	if err := changes.New(rdb, g.prefix).Ensure(ctx, changes.Jobs); err != nil {
+	if err := changes.New(rdb, g.prefix).Ensure(ctx, scopes.Jobs); err != nil {
 		t.Fatal(err)
 	}
 	_, spaceKey := g.newKey(t, keybus.NewKey{Scopes: []string{"read"}, SpaceID: 5})
@@ -126,7 +127,7 @@ func TestFeedsSendOneETag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = rdb.Close() }()
-	if err := changes.New(rdb, g.prefix).Ensure(ctx, changes.Jobs, changes.Events, changes.Blog); err != nil {
+	if err := changes.New(rdb, g.prefix).Ensure(ctx, scopes.Jobs, scopes.Events, scopes.Blog); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/v2/vine/jobs", "/v2/vine/events", "/v2/vine/blog"} {

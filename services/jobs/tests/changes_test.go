@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -44,29 +45,29 @@ func TestWritesBumpChangeVersions(t *testing.T) {
 		return vs
 	}
 	const space, other = 10, 11
-	if err := v.Ensure(ctx, changes.JobsSpace(other), changes.JobsBulk); err != nil {
+	if err := v.Ensure(ctx, scopes.JobsSpace(other), scopes.JobsBulk); err != nil {
 		t.Fatal(err)
 	}
 	key := liveKey(301, space)
 	run := rand.Text()[:8] // a job created again would be an update of the last run's
 	first := createOn(t, app, key, jobBody("Versions first "+run, 1))
-	v1 := read(changes.Jobs, changes.JobsSpace(space), changes.JobsSpace(other))
+	v1 := read(scopes.Jobs, scopes.JobsSpace(space), scopes.JobsSpace(other))
 	createOn(t, app, key, jobBody("Versions second "+run, 1))
-	v2 := read(changes.Jobs, changes.JobsSpace(space), changes.JobsSpace(other))
+	v2 := read(scopes.Jobs, scopes.JobsSpace(space), scopes.JobsSpace(other))
 	if v2[0] != v1[0]+1 || v2[1] != v1[1]+1 || v2[2] != v1[2] {
 		t.Fatalf("a create in space %d moved %v → %v; want every job's and its space's by one, space %d's not", space, v1, v2, other)
 	}
 	if r := do(t, app, "POST", "/v2/jobs/pause", `{"job_id":`+itoa(first.JobID)+`}`, &key); r.Status != 200 {
 		t.Fatalf("pause: %d %s", r.Status, r.Body)
 	}
-	if v3 := read(changes.Jobs, changes.JobsSpace(space)); v3[0] != v2[0]+1 || v3[1] != v2[1]+1 {
+	if v3 := read(scopes.Jobs, scopes.JobsSpace(space)); v3[0] != v2[0]+1 || v3[1] != v2[1]+1 {
 		t.Fatalf("a pause moved %v → %v", v2[:2], v3)
 	}
 	// A replayed Idempotency-Key and an unchanged re-post write nothing and,
 	// with nothing owed (TestWriteUnannouncedWithoutRedis), bump nothing.
 	idemKey := "versions-replay-" + rand.Text()[:8]
 	do(t, app, "POST", "/v2/jobs", jsonBody(t, jobBody("Versions replay "+run, 1)), &key, "Idempotency-Key", idemKey)
-	all := []string{changes.Jobs, changes.JobsSpace(space), changes.JobsBulk}
+	all := []string{scopes.Jobs, scopes.JobsSpace(space), scopes.JobsBulk}
 	before := read(all...)
 	if r := do(t, app, "POST", "/v2/jobs", jsonBody(t, jobBody("Versions replay "+run, 1)), &key, "Idempotency-Key", idemKey); r.Status != 201 {
 		t.Fatalf("replay: %d %s", r.Status, r.Body)
@@ -103,7 +104,7 @@ func TestWriteUnannouncedWithoutRedis(t *testing.T) {
 			t.Fatalf("the unacknowledged write is stored %d times, owed %d (%v); want once, owed", n, owed, err)
 		}
 		up, v := busWithChanges(t, "redis://127.0.0.1:6379/12")
-		scopes := []string{changes.Jobs, changes.JobsSpace(space)}
+		scopes := []string{scopes.Jobs, scopes.JobsSpace(space)}
 		if err := v.Ensure(bgContext, scopes...); err != nil {
 			t.Fatal(err)
 		}

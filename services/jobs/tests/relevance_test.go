@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 )
 
 // relevanceRedis is TestRelevance's own Redis database.
@@ -102,7 +102,7 @@ func TestRelevance(t *testing.T) {
 	// answer is read with the kept plan; both must be the first's word for word.
 	bus, v := busWithChanges(t, relevanceRedis)
 	rdbFlush(t, relevanceRedis)
-	if err := v.Ensure(context.Background(), changes.Jobs, changes.JobsBulk); err != nil {
+	if err := v.Ensure(context.Background(), scopes.Jobs, scopes.JobsBulk); err != nil {
 		t.Fatal(err)
 	}
 	kept := appOn(bus, true)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
@@ -28,7 +28,7 @@ func TestListTotalsMemo(t *testing.T) {
 	bus, v := busWithChanges(t, redisURL)
 	rdbFlush(t, redisURL)
 	// As the service does at start (service.Spec.Changes).
-	if err := v.Ensure(ctx, changes.Jobs, changes.JobsBulk); err != nil {
+	if err := v.Ensure(ctx, scopes.Jobs, scopes.JobsBulk); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
@@ -90,7 +90,7 @@ func TestListTotalsMemo(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE jobs SET expiration_date = now() + interval '3 seconds' WHERE id = $1`, ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Bump(ctx, changes.JobsListed(space)...); err != nil {
+	if err := v.Bump(ctx, scopes.JobsListed(space)...); err != nil {
 		t.Fatal(err)
 	}
 	if n := total(); n != 3 {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus/stores/eventdb"
@@ -24,7 +24,7 @@ import (
 )
 
 func main() {
-	spec := service.Spec{Schema: "community", Migrations: migrations.FS, Changes: []string{changes.Events}, Timeout: time.Minute,
+	spec := service.Spec{Schema: "community", Migrations: migrations.FS, Changes: []string{scopes.Events}, Timeout: time.Minute,
 		Defaults: map[string]string{"DB_MAX_CONNS": "2"}}
 	service.Seed("community-seed", spec, checkArgs, func(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
 		n, err := seed.LoadDemo(ctx, eventbus.New(eventdb.New(pool)), time.Now())

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/app/communityapp"
@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	spec := service.Spec{Name: "community", Schema: "community", Migrations: migrations.FS, Changes: []string{changes.Events}}
+	spec := service.Spec{Name: "community", Schema: "community", Migrations: migrations.FS, Changes: []string{scopes.Events}}
 	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		signer, err := newsletterbus.NewSigner(cfg.TokenSecret)
 		if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/business/postbus"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/business/postbus/stores/postdb"
@@ -32,7 +32,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
-	spec := service.Spec{Schema: "content", Migrations: migrations.FS, Changes: []string{changes.Blog}, Timeout: 2 * time.Minute,
+	spec := service.Spec{Schema: "content", Migrations: migrations.FS, Changes: []string{scopes.Blog}, Timeout: 2 * time.Minute,
 		Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
 	// The seeder talks only to Postgres: no identity secret.
 	service.Seed("content-seed", spec, nil, func(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {

@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/app/blogapp"
@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	spec := service.Spec{Name: "content", Schema: "content", Migrations: migrations.FS, Changes: []string{changes.Blog}}
+	spec := service.Spec{Name: "content", Schema: "content", Migrations: migrations.FS, Changes: []string{scopes.Blog}}
 	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		v2 := p.API.App.Group("/v2", p.Codec.Middleware())
 		blogapp.Routes(v2, postbus.New(postdb.New(p.Pool).WithReads(p.Reads), nil), blogapp.Config{PublicBaseURL: cfg.PublicBaseURL, FeedMaxAge: cfg.FeedMaxAge})

@@ -26,7 +26,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/seed"
 	"github.com/coworkjobs/coworkjobs/services/directory/migrations"
@@ -39,7 +39,7 @@ const usage = `usage:
 func main() {
 	args := os.Args[1:]
 	var opts seed.SyntheticOptions
-	spec := service.Spec{Schema: "directory", Migrations: migrations.FS, Changes: []string{changes.Directory}, Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
+	spec := service.Spec{Schema: "directory", Migrations: migrations.FS, Changes: []string{scopes.Directory}, Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
 	service.Seed("directory-seed", spec, func() error { return parseArgs(args, &opts) }, func(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
 		return load(ctx, log, pool, args[0], opts)
 	})

@@ -5,7 +5,7 @@ package main
 import (
 	"context"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/directory/internal/app/dirapp"
@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	spec := service.Spec{Name: "directory", Schema: "directory", Migrations: migrations.FS, Changes: []string{changes.Directory}}
+	spec := service.Spec{Name: "directory", Schema: "directory", Migrations: migrations.FS, Changes: []string{scopes.Directory}}
 	service.Serve(spec, func(ctx context.Context, p *service.Process, _ *config.API) error {
 		dirapp.Routes(p.API.App, dirapp.Config{Bus: dirbus.New(dirdb.New(p.Pool)), Codec: p.Codec})
 		return nil

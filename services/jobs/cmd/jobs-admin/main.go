@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/service"
@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("unknown command %q", args[0])
 	}
 	spec := service.Spec{Schema: "jobs", Migrations: migrations.FS, Defaults: map[string]string{"DB_MAX_CONNS": "2"},
-		Changes: []string{changes.Jobs, changes.JobsBulk}}
+		Changes: []string{scopes.Jobs, scopes.JobsBulk}}
 	// Silent: what a command says goes to out, its error to stderr.
 	return service.RunTool(ctx, slog.New(slog.DiscardHandler), spec, func(ctx context.Context, pool *pgxpool.Pool, cfg *cliConfig) error {
 		if args[0] == "backfill-geo" {

@@ -33,7 +33,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/api/dirapi"
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/service"
@@ -73,7 +73,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return listSQL(ctx, os.Stdout, args[1:])
 	}
 	spec := service.Spec{Schema: schema, Migrations: migrations.FS, Defaults: map[string]string{"DB_MAX_CONNS": "4"},
-		Changes: []string{changes.Jobs, changes.JobsBulk}}
+		Changes: []string{scopes.Jobs, scopes.JobsBulk}}
 	return service.RunTool(ctx, log, spec, func(ctx context.Context, pool *pgxpool.Pool, cfg *seedConfig) error {
 		return seedJobs(ctx, log, cfg, pool, args)
 	})

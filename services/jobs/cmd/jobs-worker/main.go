@@ -8,7 +8,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
@@ -23,7 +23,7 @@ import (
 
 func main() {
 	spec := service.Spec{Name: "jobs-worker", Schema: "jobs", Migrations: migrations.FS, Defaults: config.WorkerDefaults(),
-		Changes: []string{changes.Jobs, changes.JobsBulk}}
+		Changes: []string{scopes.Jobs, scopes.JobsBulk}}
 	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *workerConfig) error {
 		log := p.Log
 		sender, err := mailer.New(cfg.SMTPURL, cfg.MailFrom)

@@ -9,7 +9,7 @@ import (
 	"net/mail"
 	"time"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
@@ -26,7 +26,7 @@ import (
 )
 
 func main() {
-	spec := service.Spec{Name: "jobs", Schema: "jobs", Migrations: migrations.FS, Changes: []string{changes.Jobs, changes.JobsBulk},
+	spec := service.Spec{Name: "jobs", Schema: "jobs", Migrations: migrations.FS, Changes: []string{scopes.Jobs, scopes.JobsBulk},
 		PoolParams: jobdb.PoolParams}
 	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		log := p.Log

@@ -32,7 +32,7 @@ type Cached struct {
 	Bucket time.Duration
 }
 
-func scopes(s ...string) func(int64) []string { return func(int64) []string { return s } }
+func fixed(s ...string) func(int64) []string { return func(int64) []string { return s } }
 
 // responseCache keeps whole answers, one entry per request (path, query,
 // key) holding the answer's name: a write moves the versions, so the next

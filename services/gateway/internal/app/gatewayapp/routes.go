@@ -3,7 +3,7 @@ package gatewayapp
 import (
 	"time"
 
-	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
 
@@ -13,11 +13,11 @@ import (
 // A job's expiry is a write (the expiry worker bumps the versions), so the
 // job routes have no bucket.
 var (
-	cacheJobs      = &Cached{Scopes: changes.JobsListed}
-	cacheJob       = &Cached{Scopes: scopes(changes.Jobs)}
-	cacheDirectory = &Cached{Scopes: scopes(changes.Directory)}
-	cacheBlog      = &Cached{Scopes: scopes(changes.Blog), Bucket: time.Minute}
-	cacheEvents    = &Cached{Scopes: scopes(changes.Events), Bucket: time.Minute}
+	cacheJobs      = &Cached{Scopes: scopes.JobsListed}
+	cacheJob       = &Cached{Scopes: fixed(scopes.Jobs)}
+	cacheDirectory = &Cached{Scopes: fixed(scopes.Directory)}
+	cacheBlog      = &Cached{Scopes: fixed(scopes.Blog), Bucket: time.Minute}
+	cacheEvents    = &Cached{Scopes: fixed(scopes.Events), Bucket: time.Minute}
 )
 
 // Backends the gateway routes to.

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/validate"
 )
@@ -530,11 +531,11 @@ func (b *Business) Changed(ctx context.Context, spaceID int64) error {
 	var err error
 	switch {
 	case spaceID > 0:
-		err = b.cfg.Changes.Bump(ctx, changes.Jobs, changes.JobsSpace(spaceID))
+		err = b.cfg.Changes.Bump(ctx, scopes.Jobs, scopes.JobsSpace(spaceID))
 	case spaceID < 0:
-		err = b.cfg.Changes.Bump(ctx, changes.Jobs, changes.JobsBulk)
+		err = b.cfg.Changes.Bump(ctx, scopes.Jobs, scopes.JobsBulk)
 	default:
-		err = b.cfg.Changes.Bump(ctx, changes.Jobs)
+		err = b.cfg.Changes.Bump(ctx, scopes.Jobs)
 	}
 	if err != nil {
 		b.owe(ctx, spaceID)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 )
 
@@ -74,7 +75,7 @@ func (b *Business) total(ctx context.Context, s Storer, f ListFilter) (int, *Sea
 	var m changes.Memo
 	var err error
 	if time.Now().UnixNano() >= t.pausedUntil.Load() {
-		m, err = b.cfg.Changes.ReadMemo(ctx, name, changes.JobsListed(f.SpaceID)...)
+		m, err = b.cfg.Changes.ReadMemo(ctx, name, scopes.JobsListed(f.SpaceID)...)
 		if err != nil && !errors.Is(err, changes.ErrMissing) {
 			t.pausedUntil.Store(time.Now().Add(memoPause).UnixNano())
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -50,7 +51,7 @@ func (a *Activities) ExpireJob(ctx context.Context, jobID int64) (ExpireResult, 
 	}
 	if expired || status == jobbus.StatusExpired {
 		// The space is not known here: every space's view moves.
-		if err := a.Changes.Bump(ctx, changes.Jobs, changes.JobsBulk); err != nil {
+		if err := a.Changes.Bump(ctx, scopes.Jobs, scopes.JobsBulk); err != nil {
 			return ExpireResult{}, err
 		}
 	}
@@ -75,7 +76,7 @@ func (a *Activities) SweepOverdue(ctx context.Context) (int, error) {
 			// Whether or not this sweep expired anything: it may be the retry
 			// of one that expired jobs and then failed to bump (hourly, so
 			// the caches lose little).
-			return total, a.Changes.Bump(ctx, changes.Jobs, changes.JobsBulk)
+			return total, a.Changes.Bump(ctx, scopes.Jobs, scopes.JobsBulk)
 		}
 		if ctx.Err() != nil {
 			return total, ctx.Err()

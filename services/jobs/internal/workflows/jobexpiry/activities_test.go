@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
@@ -285,11 +286,11 @@ func TestExpiryBumpsChangeVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := changes.New(rdb, "test:")
-	if err := v.Ensure(ctx, changes.Jobs, changes.JobsBulk); err != nil {
+	if err := v.Ensure(ctx, scopes.Jobs, scopes.JobsBulk); err != nil {
 		t.Fatal(err)
 	}
 	read := func() []uint64 {
-		vs, err := v.Read(ctx, nil, changes.Jobs, changes.JobsBulk)
+		vs, err := v.Read(ctx, nil, scopes.Jobs, scopes.JobsBulk)
 		if err != nil {
 			t.Fatal(err)
 		}
