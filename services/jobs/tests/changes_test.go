@@ -10,13 +10,14 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobcache"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
 )
 
 // busWithChanges is the business layer bumping the change versions in the
 // Redis at url.
-func busWithChanges(t *testing.T, url string) (*jobbus.Business, *changes.Versions) {
+func busWithChanges(t *testing.T, url string) (*jobbus.Business, *changes.Versions, *jobcache.Store) {
 	t.Helper()
 	rdb, err := redisx.Open(url)
 	if err != nil {
@@ -25,7 +26,8 @@ func busWithChanges(t *testing.T, url string) (*jobbus.Business, *changes.Versio
 	t.Cleanup(func() { _ = rdb.Close() })
 	v := changes.New(rdb, "test:")
 	dir := dirclient.New(dirURL, codec, dirclient.Options{})
-	return jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv, Changes: v, TotalsMemo: true}), v
+	store := jobcache.New(jobdb.New(pool), jobcache.Config{Changes: v, TotalsMemo: true})
+	return jobbus.New(store, dir, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv}), v, store
 }
 
 // Every acknowledged write has moved the versions the gateway names the
@@ -33,7 +35,7 @@ func busWithChanges(t *testing.T, url string) (*jobbus.Business, *changes.Versio
 func TestWritesBumpChangeVersions(t *testing.T) {
 	ctx := context.Background()
 	const url = "redis://127.0.0.1:6379/12" // this test's own: nothing else bumps there
-	bus, v := busWithChanges(t, url)
+	bus, v, _ := busWithChanges(t, url)
 	rdbFlush(t, url)
 	app := appOn(bus, false)
 	read := func(scopes ...string) []uint64 {
@@ -86,7 +88,7 @@ func TestWritesBumpChangeVersions(t *testing.T) {
 // succeeds: the space's view and every job's move.
 func TestWriteUnannouncedWithoutRedis(t *testing.T) {
 	for _, idem := range []bool{false, true} {
-		down, _ := busWithChanges(t, "redis://127.0.0.1:1/0")
+		down, _, _ := busWithChanges(t, "redis://127.0.0.1:1/0")
 		const space = 10
 		key := liveKey(302, space)
 		body := jobBody("Unannounced "+rand.Text()[:8], 1)
@@ -103,7 +105,7 @@ func TestWriteUnannouncedWithoutRedis(t *testing.T) {
 			body["title"], space).Scan(&n, &owed); err != nil || n != 1 || owed != 1 {
 			t.Fatalf("the unacknowledged write is stored %d times, owed %d (%v); want once, owed", n, owed, err)
 		}
-		up, v := busWithChanges(t, "redis://127.0.0.1:6379/12")
+		up, v, _ := busWithChanges(t, "redis://127.0.0.1:6379/12")
 		scopes := []string{scopes.Jobs, scopes.JobsSpace(space)}
 		if err := v.Ensure(bgContext, scopes...); err != nil {
 			t.Fatal(err)

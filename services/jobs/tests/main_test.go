@@ -76,7 +76,7 @@ func newBus(base, directoryURL string) *jobbus.Business {
 }
 
 // busOn is newBus over another store.
-func busOn(store *jobdb.Store, base, directoryURL string) *jobbus.Business {
+func busOn(store jobbus.Storer, base, directoryURL string) *jobbus.Business {
 	dir := dirclient.New(directoryURL, codec, dirclient.Options{Timeout: 2 * time.Second})
 	return jobbus.New(store, dir, jobbus.Config{PublicBaseURL: base, DefaultInvEmail: defInv})
 }

@@ -100,7 +100,7 @@ func TestRelevance(t *testing.T) {
 	// The same queries through a service that keeps totals and search plans
 	// (JOBS_TOTALS_MEMO, the default where Redis is): asked twice, the second
 	// answer is read with the kept plan; both must be the first's word for word.
-	bus, v := busWithChanges(t, relevanceRedis)
+	bus, v, _ := busWithChanges(t, relevanceRedis)
 	rdbFlush(t, relevanceRedis)
 	if err := v.Ensure(context.Background(), scopes.Jobs, scopes.JobsBulk); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobcache"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
@@ -36,7 +37,7 @@ func TestReplicaReads(t *testing.T) {
 	}
 	t.Cleanup(replica.Close)
 	reads := pg.NewReads(primary, replica, testLog)
-	app := appOn(busOn(jobdb.New(primary).WithReads(reads), baseURL, dirURL), false)
+	app := appOn(busOn(jobcache.New(jobdb.New(primary), jobcache.Config{Reads: reads}), baseURL, dirURL), false)
 
 	// Every migration replayed (the last ones add columns the reads select)
 	// before the replay is paused.

@@ -25,7 +25,7 @@ import (
 func TestListTotalsMemo(t *testing.T) {
 	ctx := context.Background()
 	const redisURL = "redis://127.0.0.1:6379/10" // this test's own
-	bus, v := busWithChanges(t, redisURL)
+	bus, v, store := busWithChanges(t, redisURL)
 	rdbFlush(t, redisURL)
 	// As the service does at start (service.Spec.Changes).
 	if err := v.Ensure(ctx, scopes.Jobs, scopes.JobsBulk); err != nil {
@@ -33,7 +33,7 @@ func TestListTotalsMemo(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	srv := web.New(webtest.Config(), testLog, "jobs")
-	jobapp.Routes(srv.App, jobapp.Config{Log: testLog, Bus: bus, Codec: codec, PaginationEnabled: true, Registry: reg})
+	jobapp.Routes(srv.App, jobapp.Config{Log: testLog, Bus: bus, Codec: codec, PaginationEnabled: true, Registry: reg, Totals: store})
 	srv.Fallback()
 	app := srv.App
 	const space = 1951 // a Pro space of the fixture: its jobs are active at once
@@ -64,14 +64,14 @@ func TestListTotalsMemo(t *testing.T) {
 	for i := range 3 {
 		ids = append(ids, createOn(t, app, key, jobBody("Totals "+run+" "+itoa(int64(i)), 1)).JobID)
 	}
-	hits, misses := bus.TotalCounts()
+	hits, misses := store.TotalCounts()
 	if n := total(); n != 3 {
 		t.Fatalf("total %d, want 3", n)
 	}
 	if n := total(); n != 3 {
 		t.Fatalf("total again %d, want 3", n)
 	}
-	if h, m := bus.TotalCounts(); h != hits+1 || m != misses+1 {
+	if h, m := store.TotalCounts(); h != hits+1 || m != misses+1 {
 		t.Fatalf("memo hits %d → %d, misses %d → %d; want one count, then the memo", hits, h, misses, m)
 	}
 	ids = append(ids, createOn(t, app, key, jobBody("Totals "+run+" 3", 1)).JobID)
@@ -97,11 +97,11 @@ func TestListTotalsMemo(t *testing.T) {
 		t.Fatalf("before the expiry: total %d, want 3", n)
 	}
 	time.Sleep(3500 * time.Millisecond)
-	hits, _ = bus.TotalCounts()
+	hits, _ = store.TotalCounts()
 	if n, want := total(), counted(); n != 2 || want != 2 {
 		t.Fatalf("after the expiry: total %d, counted %d; want 2", n, want)
 	}
-	if h, _ := bus.TotalCounts(); h != hits+1 {
+	if h, _ := store.TotalCounts(); h != hits+1 {
 		t.Fatalf("the expiry was not taken off the memo (hits %d → %d)", hits, h)
 	}
 
@@ -127,7 +127,7 @@ func TestListTotalsMemo(t *testing.T) {
 	}
 
 	// What the service exports says the same.
-	hits, misses = bus.TotalCounts()
+	hits, misses = store.TotalCounts()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +142,6 @@ func TestListTotalsMemo(t *testing.T) {
 		}
 	}
 	if got["memo"] != float64(hits) || got["counted"] != float64(misses) || hits == 0 || misses == 0 {
-		t.Fatalf("jobs_list_totals_total %v; the business layer counted %d memo, %d counted", got, hits, misses)
+		t.Fatalf("jobs_list_totals_total %v; the store counted %d memo, %d counted", got, hits, misses)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobsearch"
 )
 
 // statement is one SQL statement with its arguments, as pgx sent it.
@@ -93,22 +94,20 @@ func listSQL(ctx context.Context, w io.Writer, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	store := jobdb.New(pool)
 	names := []string{"list"}
 	switch {
 	case *kept && f.Limit > 0:
-		var t jobbus.Total
-		if t, err = store.Count(ctx, f); err == nil {
-			f.Search.Plan = t.Plan
+		var t jobsearch.Total
+		if t, err = jobsearch.Count(ctx, pool, f); err == nil {
 			rec.sent, names = nil, []string{"page"}
-			_, err = store.PageOf(ctx, f, t.N)
+			_, err = jobsearch.PageOf(ctx, pool, f, t.N, t.Plan)
 		}
 	case f.Limit > 0:
 		names = []string{"count", "page"}
-		_, _, err = store.Page(ctx, f)
+		_, _, err = jobsearch.Page(ctx, pool, f)
 	default:
 		var rows jobbus.JobRows
-		if rows, err = store.List(ctx, f); err == nil {
+		if rows, err = jobsearch.List(ctx, pool, f); err == nil {
 			rows.Close()
 			err = rows.Err()
 		}

@@ -180,7 +180,7 @@ func demo(ctx context.Context, log *slog.Logger, bus *jobbus.Business, cat dirap
 		salMin, salMax := int64(28000+r.IntN(10)*1000), int64(40000+r.IntN(20)*1000)
 		in.Title, in.Company, in.Description, in.JobType, in.Tags = &title, &company, &desc, &jt, &tags
 		in.IDCity, in.ExternalURL, in.IsRemote, in.SalMin, in.SalMax = &cityID, &ext, &remote, &salMin, &salMax
-		res, err := bus.Create(ctx, caller, in)
+		res, _, err := bus.Create(ctx, caller, in, nil)
 		if err != nil {
 			return fmt.Errorf("demo job %d: %w", i+1, err)
 		}

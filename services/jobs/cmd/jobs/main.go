@@ -16,6 +16,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobpages"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/payapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobcache"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment"
@@ -31,8 +32,8 @@ func main() {
 	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		log := p.Log
 		dir := dirclient.New(cfg.DirectoryURL, p.Codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: cfg.DirectoryCacheTTL})
-		bus := jobbus.New(jobdb.New(p.Pool).WithReads(p.Reads), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail,
-			Changes: p.Changes, TotalsMemo: cfg.TotalsMemo})
+		store := jobcache.New(jobdb.New(p.Pool), jobcache.Config{Changes: p.Changes, Reads: p.Reads, TotalsMemo: cfg.TotalsMemo})
+		bus := jobbus.New(store, dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
 		// payments is the provider of paid plans (the pages start payments with it).
 		var payments payment.Provider = invoicepay.Provider{}
 		var stripeProvider *stripepay.Provider
@@ -48,7 +49,7 @@ func main() {
 
 		app := p.API.App
 		jobapp.Routes(app, jobapp.Config{Log: log, Bus: bus, Codec: p.Codec,
-			PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: p.Metrics.Registry})
+			PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: p.Metrics.Registry, Totals: store})
 		// Mounted without Stripe too, where it answers 503 (not configured).
 		payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
 		jobpages.Routes(app, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret)})

@@ -344,94 +344,37 @@ func (h *handlers) create(c *fiber.Ctx) error {
 		idem.RequestHash = hex.EncodeToString(sum[:])
 	}
 
-	ctx := c.UserContext()
 	if idem != nil {
-		stored, err := h.bus.Replay(ctx, *idem)
-		if err != nil {
-			return toWebError(err)
-		}
-		if stored != nil {
-			return h.replay(c, stored)
-		}
+		idem.Render = renderCreated
 	}
-	// The rules and the directory are asked before any transaction begins.
-	nj, err := h.bus.Prepare(ctx, caller(c), req.toInput())
+	res, reply, err := h.bus.Create(c.UserContext(), caller(c), req.toInput(), idem)
 	if err != nil {
 		return toWebError(err)
 	}
-	if idem == nil {
-		res, err := h.bus.Save(ctx, nj)
-		if err != nil {
-			return toWebError(err)
-		}
-		if err := h.bus.Announce(ctx, caller(c), nj.SpaceID, res.Wrote, res.Owed); err != nil {
-			return toWebError(err)
-		}
-		body, err := renderCreated(res)
+	switch {
+	case reply == nil:
+		_, body, err := renderCreated(res)
 		if err != nil {
 			return err
 		}
 		h.writes.inc(res.Action)
 		return sendJSON(c, http.StatusCreated, body)
+	case reply.Replayed:
+		h.writes.inc("replayed")
+		c.Set(HeaderReplayed, "true")
+	default:
+		h.writes.inc(res.Action)
 	}
-
-	// With an Idempotency-Key the job and the reply given for it commit
-	// together: a retry gets this reply or finds nothing written.
-	tx, err := h.bus.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	bus, err := h.bus.NewWithTx(tx)
-	if err != nil {
-		return err
-	}
-	stored, err := bus.ClaimIdempotency(ctx, *idem)
-	if err != nil {
-		return toWebError(err)
-	}
-	if stored != nil {
-		return h.replay(c, stored)
-	}
-	res, err := bus.Save(ctx, nj)
-	if err != nil {
-		return toWebError(err)
-	}
-	body, err := renderCreated(res)
-	if err != nil {
-		return err
-	}
-	if err := bus.RememberReply(ctx, *idem, http.StatusCreated, body, res.JobID); err != nil {
-		return toWebError(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit job: %w", err)
-	}
-	if err := h.bus.Announce(ctx, caller(c), nj.SpaceID, res.Wrote, res.Owed); err != nil {
-		return toWebError(err)
-	}
-	h.writes.inc(res.Action)
-	return sendJSON(c, http.StatusCreated, body)
+	return sendJSON(c, reply.Status, reply.Body)
 }
 
-func renderCreated(r jobbus.CreateResult) ([]byte, error) {
+// renderCreated is a create's answer (jobbus.Idempotency.Render).
+func renderCreated(r jobbus.CreateResult) (int, []byte, error) {
 	b, err := json.Marshal(web.Envelope{Success: true, Status: http.StatusCreated, Data: toCreateResultDTO(r)})
 	if err != nil {
-		return nil, fmt.Errorf("render result: %w", err)
+		return 0, nil, fmt.Errorf("render result: %w", err)
 	}
-	return b, nil
-}
-
-// replay answers with the reply recorded for an Idempotency-Key. The first
-// attempt may have committed and then failed to announce its write
-// (jobbus.ErrUnannounced): what is owed is announced first.
-func (h *handlers) replay(c *fiber.Ctx, stored *jobbus.StoredResponse) error {
-	if err := h.bus.Announce(c.UserContext(), caller(c), 0, false, stored.Owed); err != nil {
-		return toWebError(err)
-	}
-	h.writes.inc("replayed")
-	c.Set(HeaderReplayed, "true")
-	return sendJSON(c, stored.Status, stored.Body)
+	return http.StatusCreated, b, nil
 }
 
 func sendJSON(c *fiber.Ctx, status int, body []byte) error {

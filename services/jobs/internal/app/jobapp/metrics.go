@@ -23,7 +23,7 @@ func (w writes) inc(outcome string) { w.c.WithLabelValues(outcome).Inc() }
 // registerTotals exports how the listings' totals were found: from a memo
 // (docs/search.md, "Totals") or counted.
 func registerTotals(reg prometheus.Registerer, bus interface{ TotalCounts() (int64, int64) }) {
-	if reg == nil {
+	if reg == nil || bus == nil {
 		return
 	}
 	for _, o := range []struct {

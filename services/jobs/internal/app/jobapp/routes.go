@@ -24,6 +24,8 @@ type Config struct {
 	StreamTimeout time.Duration
 	// Registry receives the job write counters (nil: not exported).
 	Registry prometheus.Registerer
+	// Totals reports the listing totals' memo (nil: not exported).
+	Totals interface{ TotalCounts() (hits, misses int64) }
 }
 
 // Routes mounts the public routes under /v2 behind the identity check.
@@ -32,7 +34,7 @@ func Routes(app *fiber.App, cfg Config) {
 		cfg.StreamTimeout = 60 * time.Second
 	}
 	h := &handlers{cfg: cfg, bus: cfg.Bus, log: cfg.Log, writes: newWrites(cfg.Registry)}
-	registerTotals(cfg.Registry, cfg.Bus)
+	registerTotals(cfg.Registry, cfg.Totals)
 	v2 := app.Group("/v2", cfg.Codec.Middleware())
 	readers := identity.RequireKind(identity.KindLive, identity.KindRestricted)
 	writers := identity.RequireKind(identity.KindLive)

@@ -5,7 +5,6 @@
 package jobbus
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -198,6 +197,17 @@ type Idempotency struct {
 	KeyID       int64
 	Key         string
 	RequestHash string
+	// Render is the reply a create is answered with (its status and body):
+	// it is stored with the job, and a retry is answered with it as it was.
+	Render func(CreateResult) (status int, body []byte, err error)
+}
+
+// Reply is a create's answer under an Idempotency-Key, as Render made it.
+type Reply struct {
+	Status int
+	Body   []byte
+	// Replayed: the answer recorded for an earlier request with the key.
+	Replayed bool
 }
 
 // StoredResponse is a recorded answer replayed for an idempotent retry.
@@ -206,7 +216,8 @@ type StoredResponse struct {
 	Status      int
 	Body        []byte
 	CreatedAt   time.Time
-	// Owed: some committed write is not announced yet (Storer.Owe).
+	// Owed: some committed write is not announced to the caches yet (the
+	// store's to settle; see ErrUnannounced).
 	Owed bool
 }
 
@@ -229,8 +240,6 @@ type Written struct {
 
 // CreateResult is the job creation result.
 type CreateResult struct {
-	// Wrote and Owed are the store's (Written): what Announce must bump.
-	Wrote, Owed    bool
 	JobID          int64
 	PageURL        string
 	HashIdentifier string
@@ -267,6 +276,20 @@ type ListFilter struct {
 	Near   *geo.Near
 	Limit  int // 0: no limit
 	Offset int
+	// Reader is whose listing it is (what it must see).
+	Reader Reader
+}
+
+// Reader is who reads, which says what a read must see. The zero value is
+// an anonymous reader, who may be shown any committed state of the jobs a
+// moment old; a key's reads see at least the writes acknowledged to that
+// key; Latest reads see every committed write; Lock, in a transaction, also
+// locks the job for a decision (a transition's), which the store announces
+// after commit (the decision may be the retry of one that committed and
+// failed to announce).
+type Reader struct {
+	KeyID        int64
+	Latest, Lock bool
 }
 
 // Job is one listed job (the row of GET /v2/jobs).
@@ -325,12 +348,6 @@ type EditInput struct {
 	SalMin, SalMax                                                 *int64
 	// ClearSalary removes the salary when SalMin and SalMax are both nil.
 	ClearSalary bool
-}
-
-// Tx is a database transaction a Business can be bound to (NewWithTx).
-type Tx interface {
-	Commit(ctx context.Context) error
-	Rollback(ctx context.Context) error
 }
 
 // PageURL is the job's slug with its id, unique and stable.

@@ -34,32 +34,6 @@ type Search struct {
 	Fuzz     []int  // Fuzz[i]: the typos Words[i] may hold
 	Phrases  []string
 	Excluded []string
-	// Plan, when set, is this search's queries as the store computed them
-	// under the versions the listing's total was kept under: the store
-	// reads them from here instead of computing them again.
-	Plan *SearchPlan
-}
-
-// SearchPlan is a Search as the store's text-search queries, in their text
-// form (search_plan's row, migrations/00006_search_top.sql; empty: none).
-// Computing it costs PostgreSQL 0.5-0.8 ms of PL/pgSQL for a common word
-// (seven stemmers, the typo look-up), more than the walked page itself; it
-// depends only on the search and on the words jobs have, which change only
-// with writes, so it is kept with the listing's total (totals.go).
-type SearchPlan struct {
-	Match    string   `json:"m"`
-	Exact    []string `json:"e"`
-	Stem     []string `json:"s"`
-	AnyQ     []string `json:"a"`
-	Phrase   []string `json:"p"`
-	TopExact string   `json:"x"`
-	TopForm  string   `json:"f"`
-	Walk     bool     `json:"w"`
-	// TopScore is the best rank any match had when the plan was counted,
-	// when it is not the best any row can have (0: it is, or not known, a
-	// plan kept before it was): the page's walk looks for the newest
-	// matches of that rank (jobdb.walkSQL), else for the best possible.
-	TopScore int `json:"r,omitempty"`
 }
 
 // Empty reports whether the search selects nothing (no q).

@@ -12,19 +12,15 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/validate"
 )
 
-// QueryByID returns a job in any status (the worker, the pages, payments).
+// QueryByID returns a job in any status as it is now (the worker, the
+// pages, payments).
 func (b *Business) QueryByID(ctx context.Context, id int64) (Detail, error) {
-	return b.store.QueryByID(ctx, id, false)
+	return b.store.QueryByID(ctx, id, Reader{Latest: true})
 }
 
-// PublicByID is QueryByID for an anonymous reader (the public job page):
-// it may be answered by a read replica.
+// PublicByID is QueryByID for an anonymous reader (the public job page).
 func (b *Business) PublicByID(ctx context.Context, id int64) (Detail, error) {
-	s, err := b.store.ReadsFor(ctx, 0)
-	if err != nil {
-		return Detail{}, err
-	}
-	return s.QueryByID(ctx, id, false)
+	return b.store.QueryByID(ctx, id, Reader{})
 }
 
 // QueryByHash returns the job whose edit hash is hash. The hash is a
@@ -62,11 +58,7 @@ func validHash(h string) bool {
 // an active job, within its space when space-scoped; a key with no space
 // also the jobs it created. Anything else is ErrNotFound.
 func (b *Business) Get(ctx context.Context, caller Caller, id int64) (Detail, error) {
-	s, err := b.store.ReadsFor(ctx, caller.KeyID)
-	if err != nil {
-		return Detail{}, err
-	}
-	d, err := s.QueryByID(ctx, id, false)
+	d, err := b.store.QueryByID(ctx, id, Reader{KeyID: caller.KeyID})
 	if err != nil {
 		return Detail{}, err
 	}
@@ -158,17 +150,12 @@ func (b *Business) Transition(ctx context.Context, caller Caller, id int64, ev E
 	if !slices.Contains(RouteEvents, ev) {
 		return TransitionResult{}, fmt.Errorf("jobbus: %q is not a route event", ev)
 	}
-	res, err := b.apply(ctx, id, ev, nil, func(d Detail) error {
+	return b.apply(ctx, id, ev, caller.KeyID, nil, func(d Detail) error {
 		if !Owns(caller, d) {
 			return b.refusal(d)
 		}
 		return nil
 	})
-	if err != nil {
-		return TransitionResult{}, err
-	}
-	// apply has bumped the change versions.
-	return res, b.store.MarkWritten(ctx, caller.KeyID)
 }
 
 // TransitionByHash applies one of RouteEvents for the holder of the edit hash.
@@ -180,7 +167,7 @@ func (b *Business) TransitionByHash(ctx context.Context, hash string, ev Event) 
 	if err != nil {
 		return TransitionResult{}, err
 	}
-	return b.apply(ctx, d.ID, ev, nil, nil)
+	return b.apply(ctx, d.ID, ev, 0, nil, nil)
 }
 
 // Pay records a payment and applies EventPaid. A payment already recorded
@@ -189,63 +176,54 @@ func (b *Business) Pay(ctx context.Context, p Payment) (TransitionResult, error)
 	if err := p.validate(); err != nil {
 		return TransitionResult{}, err
 	}
-	return b.apply(ctx, p.JobID, EventPaid, &p, nil)
+	return b.apply(ctx, p.JobID, EventPaid, 0, &p, nil)
 }
 
 // apply decides ev for the job under its row lock and persists the change,
-// in one transaction (with the payment, when there is one).
-func (b *Business) apply(ctx context.Context, id int64, ev Event, pay *Payment, check func(Detail) error) (TransitionResult, error) {
-	tx, err := b.store.Begin(ctx)
-	if err != nil {
-		return TransitionResult{}, err
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	s, err := b.store.NewWithTx(tx)
-	if err != nil {
-		return TransitionResult{}, err
-	}
-	d, err := s.QueryByID(ctx, id, true)
-	if err != nil {
-		return TransitionResult{}, err
-	}
-	if check != nil {
-		if err := check(d); err != nil {
-			return TransitionResult{}, err
-		}
-	}
-	c, err := decide(facts{job: d, now: b.now()}, ev)
-	if err != nil {
-		var ce *ConflictError
-		if errors.As(err, &ce) && needsPayment(facts{job: d, now: b.now()}, ev) {
-			u := b.paymentURL(d.HashIdentifier)
-			ce.PaymentURL = &u
-		}
-		return TransitionResult{}, err
-	}
-	if pay != nil {
-		recorded, err := s.RecordPayment(ctx, *pay, c.Action)
+// in one transaction (with the payment, when there is one); keyID is the
+// API key that asked (0: the edit link's holder, a payment).
+func (b *Business) apply(ctx context.Context, id int64, ev Event, keyID int64, pay *Payment, check func(Detail) error) (TransitionResult, error) {
+	var res TransitionResult
+	err := b.store.InTx(ctx, func(s Storer) error {
+		d, err := s.QueryByID(ctx, id, Reader{KeyID: keyID, Latest: true, Lock: true})
 		if err != nil {
-			return TransitionResult{}, err
+			return err
 		}
-		if !recorded {
-			// The first delivery may have committed and then failed to bump.
-			return TransitionResult{JobID: d.ID, Status: d.Status, Action: ActionReplayed, Job: d}, b.Changed(ctx, d.SpaceID)
+		if check != nil {
+			if err := check(d); err != nil {
+				return err
+			}
 		}
-		c.Payment = pay
-	}
-	res := TransitionResult{JobID: d.ID, Status: c.To, Action: c.Action, Job: d}
-	if c.Writes() {
-		if res.Job, err = s.Apply(ctx, c); err != nil {
-			return TransitionResult{}, err
+		c, err := decide(facts{job: d, now: b.now()}, ev)
+		if err != nil {
+			var ce *ConflictError
+			if errors.As(err, &ce) && needsPayment(facts{job: d, now: b.now()}, ev) {
+				u := b.paymentURL(d.HashIdentifier)
+				ce.PaymentURL = &u
+			}
+			return err
 		}
-		res.Changed = c.To != c.From || c.MarkPaid() || c.NewPeriod() || c.RestartClock()
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return TransitionResult{}, fmt.Errorf("commit %s of %s: %w", ev, jobRef(id), err)
-	}
-	// Also when nothing was written: this may be the retry of a transition
-	// that committed and then failed to bump (it now answers already_…).
-	if err := b.Changed(ctx, d.SpaceID); err != nil {
+		if pay != nil {
+			recorded, err := s.RecordPayment(ctx, *pay, c.Action)
+			if err != nil {
+				return err
+			}
+			if !recorded { // a provider's replayed notification
+				res = TransitionResult{JobID: d.ID, Status: d.Status, Action: ActionReplayed, Job: d}
+				return nil
+			}
+			c.Payment = pay
+		}
+		res = TransitionResult{JobID: d.ID, Status: c.To, Action: c.Action, Job: d}
+		if c.Writes() {
+			if res.Job, err = s.Apply(ctx, c); err != nil {
+				return err
+			}
+			res.Changed = c.To != c.From || c.MarkPaid() || c.NewPeriod() || c.RestartClock()
+		}
+		return nil
+	})
+	if err != nil {
 		return TransitionResult{}, err
 	}
 	return res, nil
@@ -327,7 +305,7 @@ func (b *Business) Edit(ctx context.Context, hash string, in EditInput) (Detail,
 	if err != nil {
 		return Detail{}, err
 	}
-	return saved, b.Changed(ctx, d.SpaceID)
+	return saved, nil
 }
 
 func description(v string, p *[]string) string {

@@ -34,19 +34,13 @@ func scanDetail(row pgx.Row) (jobbus.Detail, error) {
 	return d, nil
 }
 
-// QueryByID implements jobbus.Storer.
-func (s *Store) QueryByID(ctx context.Context, id int64, forUpdate bool) (jobbus.Detail, error) {
+// QueryByID implements jobbus.Storer: on the store's db, whoever reads.
+func (s *Store) QueryByID(ctx context.Context, id int64, r jobbus.Reader) (jobbus.Detail, error) {
 	q := `SELECT ` + detailColumns + ` WHERE j.id = $1`
-	if forUpdate {
+	if r.Lock {
 		q += ` FOR UPDATE OF j`
-		return scanDetail(s.db.QueryRow(ctx, q, id))
 	}
-	var d jobbus.Detail
-	err := s.read(ctx, func(db db) (err error) {
-		d, err = scanDetail(db.QueryRow(ctx, q, id))
-		return err
-	})
-	return d, err
+	return scanDetail(s.db.QueryRow(ctx, q, id))
 }
 
 // QueryByHash implements jobbus.Storer. The row is found by the hash's
@@ -93,7 +87,7 @@ func (s *Store) Apply(ctx context.Context, c jobbus.Change) (jobbus.Detail, erro
 	if err != nil {
 		return jobbus.Detail{}, fmt.Errorf("apply %s to job %d: %w", c.Action, c.JobID, err)
 	}
-	return s.QueryByID(ctx, c.JobID, false)
+	return s.QueryByID(ctx, c.JobID, jobbus.Reader{Latest: true})
 }
 
 // RecordPayment implements jobbus.Storer.
@@ -123,7 +117,7 @@ func (s *Store) Edit(ctx context.Context, id int64, e jobbus.Edited) (jobbus.Det
 	if tag.RowsAffected() == 0 {
 		return jobbus.Detail{}, jobbus.ErrNotFound
 	}
-	return s.QueryByID(ctx, id, false)
+	return s.QueryByID(ctx, id, jobbus.Reader{Latest: true})
 }
 
 // CityCoords are a city's coordinates and country.

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobsearch"
 )
 
 // insertedColumns are what a new job is written with, each as the value it
@@ -164,7 +165,7 @@ func cityCoord(v float64, c jobbus.City) *float64 {
 }
 
 // scanWritten reads the answer of upsertSQL and completes w's plan.
-func scanWritten(ctx context.Context, q querier, row pgx.Row, nj jobbus.NewJob) (jobbus.Written, error) {
+func scanWritten(ctx context.Context, q jobsearch.DB, row pgx.Row, nj jobbus.NewJob) (jobbus.Written, error) {
 	var w jobbus.Written
 	var planID int
 	if err := row.Scan(&w.JobID, &w.HashIdentifier, &w.Slug, &w.Status, &w.Inserted, &w.IsPaid, &w.ExpirationDate, &w.ApplyURL,
@@ -186,7 +187,7 @@ func scanWritten(ctx context.Context, q querier, row pgx.Row, nj jobbus.NewJob) 
 // upsert runs upsertSQL. No row means the unchanged match was committed by a
 // concurrent create after the statement's snapshot was taken; the next run
 // (a new snapshot under READ COMMITTED) sees it.
-func upsert(ctx context.Context, q querier, nj jobbus.NewJob) (jobbus.Written, error) {
+func upsert(ctx context.Context, q jobsearch.DB, nj jobbus.NewJob) (jobbus.Written, error) {
 	for attempt := 1; ; attempt++ {
 		w, err := scanWritten(ctx, q, q.QueryRow(ctx, upsertSQL, upsertArgs(nj)...), nj)
 		if !errors.Is(err, pgx.ErrNoRows) || attempt == 3 {

@@ -1,4 +1,4 @@
-package jobdb
+package jobsearch
 
 import (
 	"context"

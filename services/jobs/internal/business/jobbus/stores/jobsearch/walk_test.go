@@ -1,9 +1,8 @@
-package jobdb
+package jobsearch
 
 import (
 	"context"
-	"encoding/json"
-	"os"
+		"os"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +19,7 @@ import (
 var pool *pgxpool.Pool
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.MainMigrated(m, "jobdb", pgtest.Schema{Name: "jobs", Migrations: migrations.FS}, pgtest.SetPool(&pool)))
+	os.Exit(pgtest.MainMigrated(m, "jobsearch", pgtest.Schema{Name: "jobs", Migrations: migrations.FS}, pgtest.SetPool(&pool)))
 }
 
 // counting records how many statements of a listing took the walk, or the
@@ -42,9 +41,9 @@ func (c *counting) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Trace
 }
 func (*counting) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// tracedStore is a store on one connection of the package's database whose
-// statements trace counts.
-func tracedStore(t *testing.T) (*Store, *counting) {
+// tracedStore is one connection of the package's database whose statements
+// trace counts.
+func tracedStore(t *testing.T) (*pgxpool.Pool, *counting) {
 	t.Helper()
 	trace := &counting{}
 	cfg := pool.Config().Copy()
@@ -55,13 +54,13 @@ func tracedStore(t *testing.T) (*Store, *counting) {
 		t.Fatal(err)
 	}
 	t.Cleanup(traced.Close)
-	return New(traced), trace
+	return traced, trace
 }
 
 // listed is what List streams for f: every match, ranked or sorted.
-func listed(t *testing.T, store *Store, f jobbus.ListFilter) []jobbus.Job {
+func listed(t *testing.T, store DB, f jobbus.ListFilter) []jobbus.Job {
 	t.Helper()
-	rows, err := store.List(context.Background(), f)
+	rows, err := List(context.Background(), store, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +133,7 @@ func TestWalkedPageIsTheRankedPage(t *testing.T) {
 		firstTotal := 0
 		for _, off := range []int{0, 20, 180, 400} { // 400: past the walk, ranked
 			before := trace.walks
-			page, total, err := store.Page(ctx, f(off))
+			page, total, err := Page(ctx, store, f(off))
 			if err != nil {
 				t.Fatalf("%q %s offset %d: %v", c.q, c.sort, off, err)
 			}
@@ -156,7 +155,7 @@ func TestWalkedPageIsTheRankedPage(t *testing.T) {
 				t.Errorf("%q %s: the walk served the first page with the plan kept: %v, want %v", c.q, c.sort, keptWalked, c.kept)
 			}
 		}
-		if got := firstTotal >= walkMinTotal && served(t, f(0)); got != c.walked {
+		if got := firstTotal >= walkMinTotal && served(t, planned(f(0), nil)); got != c.walked {
 			t.Errorf("%q %s: the walk served the first page: %v, want %v", c.q, c.sort, got, c.walked)
 		}
 	}
@@ -164,7 +163,7 @@ func TestWalkedPageIsTheRankedPage(t *testing.T) {
 
 // served reports whether walkSQL's walk found f's page: the ranking branch
 // of its plan was never executed.
-func served(t *testing.T, f jobbus.ListFilter) bool {
+func served(t *testing.T, f listing) bool {
 	t.Helper()
 	q, args := walkSQL(f)
 	rows, err := pool.Query(context.Background(), `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) `+q, args...)
@@ -211,7 +210,7 @@ func TestPointsPageIsTheSortedPage(t *testing.T) {
 			f := jobbus.ListFilter{Search: s, Sort: jobbus.SortDistance, SpaceID: space, Limit: 20, Offset: off,
 				Near: &geo.Near{Lat: 52.52, Lon: 13.40, RadiusKm: 50}}
 			before := trace.points
-			page, total, err := store.Page(ctx, f)
+			page, total, err := Page(ctx, store, f)
 			if err != nil {
 				t.Fatalf("%q offset %d: %v", q, off, err)
 			}
@@ -239,10 +238,10 @@ func TestPointsPageIsTheSortedPage(t *testing.T) {
 // memo) and the page read with it (PageOf), which must not compute it again;
 // and whether the walk served it, which it must whenever it does without the
 // plan.
-func plannedPage(t *testing.T, store *Store, trace *counting, f jobbus.ListFilter, total int) ([]jobbus.Job, bool) {
+func plannedPage(t *testing.T, store DB, trace *counting, f jobbus.ListFilter, total int) ([]jobbus.Job, bool) {
 	t.Helper()
 	ctx := context.Background()
-	c, err := store.Count(ctx, f)
+	c, err := Count(ctx, store, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,44 +249,40 @@ func plannedPage(t *testing.T, store *Store, trace *counting, f jobbus.ListFilte
 		t.Fatalf("counted %d with plan %v, want %d and a plan for a search", c.N, c.Plan, total)
 	}
 	if c.Plan == nil {
-		return mustPageOf(t, store, f, total), false
+		return mustPageOf(t, store, f, total, nil), false
 	}
-	kept, err := json.Marshal(c.Plan)
+	kept, err := c.Plan.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Search.Plan = &jobbus.SearchPlan{}
-	if err := json.Unmarshal(kept, f.Search.Plan); err != nil {
-		t.Fatal(err)
+	plan := DecodePlan(kept)
+	if plan == nil {
+		t.Fatalf("the kept plan does not decode: %s", kept)
 	}
-	if n, err := store.Expired(ctx, f, c.At); err != nil || n != 0 {
+	if n, err := Expired(ctx, store, f, c.At, plan); err != nil || n != 0 {
 		t.Fatalf("expired with the plan: %d, %v", n, err)
 	}
 	before := trace.plans
-	page := mustPageOf(t, store, f, total)
+	page := mustPageOf(t, store, f, total, plan)
 	if trace.plans != before {
 		t.Fatalf("the page computed the plan it was given (%s)", kept)
 	}
-	walked := walks(f, total) && served(t, f)
-	if !walked && walks(f, total) && served(t, withoutPlan(f)) {
+	walked := walks(planned(f, plan), total) && served(t, planned(f, plan))
+	if !walked && walks(planned(f, plan), total) && served(t, planned(f, nil)) {
 		t.Fatalf("the walk served the page without the plan, not with it (%s)", kept)
 	}
 	return page, walked
 }
 
-func mustPageOf(t *testing.T, store *Store, f jobbus.ListFilter, total int) []jobbus.Job {
+func mustPageOf(t *testing.T, store DB, f jobbus.ListFilter, total int, plan *Plan) []jobbus.Job {
 	t.Helper()
-	page, err := store.PageOf(context.Background(), f, total)
+	page, err := PageOf(context.Background(), store, f, total, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return page
 }
 
-func withoutPlan(f jobbus.ListFilter) jobbus.ListFilter {
-	f.Search.Plan = nil
-	return f
-}
 
 // ids are a page's job ids.
 func ids(jobs []jobbus.Job) []int64 {

@@ -1,4 +1,4 @@
-package jobdb
+package jobsearch
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func BenchmarkListSQL(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		listSQL(f)
+		listSQL(planned(f, nil))
 	}
 }
 
@@ -27,10 +27,9 @@ func BenchmarkCountKey(b *testing.B) {
 		Search: jobbus.Search{Words: []string{"community", "manager"}, Prefix: []bool{false, true}, Fuzz: []int{2, 1}},
 		Sort:   jobbus.SortRelevance, CitySlug: "paris", Limit: 20,
 	}
-	s := New(nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		s.CountKey(f)
+		Key(f)
 	}
 }
 
@@ -38,14 +37,13 @@ func BenchmarkCountKey(b *testing.B) {
 // paginated search request but the first under new versions does: the plan's
 // queries and their nine field-held copies (weighted) as parameters.
 func BenchmarkWalkSQLKept(b *testing.B) {
-	f := jobbus.ListFilter{
-		Search: jobbus.Search{Words: []string{"event", "manager"}, Prefix: []bool{false, true}, Fuzz: []int{1, 1},
-			Plan: &jobbus.SearchPlan{Match: `( 'event' | 'events' ) & ( 'manag' | 'manager' | 'manager':* )`,
+	f := planned(jobbus.ListFilter{
+		Search: jobbus.Search{Words: []string{"event", "manager"}, Prefix: []bool{false, true}, Fuzz: []int{1, 1}},
+		Sort:   jobbus.SortRelevance, Limit: 20,
+	}, &Plan{Match: `( 'event' | 'events' ) & ( 'manag' | 'manager' | 'manager':* )`,
 				Exact: []string{`'event'`, `'manager'`}, Stem: []string{`'event'`, `'manag' | 'manager' | 'manager':*`},
 				AnyQ: []string{`'event' | 'events'`, `'manag' | 'manager' | 'manager':*`}, Phrase: []string{},
-				TopExact: `'event':A & 'manager':A`, Walk: true, TopScore: 25}},
-		Sort: jobbus.SortRelevance, Limit: 20,
-	}
+				TopExact: `'event':A & 'manager':A`, Walk: true, TopScore: 25})
 	b.ReportAllocs()
 	for b.Loop() {
 		walkSQL(f)

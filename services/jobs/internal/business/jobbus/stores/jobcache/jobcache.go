@@ -1,0 +1,128 @@
+// Package jobcache is the read machinery of the jobs store, as a decorator
+// of it (jobbus.Storer over jobdb): it announces every committed write to
+// the caches (the change versions the gateway names its answers by, bumped
+// after commit and before the write is acknowledged), routes reads to a
+// read replica once it has replayed the reader's own writes, and keeps
+// listings' totals as memos under the change versions. The rules above it
+// never see any of this.
+package jobcache
+
+import (
+	"context"
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/changes"
+	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+)
+
+// Config says what the store may use.
+type Config struct {
+	// Changes are bumped after every write (nil: none, as without REDIS_URL,
+	// and no totals are kept).
+	Changes *changes.Versions
+	// Reads routes reads to the replica of DATABASE_READ_URL (nil: none).
+	Reads *pg.Reads
+	// TotalsMemo keeps listings' totals under Changes (totals.go).
+	TotalsMemo bool
+}
+
+// Store implements jobbus.Storer over the PostgreSQL store.
+type Store struct {
+	db     *jobdb.Store
+	cfg    Config
+	totals *totals
+	// pending holds, in a transaction, what its commit must announce.
+	pending *pending
+}
+
+// New returns the store over db.
+func New(db *jobdb.Store, cfg Config) *Store {
+	return &Store{db: db, cfg: cfg, totals: &totals{}}
+}
+
+// InTx implements jobbus.Storer: what the transaction writes is announced
+// once it has committed, before InTx returns.
+func (s *Store) InTx(ctx context.Context, fn func(jobbus.Storer) error) error {
+	if s.pending != nil {
+		return fn(s)
+	}
+	p := &pending{}
+	err := s.db.Tx(ctx, func(tx *jobdb.Store) error {
+		return fn(&Store{db: tx, cfg: s.cfg, totals: s.totals, pending: p})
+	})
+	if err != nil {
+		return err
+	}
+	return s.announce(ctx, p)
+}
+
+// Plan implements jobbus.Storer.
+func (s *Store) Plan(ctx context.Context, id int) (jobbus.Plan, error) { return s.db.Plan(ctx, id) }
+
+// Upsert implements jobbus.Storer: a row written is announced, and so is
+// any earlier write still owed (an unchanged re-post may be its retry).
+func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob) (jobbus.Written, error) {
+	w, err := s.db.Upsert(ctx, nj)
+	if err != nil {
+		return w, err
+	}
+	p := pending{owed: w.Owed}
+	if w.Wrote {
+		p.add(nj.KeyID, nj.SpaceID)
+	}
+	return w, s.settle(ctx, p)
+}
+
+// Apply implements jobbus.Storer.
+func (s *Store) Apply(ctx context.Context, c jobbus.Change) (jobbus.Detail, error) {
+	d, err := s.db.Apply(ctx, c)
+	if err != nil {
+		return d, err
+	}
+	var p pending
+	p.add(0, d.SpaceID)
+	return d, s.settle(ctx, p)
+}
+
+// Edit implements jobbus.Storer.
+func (s *Store) Edit(ctx context.Context, id int64, e jobbus.Edited) (jobbus.Detail, error) {
+	d, err := s.db.Edit(ctx, id, e)
+	if err != nil {
+		return d, err
+	}
+	var p pending
+	p.add(0, d.SpaceID)
+	return d, s.settle(ctx, p)
+}
+
+// RecordPayment implements jobbus.Storer.
+func (s *Store) RecordPayment(ctx context.Context, pay jobbus.Payment, action string) (bool, error) {
+	return s.db.RecordPayment(ctx, pay, action)
+}
+
+// QueryByHash implements jobbus.Storer.
+func (s *Store) QueryByHash(ctx context.Context, hash string) (jobbus.Detail, error) {
+	return s.db.QueryByHash(ctx, hash)
+}
+
+// StoredResponse implements jobbus.Storer: a replayed answer may be the
+// retry of a write that committed and was not announced.
+func (s *Store) StoredResponse(ctx context.Context, keyID int64, key string, since time.Time) (jobbus.StoredResponse, error) {
+	r, err := s.db.StoredResponse(ctx, keyID, key, since)
+	if err != nil || !r.Owed {
+		return r, err
+	}
+	return r, s.settle(ctx, pending{owed: true})
+}
+
+// ClaimIdempotency implements jobbus.Storer.
+func (s *Store) ClaimIdempotency(ctx context.Context, keyID int64, key string, since time.Time) (bool, error) {
+	return s.db.ClaimIdempotency(ctx, keyID, key, since)
+}
+
+// SaveResponse implements jobbus.Storer.
+func (s *Store) SaveResponse(ctx context.Context, idem jobbus.Idempotency, status int, body []byte, jobID int64) error {
+	return s.db.SaveResponse(ctx, idem, status, body, jobID)
+}

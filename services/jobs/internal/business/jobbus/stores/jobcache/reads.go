@@ -1,0 +1,61 @@
+package jobcache
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+)
+
+// read runs fn on the primary, or for a reader who may lag (jobbus.Reader)
+// on the replica once it has replayed that reader's own writes (and on the
+// primary when the replica fails or lags too far).
+func (s *Store) read(ctx context.Context, r jobbus.Reader, fn func(*jobdb.Store) error) error {
+	if s.pending != nil || r.Latest || r.Lock || s.cfg.Reads == nil || !s.cfg.Reads.Replica() {
+		return fn(s.db)
+	}
+	after, err := s.db.ReadAfter(ctx, r.KeyID)
+	if err != nil {
+		return err
+	}
+	return s.cfg.Reads.Read(ctx, after, func(p *pgxpool.Pool) error { return fn(s.db.On(p)) })
+}
+
+// QueryByID implements jobbus.Storer: a job locked for a decision is
+// announced after commit whatever the decision writes, since it may be the
+// retry of one that committed and failed to announce.
+func (s *Store) QueryByID(ctx context.Context, id int64, r jobbus.Reader) (jobbus.Detail, error) {
+	var d jobbus.Detail
+	err := s.read(ctx, r, func(db *jobdb.Store) (err error) {
+		d, err = db.QueryByID(ctx, id, r)
+		return err
+	})
+	if err != nil || !r.Lock {
+		return d, err
+	}
+	var p pending
+	p.add(r.KeyID, d.SpaceID)
+	return d, s.settle(ctx, p)
+}
+
+// List implements jobbus.Storer.
+func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, error) {
+	var rows jobbus.JobRows
+	err := s.read(ctx, f.Reader, func(db *jobdb.Store) (err error) {
+		rows, err = db.List(ctx, f)
+		return err
+	})
+	return rows, err
+}
+
+// Feed implements jobbus.Storer: a public read.
+func (s *Store) Feed(ctx context.Context, limit int) ([]jobbus.Job, error) {
+	var jobs []jobbus.Job
+	err := s.read(ctx, jobbus.Reader{}, func(db *jobdb.Store) (err error) {
+		jobs, err = db.Feed(ctx, limit)
+		return err
+	})
+	return jobs, err
+}
