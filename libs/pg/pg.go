@@ -68,7 +68,7 @@ func Open(ctx context.Context, url, schema string, opt Options) (*pgxpool.Pool, 
 }
 
 // Migrate creates schema if needed and applies the goose migrations in fsys
-// (files at its root). The version table lives in the schema, and a Postgres
+// (files at its root), then its repeatable ones (RepeatablePattern). The version table lives in the schema, and a Postgres
 // advisory lock keeps replicas that start together from migrating twice.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS, log *slog.Logger) error {
 	if !schemaName.MatchString(schema) {
@@ -112,7 +112,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS,
 	for _, r := range results {
 		log.Info("migration applied", "schema", schema, "version", r.Source.Version, "duration", r.Duration.String())
 	}
-	return nil
+	return applyRepeatable(ctx, pool, schema, fsys, log)
 }
 
 func hash(s string) uint32 {

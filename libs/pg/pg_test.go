@@ -78,6 +78,47 @@ func TestMigrateConcurrentlyOnceIntoOwnSchema(t *testing.T) {
 	}
 }
 
+// A repeatable migration runs after the versioned ones, again only when its
+// content changed.
+func TestRepeatableMigrationsRunWhenChanged(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pool, err := pg.Open(ctx, dbURL, "gamma", pg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	fsys := fstest.MapFS{
+		"00001_init.sql": migrations["00001_init.sql"],
+		// It counts its runs in things, which the versioned migration made.
+		"R__count.sql": {Data: []byte("CREATE OR REPLACE FUNCTION answer() RETURNS int LANGUAGE sql RETURN 1;\n" +
+			"INSERT INTO things (id, name) VALUES ((SELECT count(*) + 1 FROM things), 'run');\n")},
+	}
+	runs := func(want int) {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM things").Scan(&n); err != nil || n != want {
+			t.Fatalf("repeatable runs: %d (%v), want %d", n, err, want)
+		}
+	}
+	for range 2 {
+		if err := pg.Migrate(ctx, pool, "gamma", fsys, log); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs(1)
+	fsys["R__count.sql"] = &fstest.MapFile{Data: []byte("CREATE OR REPLACE FUNCTION answer() RETURNS int LANGUAGE sql RETURN 2;\n" +
+		"INSERT INTO things (id, name) VALUES ((SELECT count(*) + 1 FROM things), 'run again');\n")}
+	if err := pg.Migrate(ctx, pool, "gamma", fsys, log); err != nil {
+		t.Fatal(err)
+	}
+	runs(2)
+	var answer int
+	if err := pool.QueryRow(ctx, "SELECT answer()").Scan(&answer); err != nil || answer != 2 {
+		t.Fatalf("answer() = %d (%v), want the changed definition's 2", answer, err)
+	}
+}
+
 func TestOpenRejectsBadSchemaName(t *testing.T) {
 	if _, err := pg.Open(context.Background(), dbURL, "x; DROP", pg.Options{}); err == nil {
 		t.Fatal("bad schema name accepted")

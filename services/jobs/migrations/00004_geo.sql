@@ -13,14 +13,9 @@ ALTER TABLE jobs
     ADD COLUMN geo point GENERATED ALWAYS AS (point(city_lon, city_lat)) STORED;
 CREATE INDEX jobs_active_geo_idx ON jobs USING gist (geo) WHERE status = 'active';
 
--- The haversine distance in km on the mean Earth radius (libs/geo.DistanceKm).
-CREATE FUNCTION great_circle_km(lat1 float8, lon1 float8, lat2 float8, lon2 float8) RETURNS float8
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-    RETURN 2 * 6371.0088 * asin(least(1, sqrt(sin(radians(lat2 - lat1) / 2) ^ 2
-        + cos(radians(lat1)) * cos(radians(lat2)) * sin(radians(lon2 - lon1) / 2) ^ 2)));
+-- great_circle_km is a repeatable migration (libs/geo, R__great_circle_km.sql).
 
 -- +goose Down
-DROP FUNCTION IF EXISTS great_circle_km(float8, float8, float8, float8);
 DROP INDEX IF EXISTS jobs_active_geo_idx;
 ALTER TABLE jobs DROP COLUMN IF EXISTS geo, DROP COLUMN IF EXISTS city_country, DROP COLUMN IF EXISTS city_lon,
     DROP COLUMN IF EXISTS city_lat;

@@ -2,7 +2,6 @@ package jobbus
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/validate"
@@ -308,6 +307,3 @@ func (p Payment) validate() error {
 	}
 	return nil
 }
-
-// jobRef names a job in messages.
-func jobRef(id int64) string { return "job " + strconv.FormatInt(id, 10) }

@@ -213,4 +213,3 @@ func newHash() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-

@@ -59,7 +59,7 @@ const writtenColumns = `id, hash_identifier, slug, status, (xmax = 0) AS inserte
 // statement with its outbox rows: one round trip (and one implicit
 // transaction), so a create without an Idempotency-Key needs no BEGIN, second
 // INSERT and COMMIT of its own. It says whether it wrote, and whether
-// announcements are owed (jobbus.Business.Announce). An active job gets an expiry intent ($28 is
+// announcements are owed (stores/jobcache settles them). An active job gets an expiry intent ($28 is
 // jobbus.StatusActive), a new one the poster's creation mail.
 //
 // The match is read first (cur), and compared with what the update would

@@ -60,4 +60,3 @@ func appendKeyArg(b []byte, a any) []byte {
 	}
 	return fmt.Appendf(b, "%T:%v", a, a)
 }
-

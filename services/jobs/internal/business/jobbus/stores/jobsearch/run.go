@@ -196,4 +196,3 @@ func Latest(ctx context.Context, db DB, limit int) ([]jobbus.Job, error) {
 	}
 	return jobs, nil
 }
-

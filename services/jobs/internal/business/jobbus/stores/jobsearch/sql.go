@@ -341,4 +341,3 @@ func order(f listing, fields bool) string {
 	}
 	return ` ORDER BY date_added DESC, id DESC`
 }
-

@@ -41,9 +41,9 @@ func BenchmarkWalkSQLKept(b *testing.B) {
 		Search: jobbus.Search{Words: []string{"event", "manager"}, Prefix: []bool{false, true}, Fuzz: []int{1, 1}},
 		Sort:   jobbus.SortRelevance, Limit: 20,
 	}, &Plan{Match: `( 'event' | 'events' ) & ( 'manag' | 'manager' | 'manager':* )`,
-				Exact: []string{`'event'`, `'manager'`}, Stem: []string{`'event'`, `'manag' | 'manager' | 'manager':*`},
-				AnyQ: []string{`'event' | 'events'`, `'manag' | 'manager' | 'manager':*`}, Phrase: []string{},
-				TopExact: `'event':A & 'manager':A`, Walk: true, TopScore: 25})
+		Exact: []string{`'event'`, `'manager'`}, Stem: []string{`'event'`, `'manag' | 'manager' | 'manager':*`},
+		AnyQ: []string{`'event' | 'events'`, `'manag' | 'manager' | 'manager':*`}, Phrase: []string{},
+		TopExact: `'event':A & 'manager':A`, Walk: true, TopScore: 25})
 	b.ReportAllocs()
 	for b.Loop() {
 		walkSQL(f)

@@ -168,4 +168,3 @@ func walkSQL(f listing) (string, []any) {
 		` UNION ALL (` + full + ` AND (SELECT count(*) FROM w) < ` + k + order(f, fields) + ` LIMIT ` + bound(f.Limit) + ` OFFSET ` + off + `)`
 	return q, w.Args()
 }
-

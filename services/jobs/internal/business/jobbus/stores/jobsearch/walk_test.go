@@ -2,7 +2,7 @@ package jobsearch
 
 import (
 	"context"
-		"os"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -282,7 +282,6 @@ func mustPageOf(t *testing.T, store DB, f jobbus.ListFilter, total int, plan *Pl
 	}
 	return page
 }
-
 
 // ids are a page's job ids.
 func ids(jobs []jobbus.Job) []int64 {
