@@ -116,6 +116,12 @@ test-cluster: ## Build and start a single-node Kubernetes here, install the char
 BENCH_JOBS ?= 100000
 BENCH_ARGS ?=
 
+PLANS_JOBS ?= 100000
+
+.PHONY: plans
+plans: ## Regenerate docs/search-plans.md: make bench's searches explained on a fresh PLANS_JOBS-job database
+	@bash scripts/bench.sh -jobs $(PLANS_JOBS) -plans docs/search-plans.md
+
 .PHONY: bench
 bench: docs ## Load the suite through the gateway with wrk against its ceilings (BENCH_JOBS, BENCH_ARGS e.g. -growth 10000,100000,1000000 -out report.md); not part of make test
 	@bash scripts/bench.sh -jobs $(BENCH_JOBS) $(BENCH_ARGS)

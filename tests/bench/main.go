@@ -36,14 +36,17 @@ type config struct {
 	Growth               []int
 	// Dictionary: after the growth sizes, this many creates with words of
 	// their own, then row d again (what the typo dictionary's growth costs).
-	Dictionary    int
-	Rows          map[string]bool // nil: every row
-	Out           string
-	ProfileRow    string
-	CacheStore    string
-	ProfileDir    string
-	Keep          bool
-	Reuse         string
+	Dictionary int
+	Rows       map[string]bool // nil: every row
+	Out        string
+	ProfileRow string
+	CacheStore string
+	ProfileDir string
+	Keep       bool
+	Reuse      string
+	// Plans, when set, is where writePlans writes the searches' plans
+	// instead of running any row.
+	Plans         string
 	Rounds        int
 	RoundDuration time.Duration
 	Env           []string
@@ -86,6 +89,7 @@ func main() {
 	flag.DurationVar(&cfg.RoundDuration, "round-duration", 3*time.Second, "measured time of each target in each interleaved round")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the database (its name is printed) instead of dropping it")
 	flag.StringVar(&cfg.Reuse, "reuse", "", "run on this database kept by an earlier -keep run, as it is (no seeding; -jobs must say what it holds), and keep it")
+	flag.StringVar(&cfg.Plans, "plans", "", "write the search rows' EXPLAIN ANALYZE to this file (docs/search-plans.md) and run no row")
 	flag.StringVar(&env, "env", "", "comma-separated NAME=value added to every service's environment (to try a setting)")
 	flag.Parse()
 	for _, g := range strings.Split(growth, ",") {

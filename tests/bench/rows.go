@@ -245,34 +245,8 @@ func (b *bench) listRows(ctx context.Context, d dataset) ([]row, error) {
 		}
 		a.SQL = append(a.SQL, sts)
 	}
-	// Each search is one paginated query: as the URL carries it, and the
-	// same filter as jobs-seed list-sql takes it.
-	type search struct {
-		id, what string
-		n        int
-		query    string
-		args     []string
-	}
-	term := func(id, what, t string, n int) search {
-		return search{id, what, n, "q=" + url.QueryEscape(t), []string{"-q", t}}
-	}
-	// The same text in the URL and for list-sql, so that both parse the
-	// same float.
-	near := strconv.FormatFloat(d.GeoLat, 'f', -1, 64) + "," + strconv.FormatFloat(d.GeoLon, 'f', -1, 64)
-	radius, salary := strconv.Itoa(geoRadiusKm), strconv.Itoa(salaryMin)
-	searches := []search{
-		term("b1", "common", d.CommonTerm, d.CommonMatches),
-		term("b2", "rare", d.RareTerm, d.RareMatches),
-		term("b3", "typo of "+d.CommonTerm, d.TypoTerm, d.TypoMatches),
-		term("b4", "prefix of "+d.CommonTerm, d.PrefixTerm, d.PrefixMatches),
-		{"b5", "geo: around " + d.GeoCity, d.GeoMatches, "near=" + near + "&radius_km=" + radius, []string{"-near", near, "-radius", radius}},
-		{"b6", "salary", d.SalaryMatches, "salary_min=" + salary + "&currency=" + salaryCurrency,
-			[]string{"-salary-min", salary, "-currency", salaryCurrency}},
-		term("b7", "only in tags", d.TagTerm, d.TagMatches),
-		term("b8", "no title has both", d.PairTerm, d.PairMatches),
-	}
 	rows := []row{a}
-	for _, s := range searches {
+	for _, s := range searchRows(d) {
 		r := row{ID: s.id, Name: fmt.Sprintf("GET /v2/jobs?%s (%s, %d matches), paginated", s.query, s.what, s.n), Backend: "jobs", Direct: true,
 			Load: load{Method: "GET", Headers: b.keyHeaders(), Requests: []request{{Path: "/v2/jobs?" + s.query + "&page=1&per_page=20"}}}}
 		sts, err := b.listStatements(ctx, append(s.args, "-limit", "20")...)
@@ -283,6 +257,37 @@ func (b *bench) listRows(ctx context.Context, d dataset) ([]row, error) {
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// search is one of (b)'s paginated searches: as the URL carries it, and the
+// same filter as jobs-seed list-sql takes it.
+type search struct {
+	id, what string
+	n        int
+	query    string
+	args     []string
+}
+
+// searchRows are (b)'s searches over the data set d.
+func searchRows(d dataset) []search {
+	term := func(id, what, t string, n int) search {
+		return search{id, what, n, "q=" + url.QueryEscape(t), []string{"-q", t}}
+	}
+	// The same text in the URL and for list-sql, so that both parse the
+	// same float.
+	near := strconv.FormatFloat(d.GeoLat, 'f', -1, 64) + "," + strconv.FormatFloat(d.GeoLon, 'f', -1, 64)
+	radius, salary := strconv.Itoa(geoRadiusKm), strconv.Itoa(salaryMin)
+	return []search{
+		term("b1", "common", d.CommonTerm, d.CommonMatches),
+		term("b2", "rare", d.RareTerm, d.RareMatches),
+		term("b3", "typo of "+d.CommonTerm, d.TypoTerm, d.TypoMatches),
+		term("b4", "prefix of "+d.CommonTerm, d.PrefixTerm, d.PrefixMatches),
+		{"b5", "geo: around " + d.GeoCity, d.GeoMatches, "near=" + near + "&radius_km=" + radius, []string{"-near", near, "-radius", radius}},
+		{"b6", "salary", d.SalaryMatches, "salary_min=" + salary + "&currency=" + salaryCurrency,
+			[]string{"-salary-min", salary, "-currency", salaryCurrency}},
+		term("b7", "only in tags", d.TagTerm, d.TagMatches),
+		term("b8", "no title has both", d.PairTerm, d.PairMatches),
+	}
 }
 
 // streamRow is (c): the default, unpaginated list of one city.

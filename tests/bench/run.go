@@ -132,6 +132,9 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	b.rep.data = ds
+	if cfg.Plans != "" {
+		return b.writePlans(ctx, ds, cfg.Plans)
+	}
 	b.rep.pool = b.dbMaxConns()
 	if err := b.runMain(ctx, ds); err != nil {
 		return err
