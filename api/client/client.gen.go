@@ -1878,8 +1878,10 @@ type ListJobsParams struct {
 	Near *string `form:"near,omitempty" json:"near,omitempty"`
 
 	// RadiusKm Needs near.
-	RadiusKm *float32       `form:"radius_km,omitempty" json:"radius_km,omitempty"`
-	Tag      *string        `form:"tag,omitempty" json:"tag,omitempty"`
+	RadiusKm *float32 `form:"radius_km,omitempty" json:"radius_km,omitempty"`
+	Tag      *string  `form:"tag,omitempty" json:"tag,omitempty"`
+
+	// Currency EUR, USD or GBP in any case (`eur` is `EUR`; see CurrencyInput).
 	Currency *CurrencyInput `form:"currency,omitempty" json:"currency,omitempty"`
 
 	// SalaryMin Needs `currency`.
