@@ -245,27 +245,6 @@ func (e JobCurrency) Valid() bool {
 	}
 }
 
-// Defines values for JobCreateRequestCurrency.
-const (
-	JobCreateRequestCurrencyEUR JobCreateRequestCurrency = "EUR"
-	JobCreateRequestCurrencyGBP JobCreateRequestCurrency = "GBP"
-	JobCreateRequestCurrencyUSD JobCreateRequestCurrency = "USD"
-)
-
-// Valid indicates whether the value is a known member of the JobCreateRequestCurrency enum.
-func (e JobCreateRequestCurrency) Valid() bool {
-	switch e {
-	case JobCreateRequestCurrencyEUR:
-		return true
-	case JobCreateRequestCurrencyGBP:
-		return true
-	case JobCreateRequestCurrencyUSD:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for JobCreateRequestIsRemote0.
 const (
 	JobCreateRequestIsRemote0N0 JobCreateRequestIsRemote0 = 0
@@ -794,36 +773,6 @@ func (e ListJobsParamsSort) Valid() bool {
 	}
 }
 
-// Defines values for ListJobsParamsCurrency.
-const (
-	ListJobsParamsCurrencyEUR ListJobsParamsCurrency = "EUR"
-	ListJobsParamsCurrencyEur ListJobsParamsCurrency = "eur"
-	ListJobsParamsCurrencyGBP ListJobsParamsCurrency = "GBP"
-	ListJobsParamsCurrencyGbp ListJobsParamsCurrency = "gbp"
-	ListJobsParamsCurrencyUSD ListJobsParamsCurrency = "USD"
-	ListJobsParamsCurrencyUsd ListJobsParamsCurrency = "usd"
-)
-
-// Valid indicates whether the value is a known member of the ListJobsParamsCurrency enum.
-func (e ListJobsParamsCurrency) Valid() bool {
-	switch e {
-	case ListJobsParamsCurrencyEUR:
-		return true
-	case ListJobsParamsCurrencyEur:
-		return true
-	case ListJobsParamsCurrencyGBP:
-		return true
-	case ListJobsParamsCurrencyGbp:
-		return true
-	case ListJobsParamsCurrencyUSD:
-		return true
-	case ListJobsParamsCurrencyUsd:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for ListJobsParamsRemote.
 const (
 	ListJobsParamsRemoteFalse ListJobsParamsRemote = "false"
@@ -1067,6 +1016,13 @@ type CitySpace struct {
 	Website *string `json:"website"`
 }
 
+// CurrencyInput A currency a request names (the `currency` filter of a list, the `currency` of a job sent):
+// EUR, USD or GBP, in any case — `eur`, `Eur` and `EUR` are the same currency. The server
+// stores it upper case, and every answer carries it upper case (`Job.currency`). Written as a
+// pattern rather than an enum so that validating proxies and generated clients accept the
+// lower- and mixed-case spellings the server accepts.
+type CurrencyInput = string
+
 // DecimalText A decimal number as text (WGS 84 degrees, six decimals).
 //
 // Examples: 52.520008
@@ -1279,9 +1235,11 @@ type Job struct {
 	Company  string `json:"company"`
 
 	// CompanyLogo File name; empty when none.
-	CompanyLogo string      `json:"company_logo"`
-	Currency    JobCurrency `json:"currency"`
-	DateAdded   time.Time   `json:"date_added"`
+	CompanyLogo string `json:"company_logo"`
+
+	// Currency Always upper case (see CurrencyInput).
+	Currency  JobCurrency `json:"currency"`
+	DateAdded time.Time   `json:"date_added"`
 
 	// DistanceKm Only with near=: the great-circle distance to the job's city, km, rounded to 10 m.
 	DistanceKm     *float32  `json:"distance_km,omitempty"`
@@ -1311,7 +1269,7 @@ type Job struct {
 	Url string `json:"url"`
 }
 
-// JobCurrency defines model for Job.Currency.
+// JobCurrency Always upper case (see CurrencyInput).
 type JobCurrency string
 
 // JobCreateRequest Unknown fields (including `status`) are ignored. Integer fields take JSON integers only:
@@ -1329,8 +1287,8 @@ type JobCreateRequest struct {
 	CityName *string `json:"city_name,omitempty"`
 	Company  string  `json:"company"`
 
-	// Currency Case-insensitive; EUR when absent.
-	Currency *JobCreateRequestCurrency `json:"currency,omitempty"`
+	// Currency EUR when absent; stored upper case.
+	Currency *CurrencyInput `json:"currency,omitempty"`
 
 	// Description Plain text or basic HTML. Sanitised: only p, br, ul, ol, li, h2, h3, strong, em and a
 	// (href with http, https or mailto; rel="nofollow" added) survive; script and style are
@@ -1366,9 +1324,6 @@ type JobCreateRequest struct {
 	Title string `json:"title"`
 	union json.RawMessage
 }
-
-// JobCreateRequestCurrency Case-insensitive; EUR when absent.
-type JobCreateRequestCurrency string
 
 // JobCreateRequestIsRemote0 defines model for JobCreateRequest.IsRemote.0.
 type JobCreateRequestIsRemote0 int
@@ -1441,9 +1396,11 @@ type JobDetail struct {
 	Company  string `json:"company"`
 
 	// CompanyLogo File name; empty when none.
-	CompanyLogo string            `json:"company_logo"`
-	Currency    JobDetailCurrency `json:"currency"`
-	DateAdded   time.Time         `json:"date_added"`
+	CompanyLogo string `json:"company_logo"`
+
+	// Currency Always upper case (see CurrencyInput).
+	Currency  JobDetailCurrency `json:"currency"`
+	DateAdded time.Time         `json:"date_added"`
 
 	// Description The sanitised HTML as stored.
 	Description string `json:"description"`
@@ -1502,7 +1459,7 @@ type JobDetail struct {
 	ViewUrl *string `json:"view_url"`
 }
 
-// JobDetailCurrency defines model for JobDetail.Currency.
+// JobDetailCurrency Always upper case (see CurrencyInput).
 type JobDetailCurrency string
 
 // JobFeed defines model for JobFeed.
@@ -1924,8 +1881,8 @@ type ListJobsParams struct {
 	RadiusKm *float32 `form:"radius_km,omitempty" json:"radius_km,omitempty"`
 	Tag      *string  `form:"tag,omitempty" json:"tag,omitempty"`
 
-	// Currency Case-insensitive.
-	Currency *ListJobsParamsCurrency `form:"currency,omitempty" json:"currency,omitempty"`
+	// Currency EUR, USD or GBP in any case (`eur` is `EUR`; see CurrencyInput).
+	Currency *CurrencyInput `form:"currency,omitempty" json:"currency,omitempty"`
 
 	// SalaryMin Needs `currency`.
 	SalaryMin   *int       `form:"salary_min,omitempty" json:"salary_min,omitempty"`
@@ -1950,9 +1907,6 @@ type ListJobsParams struct {
 
 // ListJobsParamsSort defines parameters for ListJobs.
 type ListJobsParamsSort string
-
-// ListJobsParamsCurrency defines parameters for ListJobs.
-type ListJobsParamsCurrency string
 
 // ListJobsParamsRemote defines parameters for ListJobs.
 type ListJobsParamsRemote string

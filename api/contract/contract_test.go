@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -210,5 +211,88 @@ func TestCreateJobBodySchema(t *testing.T) {
 			}
 			t.Errorf("%s: valid %v, want %v %v", body, ok, want, msgs)
 		}
+	}
+}
+
+// currency is one rule in the document (components/schemas/CurrencyInput): a
+// request may name EUR, USD or GBP in any case, as the jobs service accepts it
+// (it upper-cases), and every answer carries it upper case. A validating proxy
+// decides with these schemas, so "eur" must pass where a request sends it and
+// fail where an answer carries it.
+func TestCurrencyIsCaseInsensitiveInRequestsUpperCaseInAnswers(t *testing.T) {
+	doc, err := libopenapi.NewDocument(api.OpenAPIYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	valid := func(req *http.Request) (bool, []string) {
+		req.Header.Set("X-API-Key", "svc_live_x")
+		ok, errs := v.ValidateHttpRequest(req)
+		msgs := []string{}
+		for _, e := range errs {
+			msgs = append(msgs, e.Message+": "+e.Reason)
+		}
+		return ok, msgs
+	}
+	base := `{"title":"Host","company":"Acme","description":"Run it","job_type":"fulltime","tags":"a","id_city":1`
+	for cur, want := range map[string]bool{
+		"EUR": true, "eur": true, "Eur": true, "eUr": true, "USD": true, "usd": true, "GBP": true, "gBp": true,
+		"BTC": false, "EURO": false, "EU": false, "": false, " EUR": false,
+	} {
+		q := httptest.NewRequest(http.MethodGet, "/v2/jobs?currency="+url.QueryEscape(cur), nil)
+		if ok, msgs := valid(q); ok != want {
+			t.Errorf("GET /v2/jobs?currency=%q: valid %v, want %v %v", cur, ok, want, msgs)
+		}
+		b := httptest.NewRequest(http.MethodPost, "/v2/jobs", strings.NewReader(base+`,"currency":"`+cur+`"}`))
+		b.Header.Set("Content-Type", "application/json")
+		if ok, msgs := valid(b); ok != want {
+			t.Errorf("POST /v2/jobs currency %q: valid %v, want %v %v", cur, ok, want, msgs)
+		}
+	}
+
+	c := checker(t)
+	header := http.Header{"Content-Type": []string{"application/json"}}
+	list := httptest.NewRequest(http.MethodGet, "/v2/jobs", nil)
+	job := `{"id_job":1,"title":"Host","company":"Acme","job_type":"fulltime","tags":"a","is_remote":false,` +
+		`"page_url":"host-1","external_url":"","apply_url":"","company_logo":"","date_added":"2026-11-01T00:00:00Z",` +
+		`"expiration_date":"2026-12-01T00:00:00Z","city_name":"Berlin","city_slug":"berlin","space_name":null,` +
+		`"sal_min":"0","sal_max":"0","currency":"EUR","url":"https://coworkjobs.example/jobs/host-1"}`
+	answer := `{"success":true,"status":200,"data":{"jobs":[` + job + `],"total":1}}`
+	if err := c.Check(list, 200, header, []byte(answer)); err != nil {
+		t.Fatalf("an upper-case currency in an answer fails: %v", err)
+	}
+	if err := c.Check(list, 200, header, []byte(strings.Replace(answer, `"EUR"`, `"eur"`, 1))); err == nil {
+		t.Fatal("a lower-case currency in an answer passes")
+	}
+}
+
+// GET /v2/openapi.yaml answers YAML text: the document declares a string, so a
+// proxy that validates the answer (Prism) takes the served bytes.
+func TestOpenAPIYAMLAnswerIsText(t *testing.T) {
+	doc, err := libopenapi.NewDocument(api.OpenAPIYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := model.Model.Paths.PathItems.GetOrZero("/v2/openapi.yaml").Get
+	resp := op.Responses.Codes.GetOrZero("200")
+	mt, ok := resp.Content.Get("application/yaml")
+	if !ok {
+		t.Fatal("GET /v2/openapi.yaml 200 has no application/yaml content")
+	}
+	if s := mt.Schema.Schema(); !slices.Equal(s.Type, []string{"string"}) {
+		t.Fatalf("GET /v2/openapi.yaml 200 schema type %v, want [string]", s.Type)
+	}
+	c := checker(t)
+	header := http.Header{"Content-Type": []string{"application/yaml; charset=utf-8"}}
+	req := httptest.NewRequest(http.MethodGet, "/v2/openapi.yaml", nil)
+	if err := c.Check(req, 200, header, api.OpenAPIYAML); err != nil {
+		t.Fatalf("the served document fails its own schema: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -178,13 +177,6 @@ func TestChartPodExtras(t *testing.T) {
 		}
 		if n != 1 || !hasVolume(spec, "extra-ca") {
 			t.Errorf("migrations Job volumes %v", spec.Volumes)
-		}
-	})
-
-	t.Run("aGlobalDigestIsRefused", func(t *testing.T) {
-		_, err := renderChart(t, map[string]any{"image": map[string]any{"digest": gatewayDigest}}, nil)
-		if err == nil || !strings.Contains(err.Error(), "apis.<name>.image.digest") {
-			t.Errorf("image.digest: %v, want a render error that says what to set", err)
 		}
 	})
 }
