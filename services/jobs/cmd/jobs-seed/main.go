@@ -265,8 +265,7 @@ func synthetic(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, cat di
 		// Written in the order a board receives them, oldest first, over
 		// the last 60 days: the table's pages follow date_added as a real
 		// board's do. Random dates in random order put every job of a
-		// newest-first walk on a page of its own (docs/benchmarks.md,
-		// 2026-11-27 (3): PostgreSQL 434 -> 349 us per typo search at 100 k).
+		// newest-first walk on a page of its own (make bench row b3).
 		added := now.Add(-time.Duration(int64(n-i)*int64(seedSpan)/int64(n)) - time.Duration(r.IntN(60))*time.Second)
 		expires := now.Add(time.Duration(1+r.IntN(60*24*60)) * time.Minute)
 		status := jobbus.StatusActive
