@@ -19,7 +19,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/web"
-	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/responsecache"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
 
@@ -76,7 +76,7 @@ func countingBackend(t *testing.T, served, data *atomic.Int64) string {
 // entries after the answers (written waits for them where a test needs a
 // hit next).
 func TestResponseCache(t *testing.T) {
-	for _, store := range []string{gatewayapp.StoreMemory, gatewayapp.StoreRedis} {
+	for _, store := range []string{responsecache.StoreMemory, responsecache.StoreRedis} {
 		t.Run(store, func(t *testing.T) { testResponseCache(t, store) })
 	}
 }
@@ -98,7 +98,7 @@ func testResponseCache(t *testing.T, store string) {
 	// (the memory store keeps each one before the answer is sent).
 	written := func(n float64) {
 		t.Helper()
-		if store != gatewayapp.StoreRedis {
+		if store != responsecache.StoreRedis {
 			return
 		}
 		deadline := time.Now().Add(5 * time.Second)
@@ -149,7 +149,7 @@ func testResponseCache(t *testing.T, store string) {
 	repeats := int64(0)
 	forwardAgain := func(path string, hdr map[string]string, r response) response {
 		t.Helper()
-		if store != gatewayapp.StoreRedis {
+		if store != responsecache.StoreRedis {
 			return r
 		}
 		repeats++
@@ -173,7 +173,7 @@ func testResponseCache(t *testing.T, store string) {
 	if again.status != 200 || again.header.Get("ETag") != etag || served.Load() != kept {
 		t.Fatalf("repeat: %d ETag %q served %d\n%s\n%s", again.status, again.header.Get("ETag"), served.Load(), again.raw, first.raw)
 	}
-	if store == gatewayapp.StoreMemory && string(again.raw) != string(first.raw) {
+	if store == responsecache.StoreMemory && string(again.raw) != string(first.raw) {
 		t.Fatalf("repeat: another body\n%s\n%s", again.raw, first.raw)
 	}
 	remaining--
@@ -234,7 +234,7 @@ func testResponseCache(t *testing.T, store string) {
 			t.Fatalf("after the new answer was kept: %d ETag %q data %d served %d", r.status, r.header.Get("ETag"), b.Data, served.Load()-mark)
 		}
 	}
-	if store == gatewayapp.StoreRedis {
+	if store == responsecache.StoreRedis {
 		// A request asked for once is not kept in Redis at all; once its
 		// request has been forwarded, a new version's answer is kept at once.
 		firsts := func() float64 {

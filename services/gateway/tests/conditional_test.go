@@ -15,7 +15,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/web"
-	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/responsecache"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
 
@@ -55,7 +55,7 @@ func jobsBackend(t *testing.T, served *atomic.Int64) string {
 // forwarded, authorised and counted like one without a validator, and only
 // its 200 (or a kept one, given to this key at these versions) becomes a 304.
 func TestIfNoneMatchAnyIsAuthorised(t *testing.T) {
-	for _, store := range []string{gatewayapp.StoreMemory, gatewayapp.StoreRedis} {
+	for _, store := range []string{responsecache.StoreMemory, responsecache.StoreRedis} {
 		t.Run(store, func(t *testing.T) { testIfNoneMatchAny(t, store) })
 	}
 }

@@ -34,6 +34,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/proxy"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/responsecache"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/routes"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus/stores/keydb"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/ratelimit"
@@ -224,9 +227,9 @@ func startGateway(t testing.TB, o gatewayOpts) *gateway {
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
 	codec, _ := identity.NewCodec(secret)
-	backends := map[string]*gatewayapp.Backend{}
-	for _, name := range []string{gatewayapp.BackendJobs, gatewayapp.BackendDirectory, gatewayapp.BackendContent, gatewayapp.BackendCommunity} {
-		b, err := gatewayapp.NewBackend(name, o.backendURL, gatewayapp.BackendOptions{Timeout: o.timeout, MaxConns: 64})
+	backends := map[string]*proxy.Backend{}
+	for _, name := range []string{routes.BackendJobs, routes.BackendDirectory, routes.BackendContent, routes.BackendCommunity} {
+		b, err := proxy.NewBackend(name, o.backendURL, proxy.BackendOptions{Timeout: o.timeout, MaxConns: 64})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +250,7 @@ func startGateway(t testing.TB, o gatewayOpts) *gateway {
 		ReadLimitPerMinute: o.readLimit, PublicReadLimitPerMinute: o.publicRead,
 		PublicBaseURL: "http://gateway.test", Version: "test", OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
 		AccessLog: !o.noAccessLog, CORSAllowOrigins: "*",
-		Changes: changes.New(rdb, prefix), Cache: gatewayapp.CacheConfig{Store: o.cacheStore, MaxBytes: o.cacheBytes, TTL: time.Minute},
+		Changes: changes.New(rdb, prefix), Cache: responsecache.Config{Store: o.cacheStore, MaxBytes: o.cacheBytes, TTL: time.Minute},
 	})
 	if err != nil {
 		t.Fatal(err)
