@@ -48,7 +48,8 @@ func countingBackend(t *testing.T, served, data *atomic.Int64) string {
 			return web.NotFound("nothing here")
 		}
 		if big := c.Query("big"); big != "" {
-			// A streamed answer of ~200 KB, as an unpaginated list is sent;
+			// A streamed answer larger than the proxy reads whole, as an
+			// unpaginated list is sent;
 			// "broken" stops in the middle, as a stream whose query failed.
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 			c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
@@ -92,7 +93,7 @@ func testResponseCache(t *testing.T, store string) {
 		t.Fatal(err)
 	}
 	var served, data atomic.Int64
-	g := startGateway(t, gatewayOpts{redisURL: cacheRedis, readLimit: 1000, publicRead: 1000, cacheBytes: 4 << 20, // keeps answers up to 512 KiB
+	g := startGateway(t, gatewayOpts{redisURL: cacheRedis, readLimit: 1000, publicRead: 1000, cacheBytes: 4 << 20, // keeps answers up to an eighth of it
 		cacheStore: store, backendURL: countingBackend(t, &served, &data)})
 	// written waits until the shared store has written n entries in all
 	// (the memory store keeps each one before the answer is sent).

@@ -179,7 +179,7 @@ type gatewayOpts struct {
 	cacheTTL    time.Duration
 	prefix      string // Redis key prefix; "" gives the instance its own budget space
 	noAccessLog bool   // as make bench runs it (ACCESS_LOG=false)
-	cacheBytes  uint64 // RESPONSE_CACHE_MB in bytes; 0: off
+	cacheBytes  uint64 // the response cache's MaxBytes; 0: off
 	cacheStore  string // RESPONSE_CACHE_STORE; "": memory
 }
 

@@ -19,8 +19,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
 
-// bigEnvelope is a success envelope of about kb KiB whose content depends on
-// every position, so that a lost, repeated or reordered piece shows.
+// bigEnvelope is a success envelope of about kb<<10 bytes whose content
+// depends on every position, so that a lost, repeated or reordered piece
+// shows.
 func bigEnvelope(kb int) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"success":true,"status":200,"data":{"lines":[`)
@@ -35,8 +36,9 @@ func bigEnvelope(kb int) []byte {
 }
 
 // startBigBackend answers GET /v2/... with bigEnvelope(?kb=), sized, or
-// chunked in 8 KiB pieces with ?chunked=1 (as the jobs list streams). Each
-// finished chunked answer reports whether the whole body was written.
+// chunked in pieces of 8<<10 bytes with ?chunked=1 (as the jobs list is
+// sent). Each finished chunked answer reports whether the whole body was
+// written.
 func startBigBackend(t *testing.T) (string, chan bool) {
 	t.Helper()
 	codec, err := identity.NewCodec(secret)
@@ -108,7 +110,7 @@ func TestAnswersOfEverySizeArriveWhole(t *testing.T) {
 		check("kb="+strconv.Itoa(kb), kb)
 		check("chunked=1&kb="+strconv.Itoa(kb), kb)
 		if !<-finished {
-			t.Fatalf("the backend could not finish a chunked answer of %d KiB", kb)
+			t.Fatalf("the backend could not finish a chunked answer of kb=%d", kb)
 		}
 	}
 

@@ -118,10 +118,8 @@ func (c appConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// gatewayConcurrency is the gateway's HTTP_CONCURRENCY when none is set,
-// under the backends': each connection served holds its buffers, and this
-// keeps the gateway's memory target while still outpacing the backends
-// behind it (make bench overload rows, the gateway RssAnon target).
+// gatewayConcurrency is the gateway's HTTP_CONCURRENCY default, below the backends':
+// each connection served holds memory (make bench overload rows, gateway RssAnon target).
 const gatewayConcurrency = 96
 
 // spec is the gateway's start-up: its own HTTP_CONCURRENCY default (an
@@ -145,11 +143,8 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 	if err := telemetry.InstrumentRedis(rdb); err != nil {
 		return fmt.Errorf("redis tracing: %w", err)
 	}
-	// The change versions and the shared cache's entries get a client of
-	// their own, not traced: their MGETs and writes are batched across many
-	// requests (libs/changes.Coalesced), so no request's span is their
-	// parent, and each batch would be a root trace of one span that costs the
-	// cache's paths CPU (make bench row a$).
+	// The change versions and the shared cache's entries get an untraced client:
+	// their batches (libs/changes.Coalesced) have no request span (make bench row a$).
 	crdb, err := redisx.Open(cfg.RedisURL)
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func TestAbandonedStreamClosesItsBackendConnection(t *testing.T) {
 	chunk := []byte(strings.Repeat("x", 8<<10))
 	backend.Get("/v2/jobs", func(c *fiber.Ctx) error {
 		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-			for range 4096 { // 32 MiB, chunked
+			for range 4096 { // chunked, far more than the sockets' buffers hold
 				if _, err := w.Write(chunk); err != nil {
 					ended <- err
 					return
@@ -93,7 +93,7 @@ func TestAbandonedStreamClosesItsBackendConnection(t *testing.T) {
 	select {
 	case err := <-ended:
 		if err == nil {
-			t.Fatal("the backend wrote all 32 MiB to a client that hung up after 1 KiB")
+			t.Fatal("the backend wrote the whole answer to a client that hung up after its first kibibyte")
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the backend is still blocked writing the abandoned answer: its connection went back to the pool")

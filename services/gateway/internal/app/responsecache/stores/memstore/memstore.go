@@ -1,9 +1,8 @@
 // Package memstore keeps the response cache's answers in the gateway
-// replica's own memory: a hit costs no round trip and no copy of the body,
-// bounded in bytes (otter's weighted S3-FIFO). The price is one miss per
+// replica's own memory, bounded in bytes (otter's weighted S3-FIFO): a hit
+// costs no round trip and no copy of the body. The price is one miss per
 // replica per version, and the answers in the gateway's heap, doubled by the
-// GC's headroom (make bench -rows cache -cache-store memory, the gateway's
-// RssAnon).
+// GC's headroom (make bench -rows cache -cache-store memory).
 package memstore
 
 import (
