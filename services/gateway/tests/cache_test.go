@@ -16,7 +16,6 @@ import (
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/responsecache"
@@ -33,12 +32,7 @@ const cacheRedis = "redis://127.0.0.1:6379/11"
 // ?missing=1 answers 404.
 func countingBackend(t *testing.T, served, data *atomic.Int64) string {
 	t.Helper()
-	codec, err := identity.NewCodec(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := web.New(webConfig(), logx.NewTo(nil, "counting", "error"), "counting")
-	srv.App.Use("/v2", codec.Middleware(), func(c *fiber.Ctx) error {
+	return signedBackend(t, "counting", func(c *fiber.Ctx) error {
 		c.Set(echoHeader, "counting") // not the API's answers: not contract-checked
 		n := served.Add(1)
 		if c.Query("replica") == "1" {
@@ -70,7 +64,6 @@ func countingBackend(t *testing.T, served, data *atomic.Int64) string {
 		}
 		return web.OK(c, http.StatusOK, fiber.Map{"served": n, "data": data.Load(), "space": identity.From(c).SpaceID})
 	})
-	return listen(t, srv)
 }
 
 // TestResponseCache runs with each store; the shared one writes its

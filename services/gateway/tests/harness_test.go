@@ -139,12 +139,7 @@ type seen struct {
 // service and echoes what it received. POST bodies are decoded strictly.
 func startBackend(t testing.TB, name string) string {
 	t.Helper()
-	codec, err := identity.NewCodec(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := web.New(webConfig(), logx.NewTo(io.Discard, name, "error"), name)
-	srv.App.Use("/v2", codec.Middleware(), func(c *fiber.Ctx) error {
+	return signedBackend(t, name, func(c *fiber.Ctx) error {
 		c.Set(echoHeader, name) // its answers are not the API's: do does not contract-check them
 		if d := c.Query("sleep_ms"); d != "" {
 			ms, _ := strconv.Atoi(d)
@@ -164,6 +159,18 @@ func startBackend(t testing.TB, name string) string {
 		}
 		return web.OK(c, status, seen{Identity: *identity.From(c), Path: c.Path(), Query: string(c.Request().URI().QueryString()), Headers: hdr})
 	})
+}
+
+// signedBackend runs a test backend that verifies the identity as every real
+// service does and answers /v2/... with h.
+func signedBackend(t testing.TB, name string, h fiber.Handler) string {
+	t.Helper()
+	codec, err := identity.NewCodec(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := web.New(webConfig(), logx.NewTo(io.Discard, name, "error"), name)
+	srv.App.Use("/v2", codec.Middleware(), h)
 	return listen(t, srv)
 }
 

@@ -13,9 +13,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
-	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
 
@@ -41,13 +38,8 @@ func bigEnvelope(kb int) []byte {
 // written.
 func startBigBackend(t *testing.T) (string, chan bool) {
 	t.Helper()
-	codec, err := identity.NewCodec(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
 	finished := make(chan bool, 16)
-	srv := web.New(webConfig(), logx.NewTo(io.Discard, "big", "error"), "big")
-	srv.App.Use("/v2", codec.Middleware(), func(c *fiber.Ctx) error {
+	return signedBackend(t, "big", func(c *fiber.Ctx) error {
 		kb, _ := strconv.Atoi(c.Query("kb"))
 		body := bigEnvelope(kb)
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
@@ -68,8 +60,7 @@ func startBigBackend(t *testing.T) (string, chan bool) {
 			finished <- true
 		})
 		return nil
-	})
-	return listen(t, srv), finished
+	}), finished
 }
 
 // Answers of every size arrive whole and unchanged, sized or chunked, small
