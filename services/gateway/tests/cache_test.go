@@ -16,10 +16,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/web"
-	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/responsecache"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
 
@@ -33,12 +32,7 @@ const cacheRedis = "redis://127.0.0.1:6379/11"
 // ?missing=1 answers 404.
 func countingBackend(t *testing.T, served, data *atomic.Int64) string {
 	t.Helper()
-	codec, err := identity.NewCodec(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := web.New(webConfig(), logx.NewTo(nil, "counting", "error"), "counting")
-	srv.App.Use("/v2", codec.Middleware(), func(c *fiber.Ctx) error {
+	return signedBackend(t, "counting", func(c *fiber.Ctx) error {
 		c.Set(echoHeader, "counting") // not the API's answers: not contract-checked
 		n := served.Add(1)
 		if c.Query("replica") == "1" {
@@ -48,7 +42,8 @@ func countingBackend(t *testing.T, served, data *atomic.Int64) string {
 			return web.NotFound("nothing here")
 		}
 		if big := c.Query("big"); big != "" {
-			// A streamed answer of ~200 KB, as an unpaginated list is sent;
+			// A streamed answer larger than the proxy reads whole, as an
+			// unpaginated list is sent;
 			// "broken" stops in the middle, as a stream whose query failed.
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 			c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
@@ -69,14 +64,13 @@ func countingBackend(t *testing.T, served, data *atomic.Int64) string {
 		}
 		return web.OK(c, http.StatusOK, fiber.Map{"served": n, "data": data.Load(), "space": identity.From(c).SpaceID})
 	})
-	return listen(t, srv)
 }
 
 // TestResponseCache runs with each store; the shared one writes its
 // entries after the answers (written waits for them where a test needs a
 // hit next).
 func TestResponseCache(t *testing.T) {
-	for _, store := range []string{gatewayapp.StoreMemory, gatewayapp.StoreRedis} {
+	for _, store := range []string{responsecache.StoreMemory, responsecache.StoreRedis} {
 		t.Run(store, func(t *testing.T) { testResponseCache(t, store) })
 	}
 }
@@ -92,13 +86,13 @@ func testResponseCache(t *testing.T, store string) {
 		t.Fatal(err)
 	}
 	var served, data atomic.Int64
-	g := startGateway(t, gatewayOpts{redisURL: cacheRedis, readLimit: 1000, publicRead: 1000, cacheBytes: 4 << 20, // keeps answers up to 512 KiB
+	g := startGateway(t, gatewayOpts{redisURL: cacheRedis, readLimit: 1000, publicRead: 1000, cacheBytes: 4 << 20, // keeps answers up to an eighth of it
 		cacheStore: store, backendURL: countingBackend(t, &served, &data)})
 	// written waits until the shared store has written n entries in all
 	// (the memory store keeps each one before the answer is sent).
 	written := func(n float64) {
 		t.Helper()
-		if store != gatewayapp.StoreRedis {
+		if store != responsecache.StoreRedis {
 			return
 		}
 		deadline := time.Now().Add(5 * time.Second)
@@ -149,7 +143,7 @@ func testResponseCache(t *testing.T, store string) {
 	repeats := int64(0)
 	forwardAgain := func(path string, hdr map[string]string, r response) response {
 		t.Helper()
-		if store != gatewayapp.StoreRedis {
+		if store != responsecache.StoreRedis {
 			return r
 		}
 		repeats++
@@ -173,7 +167,7 @@ func testResponseCache(t *testing.T, store string) {
 	if again.status != 200 || again.header.Get("ETag") != etag || served.Load() != kept {
 		t.Fatalf("repeat: %d ETag %q served %d\n%s\n%s", again.status, again.header.Get("ETag"), served.Load(), again.raw, first.raw)
 	}
-	if store == gatewayapp.StoreMemory && string(again.raw) != string(first.raw) {
+	if store == responsecache.StoreMemory && string(again.raw) != string(first.raw) {
 		t.Fatalf("repeat: another body\n%s\n%s", again.raw, first.raw)
 	}
 	remaining--
@@ -234,7 +228,7 @@ func testResponseCache(t *testing.T, store string) {
 			t.Fatalf("after the new answer was kept: %d ETag %q data %d served %d", r.status, r.header.Get("ETag"), b.Data, served.Load()-mark)
 		}
 	}
-	if store == gatewayapp.StoreRedis {
+	if store == responsecache.StoreRedis {
 		// A request asked for once is not kept in Redis at all; once its
 		// request has been forwarded, a new version's answer is kept at once.
 		firsts := func() float64 {

@@ -12,10 +12,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/web"
-	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/responsecache"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
 
@@ -25,12 +24,7 @@ import (
 // backends do, with their own ETag (web.SendCacheable).
 func jobsBackend(t *testing.T, served *atomic.Int64) string {
 	t.Helper()
-	codec, err := identity.NewCodec(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := web.New(webConfig(), logx.NewTo(nil, "jobs", "error"), "jobs")
-	srv.App.Use("/v2", codec.Middleware(), func(c *fiber.Ctx) error {
+	return signedBackend(t, "jobs", func(c *fiber.Ctx) error {
 		c.Set(echoHeader, "jobs") // not the API's answers: not contract-checked
 		served.Add(1)
 		if strings.HasPrefix(c.Path(), "/v2/vine/") {
@@ -47,7 +41,6 @@ func jobsBackend(t *testing.T, served *atomic.Int64) string {
 		}
 		return web.NotFound("Job not found")
 	})
-	return listen(t, srv)
 }
 
 // If-None-Match: * matches only an answer that exists and that the key may
@@ -55,7 +48,7 @@ func jobsBackend(t *testing.T, served *atomic.Int64) string {
 // forwarded, authorised and counted like one without a validator, and only
 // its 200 (or a kept one, given to this key at these versions) becomes a 304.
 func TestIfNoneMatchAnyIsAuthorised(t *testing.T) {
-	for _, store := range []string{gatewayapp.StoreMemory, gatewayapp.StoreRedis} {
+	for _, store := range []string{responsecache.StoreMemory, responsecache.StoreRedis} {
 		t.Run(store, func(t *testing.T) { testIfNoneMatchAny(t, store) })
 	}
 }

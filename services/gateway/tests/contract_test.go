@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/routes"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
 
@@ -17,12 +17,12 @@ func TestRouteTableIsTheDocument(t *testing.T) {
 	documented := map[string]bool{}
 	for _, op := range checker.Operations() {
 		documented[op.Method+" "+op.Path] = true
-		i := slices.IndexFunc(gatewayapp.Table, func(r gatewayapp.Route) bool { return r.Method == op.Method && gatewayapp.DocPath(r.Path) == op.Path })
+		i := slices.IndexFunc(routes.Table, func(r routes.Route) bool { return r.Method == op.Method && routes.DocPath(r.Path) == op.Path })
 		if i < 0 {
 			t.Errorf("%s %s (%s) is documented but not routed", op.Method, op.Path, op.ID)
 			continue
 		}
-		r := gatewayapp.Table[i]
+		r := routes.Table[i]
 		if r.Public() != op.Public {
 			t.Errorf("%s %s: routed public=%v, documented public=%v", op.Method, op.Path, r.Public(), op.Public)
 		}
@@ -38,7 +38,7 @@ func TestRouteTableIsTheDocument(t *testing.T) {
 		if r.Public() && has("401") {
 			t.Errorf("%s %s is public but documents 401", op.Method, op.Path)
 		}
-		if limited := r.Limit != gatewayapp.LimitNone; limited != has("429") {
+		if limited := r.Limit != routes.LimitNone; limited != has("429") {
 			t.Errorf("%s %s: rate limited %v, 429 documented %v", op.Method, op.Path, limited, has("429"))
 		}
 		if r.Backend != "" && (!has("503") || !has("504")) {
@@ -48,8 +48,8 @@ func TestRouteTableIsTheDocument(t *testing.T) {
 			t.Errorf("%s %s takes a body but does not document 413 and 415", op.Method, op.Path)
 		}
 	}
-	for _, r := range gatewayapp.Table {
-		if !documented[r.Method+" "+gatewayapp.DocPath(r.Path)] {
+	for _, r := range routes.Table {
+		if !documented[r.Method+" "+routes.DocPath(r.Path)] {
 			t.Errorf("%s %s is routed but not documented", r.Method, r.Path)
 		}
 	}

@@ -36,9 +36,9 @@ func BenchmarkForwardReadBareHop(b *testing.B) {
 	benchGET(b, serveFiber(b, app), "")
 }
 
-// constBackend answers every request with the same 8 KiB JSON body (the size
-// of a page of 20 jobs), without reading the identity, so both benchmarks pay
-// the same backend.
+// constBackend answers every request with the same JSON body, about the size
+// of a page of jobs, without reading the identity, so both benchmarks pay the
+// same backend.
 func constBackend(b *testing.B) string {
 	body := []byte(`{"success":true,"status":200,"data":[` + strings.Repeat(`{"title":"Community host","company":"Bench Coworking","city":"berlin","tags":["community","events"],"description":"<p>Welcome members, run events and keep the desk.</p><ul><li>Community</li></ul>"},`, 40) + `{}]}`)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})

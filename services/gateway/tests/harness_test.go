@@ -34,6 +34,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/proxy"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/responsecache"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/routes"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus/stores/keydb"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/ratelimit"
@@ -136,12 +139,7 @@ type seen struct {
 // service and echoes what it received. POST bodies are decoded strictly.
 func startBackend(t testing.TB, name string) string {
 	t.Helper()
-	codec, err := identity.NewCodec(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := web.New(webConfig(), logx.NewTo(io.Discard, name, "error"), name)
-	srv.App.Use("/v2", codec.Middleware(), func(c *fiber.Ctx) error {
+	return signedBackend(t, name, func(c *fiber.Ctx) error {
 		c.Set(echoHeader, name) // its answers are not the API's: do does not contract-check them
 		if d := c.Query("sleep_ms"); d != "" {
 			ms, _ := strconv.Atoi(d)
@@ -161,6 +159,18 @@ func startBackend(t testing.TB, name string) string {
 		}
 		return web.OK(c, status, seen{Identity: *identity.From(c), Path: c.Path(), Query: string(c.Request().URI().QueryString()), Headers: hdr})
 	})
+}
+
+// signedBackend runs a test backend that verifies the identity as every real
+// service does and answers /v2/... with h.
+func signedBackend(t testing.TB, name string, h fiber.Handler) string {
+	t.Helper()
+	codec, err := identity.NewCodec(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := web.New(webConfig(), logx.NewTo(io.Discard, name, "error"), name)
+	srv.App.Use("/v2", codec.Middleware(), h)
 	return listen(t, srv)
 }
 
@@ -176,7 +186,7 @@ type gatewayOpts struct {
 	cacheTTL    time.Duration
 	prefix      string // Redis key prefix; "" gives the instance its own budget space
 	noAccessLog bool   // as make bench runs it (ACCESS_LOG=false)
-	cacheBytes  uint64 // RESPONSE_CACHE_MB in bytes; 0: off
+	cacheBytes  uint64 // the response cache's MaxBytes; 0: off
 	cacheStore  string // RESPONSE_CACHE_STORE; "": memory
 }
 
@@ -224,9 +234,9 @@ func startGateway(t testing.TB, o gatewayOpts) *gateway {
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
 	codec, _ := identity.NewCodec(secret)
-	backends := map[string]*gatewayapp.Backend{}
-	for _, name := range []string{gatewayapp.BackendJobs, gatewayapp.BackendDirectory, gatewayapp.BackendContent, gatewayapp.BackendCommunity} {
-		b, err := gatewayapp.NewBackend(name, o.backendURL, gatewayapp.BackendOptions{Timeout: o.timeout, MaxConns: 64})
+	backends := map[string]*proxy.Backend{}
+	for _, name := range []string{routes.BackendJobs, routes.BackendDirectory, routes.BackendContent, routes.BackendCommunity} {
+		b, err := proxy.NewBackend(name, o.backendURL, proxy.BackendOptions{Timeout: o.timeout, MaxConns: 64})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +257,7 @@ func startGateway(t testing.TB, o gatewayOpts) *gateway {
 		ReadLimitPerMinute: o.readLimit, PublicReadLimitPerMinute: o.publicRead,
 		PublicBaseURL: "http://gateway.test", Version: "test", OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
 		AccessLog: !o.noAccessLog, CORSAllowOrigins: "*",
-		Changes: changes.New(rdb, prefix), Cache: gatewayapp.CacheConfig{Store: o.cacheStore, MaxBytes: o.cacheBytes, TTL: time.Minute},
+		Changes: changes.New(rdb, prefix), Cache: responsecache.Config{Store: o.cacheStore, MaxBytes: o.cacheBytes, TTL: time.Minute},
 	})
 	if err != nil {
 		t.Fatal(err)

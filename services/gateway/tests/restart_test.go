@@ -14,8 +14,8 @@ import (
 // A backend restarted behind the gateway (a rolling deploy) leaves the
 // gateway's pooled connections to the old process dead. The next requests
 // are answered by the new process, not with 503: the first failure drops every
-// idle connection and the retry dials. (With 20 dead connections pooled, the
-// first request tried five of them and gave up.)
+// idle connection and the retry dials. (With dead connections pooled, the
+// first request tried five of them, fasthttp's attempts, and gave up.)
 func TestBackendRestartIsInvisibleToClients(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

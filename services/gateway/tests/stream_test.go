@@ -13,14 +13,12 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
-	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
 
-// bigEnvelope is a success envelope of about kb KiB whose content depends on
-// every position, so that a lost, repeated or reordered piece shows.
+// bigEnvelope is a success envelope of about kb<<10 bytes whose content
+// depends on every position, so that a lost, repeated or reordered piece
+// shows.
 func bigEnvelope(kb int) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"success":true,"status":200,"data":{"lines":[`)
@@ -35,17 +33,13 @@ func bigEnvelope(kb int) []byte {
 }
 
 // startBigBackend answers GET /v2/... with bigEnvelope(?kb=), sized, or
-// chunked in 8 KiB pieces with ?chunked=1 (as the jobs list streams). Each
-// finished chunked answer reports whether the whole body was written.
+// chunked in pieces of 8<<10 bytes with ?chunked=1 (as the jobs list is
+// sent). Each finished chunked answer reports whether the whole body was
+// written.
 func startBigBackend(t *testing.T) (string, chan bool) {
 	t.Helper()
-	codec, err := identity.NewCodec(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
 	finished := make(chan bool, 16)
-	srv := web.New(webConfig(), logx.NewTo(io.Discard, "big", "error"), "big")
-	srv.App.Use("/v2", codec.Middleware(), func(c *fiber.Ctx) error {
+	return signedBackend(t, "big", func(c *fiber.Ctx) error {
 		kb, _ := strconv.Atoi(c.Query("kb"))
 		body := bigEnvelope(kb)
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
@@ -66,8 +60,7 @@ func startBigBackend(t *testing.T) (string, chan bool) {
 			finished <- true
 		})
 		return nil
-	})
-	return listen(t, srv), finished
+	}), finished
 }
 
 // Answers of every size arrive whole and unchanged, sized or chunked, small
@@ -108,7 +101,7 @@ func TestAnswersOfEverySizeArriveWhole(t *testing.T) {
 		check("kb="+strconv.Itoa(kb), kb)
 		check("chunked=1&kb="+strconv.Itoa(kb), kb)
 		if !<-finished {
-			t.Fatalf("the backend could not finish a chunked answer of %d KiB", kb)
+			t.Fatalf("the backend could not finish a chunked answer of kb=%d", kb)
 		}
 	}
 

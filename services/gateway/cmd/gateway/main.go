@@ -17,6 +17,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/proxy"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/responsecache"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/routes"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus/stores/keydb"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/ratelimit"
@@ -63,10 +66,10 @@ type appConfig struct {
 	CORSAllowOrigins string `env:"CORS_ALLOW_ORIGINS" envDefault:"*"`
 	AccessLog        bool   `env:"ACCESS_LOG" envDefault:"true"`
 	// ResponseCacheMB turns on ETags, 304s and the response cache of the
-	// cacheable GETs; 0: off. The memory store holds that many MiB per
-	// gateway replica; both keep no answer above an eighth of it. Turn it on
-	// only where every backend process and tool has REDIS_URL (they bump the
-	// change versions the cache is keyed by).
+	// cacheable GETs; 0: off. It is the memory store's size per gateway
+	// replica, in mebibytes; both stores keep no answer above an eighth of
+	// it. Turn it on only where every backend process and tool has REDIS_URL
+	// (they bump the change versions the cache is keyed by).
 	ResponseCacheMB int `env:"RESPONSE_CACHE_MB" envDefault:"0"`
 	// ResponseCacheStore is memory (per replica) or redis (shared, entries
 	// kept ResponseCacheTTL).
@@ -94,8 +97,8 @@ func (c appConfig) Validate() error {
 	if c.UpstreamMaxConns < 1 {
 		errs = append(errs, errors.New("UPSTREAM_MAX_CONNS must be positive"))
 	}
-	if c.UpstreamBalance != gatewayapp.BalanceConnection && c.UpstreamBalance != gatewayapp.BalanceDNS {
-		errs = append(errs, fmt.Errorf("UPSTREAM_BALANCE must be %s or %s", gatewayapp.BalanceConnection, gatewayapp.BalanceDNS))
+	if c.UpstreamBalance != proxy.BalanceConnection && c.UpstreamBalance != proxy.BalanceDNS {
+		errs = append(errs, fmt.Errorf("UPSTREAM_BALANCE must be %s or %s", proxy.BalanceConnection, proxy.BalanceDNS))
 	}
 	if c.UpstreamResolveInterval < 100*time.Millisecond {
 		errs = append(errs, errors.New("UPSTREAM_RESOLVE_INTERVAL must be at least 100ms"))
@@ -103,8 +106,8 @@ func (c appConfig) Validate() error {
 	if c.ResponseCacheMB < 0 || c.ResponseCacheMB > 4096 {
 		errs = append(errs, errors.New("RESPONSE_CACHE_MB must be between 0 (off) and 4096"))
 	}
-	if c.ResponseCacheStore != gatewayapp.StoreMemory && c.ResponseCacheStore != gatewayapp.StoreRedis {
-		errs = append(errs, fmt.Errorf("RESPONSE_CACHE_STORE must be %s or %s", gatewayapp.StoreMemory, gatewayapp.StoreRedis))
+	if c.ResponseCacheStore != responsecache.StoreMemory && c.ResponseCacheStore != responsecache.StoreRedis {
+		errs = append(errs, fmt.Errorf("RESPONSE_CACHE_STORE must be %s or %s", responsecache.StoreMemory, responsecache.StoreRedis))
 	}
 	if c.ResponseCacheTTL < time.Second {
 		errs = append(errs, errors.New("RESPONSE_CACHE_TTL must be at least 1s"))
@@ -115,12 +118,8 @@ func (c appConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// gatewayConcurrency is the gateway's HTTP_CONCURRENCY when none is set,
-// under half the backends' 256: each connection served holds about 130 KiB
-// (heap and stacks under overload: 35 MiB at 256, 24 at 128; 96 keeps it
-// under issue 19's 24, docs/benchmarks.md), and 96 answers in flight carry
-// 9 600 req/s at 10 ms each, more than the backends behind one gateway
-// serve, and 96 000 cache hits at 1 ms.
+// gatewayConcurrency is the gateway's HTTP_CONCURRENCY default, below the backends':
+// each connection served holds memory (make bench overload rows, gateway RssAnon target).
 const gatewayConcurrency = 96
 
 // spec is the gateway's start-up: its own HTTP_CONCURRENCY default (an
@@ -144,22 +143,19 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 	if err := telemetry.InstrumentRedis(rdb); err != nil {
 		return fmt.Errorf("redis tracing: %w", err)
 	}
-	// The change versions and the shared cache's entries get a client of
-	// their own, not traced: their MGETs and writes are batched across many
-	// requests (libs/changes.Coalesced), so no request's span is their
-	// parent, and each batch would be a root trace of one span (and 3.5 % of
-	// the gateway's CPU on the cache's paths).
+	// The change versions and the shared cache's entries get an untraced client:
+	// their batches (libs/changes.Coalesced) have no request span (make bench row a$).
 	crdb, err := redisx.Open(cfg.RedisURL)
 	if err != nil {
 		return err
 	}
 	p.Defer(func() { _ = crdb.Close() })
-	backends := map[string]*gatewayapp.Backend{}
+	backends := map[string]*proxy.Backend{}
 	for name, u := range map[string]string{
-		gatewayapp.BackendJobs: cfg.JobsURL, gatewayapp.BackendDirectory: cfg.DirectoryURL,
-		gatewayapp.BackendContent: cfg.ContentURL, gatewayapp.BackendCommunity: cfg.CommunityURL,
+		routes.BackendJobs: cfg.JobsURL, routes.BackendDirectory: cfg.DirectoryURL,
+		routes.BackendContent: cfg.ContentURL, routes.BackendCommunity: cfg.CommunityURL,
 	} {
-		b, err := gatewayapp.NewBackend(name, u, gatewayapp.BackendOptions{
+		b, err := proxy.NewBackend(name, u, proxy.BackendOptions{
 			Timeout: cfg.UpstreamTimeout, MaxConns: cfg.UpstreamMaxConns, MaxConnAge: cfg.UpstreamMaxConnAge,
 			Balance: cfg.UpstreamBalance, ResolveEvery: cfg.UpstreamResolveInterval, Log: log})
 		if err != nil {
@@ -171,7 +167,7 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 	keys := keybus.New(keydb.New(p.Pool), log, cfg.KeyCacheTTL)
 	gw, err := gatewayapp.Routes(p.API.App, gatewayapp.Config{
 		Log: log, Keys: keys, Codec: p.Codec, Redis: rdb, Backends: backends, Registry: p.Metrics.Registry,
-		Changes: changes.New(crdb, cfg.RedisKeyPrefix), Cache: gatewayapp.CacheConfig{
+		Changes: changes.New(crdb, cfg.RedisKeyPrefix), Cache: responsecache.Config{
 			Store: cfg.ResponseCacheStore, MaxBytes: uint64(cfg.ResponseCacheMB) << 20, TTL: cfg.ResponseCacheTTL},
 		Limiter:             ratelimit.New(rdb, cfg.RedisKeyPrefix, cfg.RateLimitWindow, log),
 		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,

@@ -100,8 +100,8 @@ type lease struct {
 	resetAt   time.Time // when the oldest entry of the bucket leaves it
 	// refill is set while one request takes the next lease from Redis; the
 	// bucket's other requests wait for it instead of each taking a lease of
-	// their own (with 32 clients on one key, all 32 did, and 31 leases were
-	// thrown away: a round trip per request again, and the budget wasted).
+	// their own, a round trip each and the others' leases wasted (see
+	// BenchmarkAllowLeasedOneKeyParallel).
 	refill *refill
 }
 
@@ -170,9 +170,9 @@ func LeaseSize(limit int) int { return min(max(limit/100, 1), 64) }
 // the limit within the window; one instance's unspent units are simply not
 // available to the others until they leave it. Remaining is exact for a
 // client that talks to one instance. Leasing makes the window a little
-// coarser, not looser: a unit counts from when it was leased, so over any 60
-// seconds a client can get at most one lease (1 % of its budget) more than
-// the limit, and budgets under 200 are counted one by one, exactly.
+// coarser, not looser: a unit counts from when it was leased, so over any
+// window a client can get at most one lease (LeaseSize) more than the limit,
+// and budgets whose lease would be one unit are counted one by one, exactly.
 func (l *Limiter) AllowLeased(ctx context.Context, bucket string, limit int) Decision {
 	size := LeaseSize(limit)
 	if size == 1 {

@@ -83,7 +83,7 @@ func BenchmarkAllowLeasedOneKeyParallel(b *testing.B) {
 	l := benchLimiter(b)
 	ctx := context.Background()
 	b.ReportAllocs()
-	b.SetParallelism(16) // 16 × GOMAXPROCS clients
+	b.SetParallelism(16) // sixteen clients per GOMAXPROCS
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if d := l.AllowLeased(ctx, "key:3:read", 1<<30); !d.Allowed {

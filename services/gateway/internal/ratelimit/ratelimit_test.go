@@ -103,8 +103,8 @@ func TestLeasedRemainingIsExactOnOneInstance(t *testing.T) {
 // Concurrent requests of one bucket share one refill: while a request takes
 // the next lease the others wait for it, so Redis counts no more units than
 // were spent plus one lease, and the whole budget is admitted. (When each
-// took a lease of its own and the newest replaced the rest, 32 clients made
-// a round trip each and threw 31 leases away.)
+// took a lease of its own and the newest replaced the rest, every client
+// made a round trip and the other leases were thrown away.)
 func TestConcurrentLeasedRequestsShareOneRefill(t *testing.T) {
 	rdb, prefix := testRedis(t)
 	l := New(rdb, prefix, time.Minute, quiet())

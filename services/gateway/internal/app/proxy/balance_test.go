@@ -1,11 +1,10 @@
-package gatewayapp
+package proxy
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -15,9 +14,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-
-	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/web"
 )
 
 // dnsRig is a gateway front whose jobs backend is balanced by DNS over
@@ -69,20 +65,13 @@ func newDNSRig(t *testing.T, live ...string) *dnsRig {
 		}
 		return *r.answer.Load(), nil
 	}
-	b, err := NewBackend(BackendJobs, "http://jobs-headless:"+r.port, BackendOptions{
+	b, err := NewBackend("jobs", "http://jobs-headless:"+r.port, BackendOptions{
 		Timeout: 5 * time.Second, MaxConns: 8, Balance: BalanceDNS, ResolveEvery: time.Hour, lookup: lookup})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.backend = b
-	codec, err := identity.NewCodec("proxy-test-secret-0123456789abcdef")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &App{cfg: Config{Codec: codec}}
-	front := fiber.New(fiber.Config{DisableStartupMessage: true, ErrorHandler: web.ErrorHandler(slog.Default())})
-	front.All("/v2/*", func(c *fiber.Ctx) error { return a.forward(c, b, identity.Identity{Kind: identity.KindPublic}) })
-	r.front = serve(t, front)
+	r.front = front(t, b)
 	return r
 }
 
@@ -226,10 +215,10 @@ func TestDNSBalanceWithoutAddresses(t *testing.T) {
 }
 
 func TestNewBackendRejectsUnknownBalance(t *testing.T) {
-	if _, err := NewBackend(BackendJobs, "http://jobs:8080", BackendOptions{Timeout: time.Second, MaxConns: 1, Balance: "random"}); err == nil {
+	if _, err := NewBackend("jobs", "http://jobs:8080", BackendOptions{Timeout: time.Second, MaxConns: 1, Balance: "random"}); err == nil {
 		t.Fatal("an unknown balance mode was accepted")
 	}
-	if _, err := NewBackend(BackendJobs, "http://jobs:8080", BackendOptions{Timeout: time.Second, MaxConns: 1, Balance: BalanceDNS}); err == nil {
+	if _, err := NewBackend("jobs", "http://jobs:8080", BackendOptions{Timeout: time.Second, MaxConns: 1, Balance: BalanceDNS}); err == nil {
 		t.Fatal("BalanceDNS without a resolve interval was accepted")
 	}
 }

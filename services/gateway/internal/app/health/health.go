@@ -1,4 +1,7 @@
-package gatewayapp
+// Package health answers GET /v2/health from what a background poll of
+// Redis and each backend's /readyz last saw, and exports it as the
+// gateway_dependency_up gauge.
+package health
 
 import (
 	"context"
@@ -11,15 +14,29 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/valyala/fasthttp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/ratelimit"
 )
 
-// healthChecker polls Redis and each backend's /readyz in the background, so
+// Backend is what the health check needs of a backend.
+type Backend interface {
+	// Ready reports whether the backend's /readyz answers 200 within timeout.
+	Ready(timeout time.Duration) bool
+}
+
+// Config is what the health check looks at.
+type Config struct {
+	Redis    redis.UniversalClient // nil when not configured
+	Backends map[string]Backend
+	Limiter  *ratelimit.Limiter // which store the rate limits use
+}
+
+// Checker polls Redis and each backend's /readyz in the background, so
 // that GET /v2/health costs no fan-out per call and cannot be used to amplify
 // load onto the backends.
-type healthChecker struct {
+type Checker struct {
 	cfg   Config
 	every time.Duration
 
@@ -38,14 +55,21 @@ type healthSnapshot struct {
 	services     map[string]string
 }
 
-func newHealthChecker(cfg Config) *healthChecker {
-	return &healthChecker{cfg: cfg, every: 2 * time.Second, up: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+// New returns the checker of cfg; reg receives its gauge (nil: none). Run
+// polls.
+func New(cfg Config, reg *prometheus.Registry) *Checker {
+	h := &Checker{cfg: cfg, every: 2 * time.Second, up: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gateway_dependency_up",
 		Help: "1 when the gateway's last check (every 2s) reached the dependency (redis, or a backend's /readyz), else 0.",
 	}, []string{"dependency"})}
+	if reg != nil {
+		reg.MustRegister(h.up)
+	}
+	return h
 }
 
-func (h *healthChecker) run(ctx context.Context) {
+// Run polls until ctx ends.
+func (h *Checker) Run(ctx context.Context) {
 	t := time.NewTicker(h.every)
 	defer t.Stop()
 	for {
@@ -58,7 +82,7 @@ func (h *healthChecker) run(ctx context.Context) {
 	}
 }
 
-func (h *healthChecker) refresh(ctx context.Context) healthSnapshot {
+func (h *Checker) refresh(ctx context.Context) healthSnapshot {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	s := healthSnapshot{services: map[string]string{}}
@@ -69,14 +93,9 @@ func (h *healthChecker) refresh(ctx context.Context) healthSnapshot {
 		go func() {
 			defer wg.Done()
 			status := "down"
-			req := fasthttp.AcquireRequest()
-			resp := fasthttp.AcquireResponse()
-			req.SetRequestURI("http://" + b.host + "/readyz")
-			if err := b.pool.DoTimeout(req, resp, 800*time.Millisecond); err == nil && resp.StatusCode() == http.StatusOK {
+			if b.Ready(800 * time.Millisecond) {
 				status = "up"
 			}
-			fasthttp.ReleaseRequest(req)
-			fasthttp.ReleaseResponse(resp)
 			mu.Lock()
 			s.services[name] = status
 			mu.Unlock()
@@ -101,7 +120,7 @@ func (h *healthChecker) refresh(ctx context.Context) healthSnapshot {
 	return s
 }
 
-func (h *healthChecker) current(ctx context.Context) healthSnapshot {
+func (h *Checker) current(ctx context.Context) healthSnapshot {
 	h.mu.RLock()
 	s, fresh := h.snapshot, time.Since(h.checked) < 2*h.every
 	h.mu.RUnlock()
@@ -129,10 +148,11 @@ func infoField(info, name string) string {
 
 var heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 
-func (a *App) healthHandler(c *fiber.Ctx) error {
-	s := a.health.current(c.UserContext())
+// Handler answers GET /v2/health.
+func (h *Checker) Handler(c *fiber.Ctx) error {
+	s := h.current(c.UserContext())
 	// Redis is asked live: "connected" must mean it answers now, not a while ago.
-	s.redisUp = a.cfg.Redis != nil && a.cfg.Redis.Ping(c.UserContext()).Err() == nil
+	s.redisUp = h.cfg.Redis != nil && h.cfg.Redis.Ping(c.UserContext()).Err() == nil
 	if !s.redisUp {
 		s.redisVersion = ""
 	}
@@ -149,7 +169,7 @@ func (a *App) healthHandler(c *fiber.Ctx) error {
 		}
 	}
 	limiter := "redis"
-	if !a.cfg.Limiter.RedisAvailable() || !s.redisUp {
+	if !h.cfg.Limiter.RedisAvailable() || !s.redisUp {
 		limiter = "local"
 	}
 	sample := make([]metrics.Sample, 1)

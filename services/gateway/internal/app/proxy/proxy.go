@@ -1,7 +1,10 @@
-package gatewayapp
+// Package proxy forwards requests to the backends: pooled, bounded
+// connections per backend, balanced per connection (with redials) or per
+// request over the addresses DNS gives, the caller's identity signed on each
+// request, and the answer relayed whole or streamed.
+package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -21,6 +25,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/auth"
 )
 
 // Backend is one upstream service with pooled, bounded connections: the
@@ -126,9 +131,8 @@ func NewBackend(name, rawURL string, o BackendOptions) (*Backend, error) {
 // when a dial fails: nothing was sent, so even a POST may, and behind a
 // Kubernetes Service the next connection goes to another pod. A rolling
 // restart otherwise answered 503 for the moment kube-proxy still sent new
-// connections to a pod that had stopped listening (make test-cluster: 1 of
-// 7 714 requests). fasthttp itself retries only failures on connections it
-// had.
+// connections to a pod that had stopped listening (make test-cluster).
+// fasthttp itself retries only failures on connections it had.
 type redialing struct{ c *fasthttp.HostClient }
 
 func (r redialing) DoTimeout(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
@@ -145,8 +149,8 @@ func (r redialing) DoTimeout(req *fasthttp.Request, resp *fasthttp.Response, tim
 	return err
 }
 
-// run keeps a BalanceDNS backend's addresses current until ctx ends.
-func (b *Backend) run(ctx context.Context) {
+// Run keeps a BalanceDNS backend's addresses current until ctx ends.
+func (b *Backend) Run(ctx context.Context) {
 	if b.set != nil {
 		b.set.run(ctx)
 	}
@@ -159,6 +163,27 @@ func (b *Backend) Endpoints() int {
 		return b.set.Len()
 	}
 	return 1
+}
+
+// EndpointsGauge is gateway_upstream_endpoints of b, labelled name.
+func EndpointsGauge(name string, b *Backend) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "gateway_upstream_endpoints",
+		Help:        "Addresses the gateway balances a backend's requests over (UPSTREAM_BALANCE=dns: the last resolve; else 1).",
+		ConstLabels: prometheus.Labels{"backend": name},
+	}, func() float64 { return float64(b.Endpoints()) })
+}
+
+// Ready reports whether b's /readyz answers 200 within timeout, through the
+// pool the requests use.
+func (b *Backend) Ready(timeout time.Duration) bool {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	req.SetRequestURI("http://" + b.host + "/readyz")
+	ok := b.pool.DoTimeout(req, resp, timeout) == nil && resp.StatusCode() == http.StatusOK
+	fasthttp.ReleaseRequest(req)
+	fasthttp.ReleaseResponse(resp)
+	return ok
 }
 
 // retryIf runs when a request failed on its connection. On a pooled one that
@@ -193,17 +218,13 @@ var stripped = []string{"X-API-Key", fiber.HeaderAuthorization, identity.Header,
 	// is the parent the backend sees (injected below).
 	"Traceparent", "Tracestate", "Baggage"}
 
-// forward sends the request to backend with id signed, and copies the answer.
-func (a *App) forward(c *fiber.Ctx, b *Backend, id identity.Identity) error {
-	return a.forwardWith(c, b, id, false, nil)
-}
-
-// forwardWith is forward; keepCookies lets the Cookie header through (the
+// Forward sends c's request to b with id signed by codec, and relays the
+// answer into c's response. keepCookies lets the Cookie header through (the
 // pages' CSRF cookie), which API routes drop. A streamed answer is also
 // handed to whole once it has been relayed entirely, when it is at most
-// whole.max bytes (nil: never).
-func (a *App) forwardWith(c *fiber.Ctx, b *Backend, id identity.Identity, keepCookies bool, whole *wholeBody) error {
-	signed, err := a.cfg.Codec.Sign(id, 30*time.Second)
+// whole.Max bytes (nil: never).
+func (b *Backend) Forward(c *fiber.Ctx, codec *identity.Codec, id identity.Identity, keepCookies bool, whole *Whole) error {
+	signed, err := codec.Sign(id, 30*time.Second)
 	if err != nil {
 		return fmt.Errorf("sign identity: %w", err)
 	}
@@ -221,7 +242,7 @@ func (a *App) forwardWith(c *fiber.Ctx, b *Backend, id identity.Identity, keepCo
 	// reaches a backend, its logs or its traces.
 	uri := req.URI()
 	uri.SetPath(c.Path())
-	uri.SetQueryStringBytes(withoutAPIKey(c.Request().URI().QueryString()))
+	uri.SetQueryStringBytes(auth.WithoutAPIKey(c.Request().URI().QueryString()))
 	uri.SetScheme("http")
 	uri.SetHost(b.host)
 	req.SetHost(b.host)
@@ -263,12 +284,12 @@ func (a *App) forwardWith(c *fiber.Ctx, b *Backend, id identity.Identity, keepCo
 // replace whatever was set before) and takes ownership of up. A body read
 // whole changes hands without a copy; a streamed one is handed over as a
 // stream that releases up when the client has been sent all of it.
-func relay(up, resp *fasthttp.Response, whole *wholeBody) {
+func relay(up, resp *fasthttp.Response, whole *Whole) {
 	up.Header.CopyTo(&resp.Header)
 	n := up.Header.ContentLength()
 	if up.IsBodyStream() && (n < 0 || n > streamThreshold) {
 		rb := &relayedBody{up: up, r: up.BodyStream(), left: int64(n)}
-		if whole != nil && n <= whole.max {
+		if whole != nil && n <= whole.Max {
 			rb.whole, rb.kept = whole, make([]byte, 0, max(n, streamThreshold))
 		}
 		resp.SetBodyStream(rb, n)
@@ -291,17 +312,17 @@ type relayedBody struct {
 	left int64 // bytes still due with a Content-Length; negative when chunked
 	done bool
 	// whole gets the bytes kept so far once all are relayed (nil: none are
-	// kept, or there were more than whole.max).
-	whole *wholeBody
+	// kept, or there were more than whole.Max).
+	whole *Whole
 	kept  []byte
 }
 
-// wholeBody receives a streamed answer relayed entirely (the response
-// cache keeps it). take runs after the handler, once the client has been
-// sent every byte.
-type wholeBody struct {
-	max  int
-	take func(body []byte)
+// Whole receives a streamed answer relayed entirely (the response cache
+// keeps it). Take runs after the handler, once the client has been sent
+// every byte; the body is its own.
+type Whole struct {
+	Max  int
+	Take func(body []byte)
 }
 
 func (b *relayedBody) Read(p []byte) (int, error) {
@@ -310,7 +331,7 @@ func (b *relayedBody) Read(p []byte) (int, error) {
 		b.left -= int64(n)
 	}
 	if b.whole != nil {
-		if len(b.kept)+n > b.whole.max {
+		if len(b.kept)+n > b.whole.Max {
 			b.whole, b.kept = nil, nil
 		} else {
 			b.kept = append(b.kept, p[:n]...)
@@ -329,7 +350,7 @@ func (b *relayedBody) Close() error {
 	if !b.done {
 		b.up.SetConnectionClose() // read by the client's release hook
 	} else if b.whole != nil {
-		b.whole.take(b.kept)
+		b.whole.Take(b.kept)
 	}
 	err := b.up.CloseBodyStream()
 	fasthttp.ReleaseResponse(b.up)
@@ -347,28 +368,4 @@ func upstreamError(name string, err error) *web.Error {
 	}
 	return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
 		Message: "The " + name + " service is unavailable; retry shortly"}
-}
-
-// withoutAPIKey drops api_key parameters from a raw query string and keeps
-// every other byte as the client sent it (re-encoding would change a%20b to
-// a+b, and signatures or caches downstream may care).
-func withoutAPIKey(q []byte) []byte {
-	if !bytes.Contains(q, []byte("api_key")) {
-		return q
-	}
-	out := make([]byte, 0, len(q))
-	for _, part := range bytes.Split(q, []byte("&")) {
-		name, _, _ := bytes.Cut(part, []byte("="))
-		if decoded, err := url.QueryUnescape(string(name)); err == nil && decoded == "api_key" {
-			continue
-		}
-		if len(part) == 0 {
-			continue
-		}
-		if len(out) > 0 {
-			out = append(out, '&')
-		}
-		out = append(out, part...)
-	}
-	return out
 }

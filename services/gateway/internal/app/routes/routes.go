@@ -1,4 +1,7 @@
-package gatewayapp
+// Package routes is the gateway's route table: every route with its backend,
+// the scopes that grant it, the budget it spends and what its answer depends
+// on (the response cache's rule). The gateway enforces it and GET /v2 lists it.
+package routes
 
 import (
 	"time"
@@ -6,6 +9,19 @@ import (
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 )
+
+// Cached says what a GET's answer depends on, so that the gateway can name
+// it (ETag) and cache it without running the query behind it: the change
+// versions of Scopes (libs/changes), the request (path and query), the key
+// (a key's view is its own: its space, its drafts), and for answers that
+// change with time alone (a scheduled post, an event that started) the
+// current Bucket of that length.
+type Cached struct {
+	Scopes func(spaceID int64) []string
+	Bucket time.Duration
+}
+
+func fixed(s ...string) func(int64) []string { return func(int64) []string { return s } }
 
 // What the cacheable GETs depend on. The blog's and the events' lists
 // change with time alone too (a post scheduled for later appears, an event
@@ -26,7 +42,7 @@ const (
 	BackendDirectory = "directory"
 	BackendContent   = "content"
 	BackendCommunity = "community"
-	local            = "" // answered by the gateway itself
+	Local            = "" // answered by the gateway itself
 )
 
 // Limit classes.
@@ -78,11 +94,11 @@ var (
 
 // Table is every public route of the API.
 var Table = []Route{
-	{Method: "GET", Path: "/v2", Backend: local, Scopes: publicRoute, Summary: "API information and routes"},
-	{Method: "GET", Path: "/v2/health", Backend: local, Scopes: broadRead, Limit: LimitKeyRead, Summary: "Service health"},
-	{Method: "GET", Path: "/v2/openapi.json", Backend: local, Scopes: publicRoute, Summary: "OpenAPI document (JSON)"},
-	{Method: "GET", Path: "/v2/openapi.yaml", Backend: local, Scopes: publicRoute, Summary: "OpenAPI document (YAML)"},
-	{Method: "GET", Path: "/v2/docs", Backend: local, Scopes: publicRoute, Summary: "API reference page"},
+	{Method: "GET", Path: "/v2", Backend: Local, Scopes: publicRoute, Summary: "API information and routes"},
+	{Method: "GET", Path: "/v2/health", Backend: Local, Scopes: broadRead, Limit: LimitKeyRead, Summary: "Service health"},
+	{Method: "GET", Path: "/v2/openapi.json", Backend: Local, Scopes: publicRoute, Summary: "OpenAPI document (JSON)"},
+	{Method: "GET", Path: "/v2/openapi.yaml", Backend: Local, Scopes: publicRoute, Summary: "OpenAPI document (YAML)"},
+	{Method: "GET", Path: "/v2/docs", Backend: Local, Scopes: publicRoute, Summary: "API reference page"},
 
 	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List active jobs", Cache: cacheJobs},
 	{Method: "POST", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Create or update a job"},

@@ -1,4 +1,7 @@
-package gatewayapp
+// Package openapidoc serves the API's contract: the OpenAPI document as
+// authored (YAML) and as JSON, the reference page that renders it, and the
+// page's renderer script.
+package openapidoc
 
 import (
 	"errors"
@@ -12,16 +15,16 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/web"
 )
 
-// openapiDocs is the contract in both forms, converted once at start, and the
+// Docs is the contract in both forms, converted once at start, and the
 // reference page that renders it. The YAML is served byte for byte as
 // authored; the JSON keeps its key order (generated types and the reference
 // page follow the order the document was written in).
-type openapiDocs struct {
+type Docs struct {
 	yaml []byte
 	json []byte
 	page []byte
-	// The renderer (940 KB) is streamed from the embedded files when asked
-	// for, rather than copied into the heap at start for the life of the
+	// The renderer, large and seldom asked for, is streamed from the embedded
+	// files rather than copied into the heap at start for the life of the
 	// process; rendererSize is 0 when `make docs` has not bundled Redoc.
 	docs         fs.FS
 	rendererSize int64
@@ -29,40 +32,45 @@ type openapiDocs struct {
 
 const rendererPath = "docs/redoc.standalone.js"
 
-func loadOpenAPI(doc []byte, docs fs.FS) (openapiDocs, error) {
+// Load converts doc (the authored YAML) and reads the reference page from
+// docs (api.Docs: docs/index.html and docs/redoc.standalone.js; nil: none).
+func Load(doc []byte, docs fs.FS) (Docs, error) {
 	j, err := api.JSONFromYAML(doc)
 	if err != nil {
-		return openapiDocs{}, fmt.Errorf("convert openapi document: %w", err)
+		return Docs{}, fmt.Errorf("convert openapi document: %w", err)
 	}
-	d := openapiDocs{yaml: doc, json: j, docs: docs}
+	d := Docs{yaml: doc, json: j, docs: docs}
 	if docs != nil {
 		if d.page, err = fs.ReadFile(docs, "docs/index.html"); err != nil {
-			return openapiDocs{}, fmt.Errorf("read reference page: %w", err)
+			return Docs{}, fmt.Errorf("read reference page: %w", err)
 		}
 		st, err := fs.Stat(docs, rendererPath)
 		switch {
 		case err == nil:
 			d.rendererSize = st.Size()
 		case !errors.Is(err, fs.ErrNotExist):
-			return openapiDocs{}, fmt.Errorf("read renderer: %w", err)
+			return Docs{}, fmt.Errorf("read renderer: %w", err)
 		}
 	}
 	return d, nil
 }
 
-func (d openapiDocs) serveJSON(c *fiber.Ctx) error {
+// ServeJSON answers GET /v2/openapi.json.
+func (d Docs) ServeJSON(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
 	return c.Send(d.json)
 }
 
-func (d openapiDocs) serveYAML(c *fiber.Ctx) error {
+// ServeYAML answers GET /v2/openapi.yaml.
+func (d Docs) ServeYAML(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "application/yaml; charset=utf-8")
 	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
 	return c.Send(d.yaml)
 }
 
-func (d openapiDocs) serveDocs(c *fiber.Ctx) error {
+// ServeDocs answers GET /v2/docs, the reference page.
+func (d Docs) ServeDocs(c *fiber.Ctx) error {
 	if d.page == nil || d.rendererSize == 0 {
 		return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
 			Message: "The reference page was not bundled into this build (make docs); the contract is at /v2/openapi.json"}
@@ -74,7 +82,8 @@ func (d openapiDocs) serveDocs(c *fiber.Ctx) error {
 	return c.Send(d.page)
 }
 
-func (d openapiDocs) serveRenderer(c *fiber.Ctx) error {
+// ServeRenderer answers GET /v2/docs/redoc.standalone.js.
+func (d Docs) ServeRenderer(c *fiber.Ctx) error {
 	if d.rendererSize == 0 {
 		return web.NotFound("Route not found")
 	}
@@ -89,9 +98,9 @@ func (d openapiDocs) serveRenderer(c *fiber.Ctx) error {
 	return nil
 }
 
-// redirectDocs sends /v2/docs/ to the reference page: strict routing makes
+// RedirectDocs sends /v2/docs/ to the reference page: strict routing makes
 // the trailing slash another path, and a 404 there looked like no docs at all.
-func redirectDocs(c *fiber.Ctx) error {
+func RedirectDocs(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "public, max-age=86400")
 	return c.Redirect("/v2/docs", http.StatusMovedPermanently)
 }
