@@ -27,7 +27,7 @@ const (
 
 // The load alerts a burst on a small machine may justify (see checkQuiet),
 // the latency alert's threshold (p99 above 1 s), and how long the gateway's
-// health poll waits for a backend's /readyz (gatewayapp/health.go).
+// health poll waits for a backend's /readyz (services/gateway/internal/app/health).
 const (
 	latencyAlert       = "CoworkjobsHighLatencyP99"
 	latencyThreshold   = time.Second
