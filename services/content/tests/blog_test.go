@@ -178,21 +178,21 @@ func TestList422(t *testing.T) {
 		query   string
 		details []string
 	}{
-		{"list422LimitZero", "?limit=0", []string{"limit must be an integer from 1 to 50"}},
-		{"list422LimitAboveMax", "?limit=51", []string{"limit must be an integer from 1 to 50"}},
-		{"list422LimitNotInteger", "?limit=ten", []string{"limit must be an integer from 1 to 50"}},
-		{"list422LimitEmpty", "?limit=", []string{"limit must be an integer from 1 to 50"}},
-		{"list422OffsetNegative", "?offset=-1", []string{"offset must be an integer from 0 to 100000"}},
-		{"list422OffsetFraction", "?offset=1.5", []string{"offset must be an integer from 0 to 100000"}},
-		{"list422OffsetHuge", "?offset=99999999999999999999999", []string{"offset must be an integer from 0 to 100000"}},
+		{"list422LimitZero", "?limit=0", []string{"limit must be an integer between 1 and 50"}},
+		{"list422LimitAboveMax", "?limit=51", []string{"limit must be an integer between 1 and 50"}},
+		{"list422LimitNotInteger", "?limit=ten", []string{"limit must be an integer between 1 and 50"}},
+		{"list422LimitEmpty", "?limit=", []string{"limit must be an integer between 1 and 50"}},
+		{"list422OffsetNegative", "?offset=-1", []string{"offset must be an integer between 0 and 100000"}},
+		{"list422OffsetFraction", "?offset=1.5", []string{"offset must be an integer between 0 and 100000"}},
+		{"list422OffsetHuge", "?offset=99999999999999999999999", []string{"offset must be an integer between 0 and 100000"}},
 		{"list422EveryProblem", "?limit=abc&offset=-3&category=",
-			[]string{"category must not be empty when given", "limit must be an integer from 1 to 50", "offset must be an integer from 0 to 100000"}},
+			[]string{"category must not be empty when given", "limit must be an integer between 1 and 50", "offset must be an integer between 0 and 100000"}},
 		{"list422Repeated", "?limit=1&limit=2", []string{"limit must be given at most once"}},
 		{"list422TagTooLong", "?tag=" + strings.Repeat("x", 101), []string{"tag must be at most 100 characters"}},
 		{"list422TagNotUTF8", "?tag=%ff%fe", []string{"tag must be valid UTF-8 text"}},
-		{"list422CategoryNul", "?category=a%00b", []string{"category must be valid UTF-8 text"}},
+		{"list422CategoryNul", "?category=a%00b", []string{"category must not contain control characters"}},
 		{"slug422Empty", "?slug=", []string{"slug must not be empty when given"}},
-		{"slug422WithBadLimit", "?slug=alpha&limit=0", []string{"limit must be an integer from 1 to 50"}},
+		{"slug422WithBadLimit", "?slug=alpha&limit=0", []string{"limit must be an integer between 1 and 50"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

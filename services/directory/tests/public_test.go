@@ -139,17 +139,17 @@ func TestQueryValidation(t *testing.T) {
 		path    string
 		details []string
 	}{
-		{"cities422SearchTooLong", "/v2/cities?search=" + long, []string{"search must be at most 200 characters (got 201)"}},
-		{"cities422SlugTooLong", "/v2/cities?q=" + long, []string{"q must be at most 200 characters (got 201)"}},
+		{"cities422SearchTooLong", "/v2/cities?search=" + long, []string{"search must be at most 200 characters"}},
+		{"cities422SlugTooLong", "/v2/cities?q=" + long, []string{"q must be at most 200 characters"}},
 		{"cities422ControlCharacter", "/v2/cities?search=zu%00r", []string{"search must not contain control characters"}},
 		{"cities422Newline", "/v2/cities?q=ber%0Alin", []string{"q must not contain control characters"}},
 		{"cities422InvalidUTF8", "/v2/cities?search=%FF", []string{"search must be valid UTF-8 text"}},
 		{"cities422Repeated", "/v2/cities?q=berlin&q=zug", []string{"q must be given at most once"}},
 		{"cities422AllProblemsAtOnce", "/v2/cities?q=" + long + "&search=a%07b",
-			[]string{"q must be at most 200 characters (got 201)", "search must not contain control characters"}},
+			[]string{"q must be at most 200 characters", "search must not contain control characters"}},
 		{"cities422LengthCountsCharactersNotBytes", "/v2/cities?search=" + strings.Repeat("%C3%BC", 201),
-			[]string{"search must be at most 200 characters (got 201)"}},
-		{"spaces422SlugTooLong", "/v2/spaces?q=" + long, []string{"q must be at most 200 characters (got 201)"}},
+			[]string{"search must be at most 200 characters"}},
+		{"spaces422SlugTooLong", "/v2/spaces?q=" + long, []string{"q must be at most 200 characters"}},
 		{"spaces422ControlCharacter", "/v2/spaces?q=%1B", []string{"q must not contain control characters"}},
 	}
 	for _, tc := range tests {
