@@ -12,6 +12,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 )
 
 type author struct {
@@ -331,11 +332,8 @@ func TestRoutes(t *testing.T) {
 
 func TestAnyCallerKindReadsTheBlog(t *testing.T) {
 	t.Parallel()
-	v, err := codec.Sign(identity.Identity{Kind: identity.KindRestricted, KeyID: 1, SpaceID: 5, Scopes: []string{"read"}}, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp := do(t, http.MethodGet, "/v2/blog", map[string]string{identity.Header: v})
+	resp := svc.Do(t, webtest.Request{Method: http.MethodGet, Target: "/v2/blog",
+		Identity: &identity.Identity{Kind: identity.KindRestricted, KeyID: 1, SpaceID: 5, Scopes: []string{"read"}}})
 	if resp.Status != http.StatusOK || decode[list](t, resp.Env.Data).Total != 5 {
 		t.Errorf("a space-scoped key sees the same public blog: %d %s", resp.Status, resp.Env.Data)
 	}

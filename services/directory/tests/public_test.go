@@ -325,7 +325,7 @@ func TestPublicAuthAndRouting(t *testing.T) {
 	t.Parallel()
 	expired := func() string {
 		// A well-formed header whose signature does not match.
-		h, _ := codec.Sign(*liveKey, time.Minute)
+		h, _ := svc.Codec.Sign(*liveKey, time.Minute)
 		return h[:len(h)-2] + "xx"
 	}
 	tests := []struct {
@@ -353,7 +353,7 @@ func TestPublicAuthAndRouting(t *testing.T) {
 				req.Header.Set(identity.Header, tc.header)
 			}
 			if tc.sign {
-				h, _ := codec.Sign(*liveKey, time.Minute)
+				h, _ := svc.Codec.Sign(*liveKey, time.Minute)
 				req.Header.Set(identity.Header, h)
 			}
 			status, env := do(t, req)
@@ -374,12 +374,12 @@ func TestConditionalGet(t *testing.T) {
 			t.Parallel()
 			send := func(inm string) *http.Response {
 				req := httptest.NewRequest(http.MethodGet, path, nil)
-				h, _ := codec.Sign(*liveKey, time.Minute)
+				h, _ := svc.Codec.Sign(*liveKey, time.Minute)
 				req.Header.Set(identity.Header, h)
 				if inm != "" {
 					req.Header.Set("If-None-Match", inm)
 				}
-				resp, err := app.Test(req, -1)
+				resp, err := svc.Server.App.Test(req, -1)
 				if err != nil {
 					t.Fatal(err)
 				}
