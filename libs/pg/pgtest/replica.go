@@ -19,7 +19,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 )
@@ -291,8 +292,8 @@ func CheckRoutedReads(tb testing.TB, schema string, migrations fs.FS,
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	counters := func() (replica, other float64) {
-		return testutil.ToFloat64(reads.Counter(pg.ReadReplica)),
-			testutil.ToFloat64(reads.Counter(pg.ReadPrimary)) + testutil.ToFloat64(reads.Counter(pg.ReadFallback))
+		return counterValue(reads.Counter(pg.ReadReplica)),
+			counterValue(reads.Counter(pg.ReadPrimary)) + counterValue(reads.Counter(pg.ReadFallback))
 	}
 
 	rep.PauseReplay(tb)
@@ -319,7 +320,17 @@ func CheckRoutedReads(tb testing.TB, schema string, migrations fs.FS,
 	if n, err := read(ctx, primary, reads); err != nil || n != want {
 		tb.Fatalf("with the replica stopped the routed reads saw %d rows (%v), want %d", n, err, want)
 	}
-	if n := testutil.ToFloat64(reads.Counter(pg.ReadFallback)); n < 1 {
+	if n := counterValue(reads.Counter(pg.ReadFallback)); n < 1 {
 		tb.Fatalf("fallback reads %g, want at least 1", n)
 	}
+}
+
+// counterValue reads c (prometheus/testutil would pull its test-only
+// dependencies into every module that uses pgtest).
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
 }
