@@ -1175,7 +1175,7 @@ type FeedbackCreated struct {
 	Message   string    `json:"message"`
 }
 
-// FeedbackRequest defines model for FeedbackRequest.
+// FeedbackRequest A field not listed here is refused with 422 `validation_error` naming it, in JSON and in a form.
 type FeedbackRequest struct {
 	// Category Case-insensitive; `general` when absent or null.
 	Category *FeedbackRequestCategory `json:"category,omitempty"`
@@ -1272,7 +1272,9 @@ type Job struct {
 // JobCurrency Always upper case (see CurrencyInput).
 type JobCurrency string
 
-// JobCreateRequest Unknown fields (including `status`) are ignored. Integer fields take JSON integers only:
+// JobCreateRequest A field not listed here is refused with 422 `validation_error` naming it (`unknown field "x"`,
+// listed with every other problem); names are case-sensitive. `status` is accepted and has no
+// effect: the server decides the initial status. Integer fields take JSON integers only:
 // a string such as `"5"` is refused with 422 naming the field. Text fields are trimmed and
 // inner white space collapsed. The one-line fields (`title`, `company`, `tags`, `city_name`)
 // refuse control characters other than white space and the bidi embedding, override and
@@ -1318,6 +1320,10 @@ type JobCreateRequest struct {
 
 	// SalMin Annual minimum; must not exceed sal_max.
 	SalMin *int `json:"sal_min,omitempty"`
+
+	// Status Has no effect: the server decides the initial status (the spec's promise to clients that send it).
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	Status *string `json:"status,omitempty"`
 
 	// Tags Comma-separated; 1–20 tags of at most 50 characters after normalisation (trimmed, lowercased, deduplicated keeping order, empties dropped).
 	Tags  string `json:"tags"`
@@ -1643,7 +1649,7 @@ type StripeEvent struct {
 // StripeEventObject defines model for StripeEvent.Object.
 type StripeEventObject string
 
-// SubscribeRequest defines model for SubscribeRequest.
+// SubscribeRequest A field not listed here is refused with 422 `validation_error` naming it, in JSON and in a form.
 type SubscribeRequest struct {
 	// Consent Explicit consent to receive the newsletter.
 	Consent SubscribeRequestConsent `json:"consent"`
@@ -1680,7 +1686,7 @@ type SubscriptionEnvelope struct {
 	Success bool `json:"success"`
 }
 
-// TokenRequest defines model for TokenRequest.
+// TokenRequest A field not listed here is refused with 422 `validation_error` naming it, in JSON and in a form.
 type TokenRequest struct {
 	Token *string `json:"token,omitempty"`
 }
@@ -2214,6 +2220,13 @@ func (t JobCreateRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Status != nil {
+		object["status"], err = json.Marshal(t.Status)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'status': %w", err)
+		}
+	}
+
 	object["tags"], err = json.Marshal(t.Tags)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'tags': %w", err)
@@ -2334,6 +2347,13 @@ func (t *JobCreateRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.SalMin)
 		if err != nil {
 			return fmt.Errorf("error reading 'sal_min': %w", err)
+		}
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &t.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
 		}
 	}
 

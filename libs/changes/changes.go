@@ -68,7 +68,7 @@ end
 return #KEYS`)
 
 // Bump moves each scope to a new version. Called after the write's commit
-// and before its answer; it tries three times over about 100 ms, since a
+// and before its answer; it tries three times, backing off briefly, since a
 // writer that cannot bump must not acknowledge as if it had (the caller
 // answers an error, and a retry of the write bumps again).
 func (v *Versions) Bump(ctx context.Context, scopes ...string) error {

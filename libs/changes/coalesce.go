@@ -120,7 +120,7 @@ func (c *Coalesced) send() {
 		}
 		c.mu.Unlock()
 		// No caller's context: the batch serves many; the client's own
-		// timeouts (redisx: 250 ms) bound it.
+		// timeouts (redisx.Open sets them) bound it.
 		c.batches.Add(1)
 		b.vals, b.err = c.v.rdb.MGet(context.Background(), b.keys...).Result()
 		close(b.done)

@@ -56,7 +56,7 @@ func (v *Versions) ReadMemo(ctx context.Context, name string, scopes ...string) 
 	return m, nil
 }
 
-// decode reads "v1,v2|value|at|until[|data]" (times in µs, until 0 for
+// decode reads "v1,v2|value|at|until[|data]" (Unix microseconds, until 0 for
 // none) into m when its versions are m.Versions.
 func (m *Memo) decode(s string) bool {
 	f := strings.SplitN(s, "|", 5)

@@ -115,16 +115,6 @@ func MarkReplicaReads(ctx context.Context) (context.Context, *atomic.Bool) {
 	return context.WithValue(ctx, replicaMarkKey{}, m), m
 }
 
-// Anonymous runs fn where a read that waits for no write of its own may go:
-// the replica when it is up, else primary (also when r is nil: a store
-// built without routing reads its own pool).
-func (r *Reads) Anonymous(ctx context.Context, primary *pgxpool.Pool, fn func(*pgxpool.Pool) error) error {
-	if r == nil {
-		return fn(primary)
-	}
-	return r.Read(ctx, 0, fn)
-}
-
 // Watch polls the replica every interval until ctx ends: its replay
 // position, and whether it is up (logged once per change). Without a
 // replica it returns at once.

@@ -80,6 +80,23 @@ func TestReadsReplica(t *testing.T) {
 	if n, p := count(0); p != replica || n != 1 {
 		t.Errorf("read with no position: %d rows from the replica=%v, want 1 (paused) from the replica", n, p == replica)
 	}
+	// A store's shell routes the same way: after its caller's write to the
+	// primary, without a position to the replica, without routing to its pool.
+	served := func(s pg.Store) *pgxpool.Pool {
+		var on *pgxpool.Pool
+		if err := s.Read(ctx, func(p *pgxpool.Pool) error { on = p; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return on
+	}
+	store := pg.NewStore(primary)
+	if !store.WithReads(reads).Routed() || store.Routed() || store.WithReads(nil).Routed() {
+		t.Errorf("Routed: with reads %v, without %v", store.WithReads(reads).Routed(), store.Routed())
+	}
+	if served(store.WithReads(reads).After(lsn)) != primary || served(store.WithReads(reads)) != replica ||
+		served(store) != primary || served(store.After(lsn)) != primary {
+		t.Errorf("the store's reads went elsewhere than its Reads would send them")
+	}
 	rep.ResumeReplay(t)
 
 	rep.StopReplica()
@@ -88,7 +105,7 @@ func TestReadsReplica(t *testing.T) {
 			t.Errorf("replica down: %d rows from the primary=%v, want 2 from the primary", n, p == primary)
 		}
 	}
-	want := map[string]float64{pg.ReadReplica: 1, pg.ReadPrimary: 1, pg.ReadFallback: 2}
+	want := map[string]float64{pg.ReadReplica: 2, pg.ReadPrimary: 2, pg.ReadFallback: 2}
 	for pool, n := range want {
 		if got := testutil.ToFloat64(reads.Counter(pool)) - before[pool]; got != n {
 			t.Errorf("pg_reads_total{pool=%q} moved by %v, want %v", pool, got, n)

@@ -41,7 +41,7 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 	}
 	// RESP2 unless the URL asks for another: nothing here uses RESP3's push
 	// notifications, and go-redis looks for pending ones around every
-	// command under RESP3 (1.7 % of the gateway's CPU on its 304 path).
+	// command under RESP3 (see the CPU profile of `make bench` row n).
 	if !q.Has("protocol") {
 		q.Set("protocol", "2")
 	}

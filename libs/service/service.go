@@ -8,6 +8,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -54,20 +55,49 @@ func Serve[C any, PC interface {
 	Main(spec.Name, func(ctx context.Context, log *slog.Logger) error { return Run[C, PC](ctx, log, spec, wire) })
 }
 
+// SeedCommand is one command of a seeder, named by its first argument.
+type SeedCommand struct {
+	// Args reads the arguments after the command; nil: it takes none.
+	Args func(args []string) error
+	// Load writes the data through the pool of the spec's schema, migrated.
+	Load func(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error
+}
+
 // Seed is the main of a seeder, a tool whose configuration is config.Common
 // (DATABASE_URL, DB_MAX_CONNS, LOG_LEVEL): Main with the logger of name,
-// then check reads the command line (nil: nothing to read) and its error
-// ends the command before anything connects; then RunTool gives load the
-// pool of spec.Schema, migrated.
-func Seed(name string, spec Spec, check func() error, load func(context.Context, *slog.Logger, *pgxpool.Pool) error) {
+// then args (the command line after the program's name) choose one of
+// commands, before anything connects; a command line that names none of
+// them, or whose arguments its command refuses, prints usage and ends the
+// seeder. Then RunTool gives the command's Load the pool of spec.Schema,
+// migrated.
+func Seed(name string, spec Spec, usage string, args []string, commands map[string]SeedCommand) {
 	Main(name, func(ctx context.Context, log *slog.Logger) error {
-		if check != nil {
-			if err := check(); err != nil {
-				return err
-			}
+		cmd, err := seedCommand(args, commands)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, usage)
+			return err
 		}
-		return RunTool(ctx, log, spec, func(ctx context.Context, pool *pgxpool.Pool, _ *config.Common) error { return load(ctx, log, pool) })
+		return RunTool(ctx, log, spec, func(ctx context.Context, pool *pgxpool.Pool, _ *config.Common) error { return cmd.Load(ctx, log, pool) })
 	})
+}
+
+// seedCommand picks the command args name and lets it read the rest.
+func seedCommand(args []string, commands map[string]SeedCommand) (SeedCommand, error) {
+	if len(args) == 0 {
+		return SeedCommand{}, errors.New("missing command")
+	}
+	cmd, ok := commands[args[0]]
+	switch {
+	case !ok:
+		return SeedCommand{}, fmt.Errorf("unknown command %q", args[0])
+	case cmd.Args != nil:
+		if err := cmd.Args(args[1:]); err != nil {
+			return SeedCommand{}, fmt.Errorf("%s: %w", args[0], err)
+		}
+	case len(args) > 1:
+		return SeedCommand{}, fmt.Errorf("%s takes no arguments", args[0])
+	}
+	return cmd, nil
 }
 
 // Config is a pointer to a command's configuration struct, which embeds

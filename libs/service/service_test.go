@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -271,17 +273,54 @@ func TestRunTool(t *testing.T) {
 // through the migrated pool.
 func TestSeed(t *testing.T) {
 	env(t, "ADMIN_ADDR", "")
-	var checked, loaded bool
-	service.Seed("test-seed", spec("", "seeded"), func() error { checked = true; return nil },
-		func(ctx context.Context, _ *slog.Logger, pool *pgxpool.Pool) error {
-			if !checked {
-				t.Error("load ran before check")
-			}
-			loaded = true
-			_, err := pool.Exec(ctx, "INSERT INTO things VALUES (1)")
-			return err
-		})
+	var flags []string
+	loaded := false
+	service.Seed("test-seed", spec("", "seeded"), "usage: test-seed demo [flags]", []string{"demo", "-n", "3"},
+		map[string]service.SeedCommand{"demo": {
+			Args: func(args []string) error { flags = args; return nil },
+			Load: func(ctx context.Context, _ *slog.Logger, pool *pgxpool.Pool) error {
+				if !slices.Equal(flags, []string{"-n", "3"}) {
+					t.Errorf("load ran with arguments %q read", flags)
+				}
+				loaded = true
+				_, err := pool.Exec(ctx, "INSERT INTO things VALUES (1)")
+				return err
+			}}})
 	if !loaded {
 		t.Fatal("load did not run")
+	}
+}
+
+// A command line names one command, which takes only the arguments it reads.
+func TestSeedCommandLine(t *testing.T) {
+	refuse := errors.New("bad flag")
+	commands := map[string]service.SeedCommand{
+		"demo": {},
+		"synthetic": {Args: func(args []string) error {
+			if slices.Contains(args, "-bad") {
+				return refuse
+			}
+			return nil
+		}},
+	}
+	tests := []struct {
+		name string
+		args []string
+		err  string // "" for none
+	}{
+		{"demo", []string{"demo"}, ""},
+		{"withArguments", []string{"synthetic", "-n", "3"}, ""},
+		{"missing", nil, "missing command"},
+		{"unknown", []string{"prod"}, `unknown command "prod"`},
+		{"noArgumentsTaken", []string{"demo", "extra"}, "demo takes no arguments"},
+		{"argumentsRefused", []string{"synthetic", "-bad"}, "synthetic: bad flag"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := service.SeedCommandFor(tc.args, commands)
+			if got := fmt.Sprint(err); (err == nil) != (tc.err == "") || err != nil && got != tc.err {
+				t.Fatalf("err = %v, want %q", err, tc.err)
+			}
+		})
 	}
 }

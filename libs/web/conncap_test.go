@@ -85,11 +85,11 @@ func TestConnectionsPastTheCapWaitAndAreServed(t *testing.T) {
 // sending it. The server then reads and drops the rest before it closes:
 // closing with unread data would make the kernel reset the connection, and a
 // client still writing would see "connection reset by peer" instead of the
-// envelope (Go's client reported the reset on about 1 request in 40 with a
-// 70 KiB body; with 1 MiB bodies on most).
+// envelope (Go's client reports the reset now and then for a body a little
+// over the limit, and most of the time for one far over it, as here).
 func TestTooLargeBodyAnswerIsNotLostToAReset(t *testing.T) {
 	base, _, _ := start(t, newServer(t))
-	body := strings.Repeat(`x`, 1<<20) // far past the 2 KiB limit
+	body := strings.Repeat(`x`, 1<<20) // far past testConfig's BodyLimitBytes
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	for i := range 20 {
 		resp, err := client.Post(base+"/echo", "application/json", strings.NewReader(body))

@@ -11,9 +11,9 @@ import (
 
 // A compressed request body is refused before anything reads it: Fiber's
 // c.Body() would inflate it in full, past the body limit (which only saw the
-// compressed bytes). 8 MB of white space gzip to about 8 KB, cut here to the
-// test server's 2 KB limit; unrefused, /echo inflates what it can and answers
-// 400 instead of 415.
+// compressed bytes). The white space below gzips to a small fraction of
+// itself, cut here to the test server's body limit; unrefused, /echo inflates
+// what it can and answers 400 instead of 415.
 func TestCompressedRequestBodyRefused(t *testing.T) {
 	base, _, _ := start(t, newServer(t))
 	var gz bytes.Buffer

@@ -117,7 +117,7 @@ func New(cfg Config, log *slog.Logger, name string, opts ...Option) *Server {
 		// whatever outlives the handler (metric labels, span attributes read by
 		// the batch exporter, cache keys, queued work) is rewritten by later
 		// requests: /metrics answered 500 after mixed traffic. Fixing the class
-		// costs a few small allocations per request (docs/benchmarks.md).
+		// costs a few small allocations per request (BenchmarkRequestStrings).
 		Immutable:    !o.mutable,
 		ErrorHandler: ErrorHandler(log),
 		BodyLimit:    cfg.BodyLimitBytes,

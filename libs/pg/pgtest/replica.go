@@ -19,6 +19,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 )
@@ -273,4 +275,62 @@ func (r *Replicated) WaitReplayed(tb testing.TB, primary *pgxpool.Pool, reads *p
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// CheckRoutedReads proves on a real replica (Routed) that a store sends its
+// reads through pg.Reads. write stores rows on the primary while the
+// replica's replay is paused and returns how many a read should then see;
+// read reads through a store routed by reads and returns how many it saw.
+// Paused, every read is answered by the replica and sees none; caught up,
+// it sees them all; once the replica stops, the reads fall back to the
+// primary and still see them all.
+func CheckRoutedReads(tb testing.TB, schema string, migrations fs.FS,
+	write func(ctx context.Context, primary *pgxpool.Pool) (int, error),
+	read func(ctx context.Context, primary *pgxpool.Pool, reads *pg.Reads) (int, error)) {
+	tb.Helper()
+	rep, primary, reads := Routed(tb, schema, migrations)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	counters := func() (replica, other float64) {
+		return counterValue(reads.Counter(pg.ReadReplica)),
+			counterValue(reads.Counter(pg.ReadPrimary)) + counterValue(reads.Counter(pg.ReadFallback))
+	}
+
+	rep.PauseReplay(tb)
+	want, err := write(ctx, primary)
+	if err != nil || want == 0 {
+		tb.Fatalf("the primary holds %d rows to read (%v)", want, err)
+	}
+	replicaBefore, otherBefore := counters()
+	if n, err := read(ctx, primary, reads); err != nil || n != 0 {
+		tb.Fatalf("with replay paused the routed reads saw %d rows (%v): not read on the replica", n, err)
+	}
+	if replicaAfter, otherAfter := counters(); replicaAfter == replicaBefore || otherAfter != otherBefore {
+		tb.Fatalf("with replay paused %g reads went to the replica and %g elsewhere, want all on the replica",
+			replicaAfter-replicaBefore, otherAfter-otherBefore)
+	}
+
+	rep.ResumeReplay(tb)
+	rep.WaitReplayed(tb, primary, reads)
+	if n, err := read(ctx, primary, reads); err != nil || n != want {
+		tb.Fatalf("caught up, the routed reads saw %d rows (%v), want %d", n, err, want)
+	}
+
+	rep.StopReplica()
+	if n, err := read(ctx, primary, reads); err != nil || n != want {
+		tb.Fatalf("with the replica stopped the routed reads saw %d rows (%v), want %d", n, err, want)
+	}
+	if n := counterValue(reads.Counter(pg.ReadFallback)); n < 1 {
+		tb.Fatalf("fallback reads %g, want at least 1", n)
+	}
+}
+
+// counterValue reads c (prometheus/testutil would pull its test-only
+// dependencies into every module that uses pgtest).
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
 }

@@ -2,9 +2,7 @@
 // connections wait in the kernel's accept queue, which costs the process no
 // memory, instead of being accepted (a goroutine, buffers and a request
 // each) or refused with the plain-text 503 fasthttp writes past its own
-// Concurrency: under 2 000 connections (make bench, overload rows) the
-// gateway's peak RSS fell from 276 to 62 MiB and its 5xx from 3 090 to 0
-// (docs/benchmarks.md, fix 2).
+// Concurrency: see the overload rows of `make bench` (peak RSS and 5xx).
 //
 // golang.org/x/net/netutil.LimitListener caps the same way, but it hides the
 // TCP connection (the lingering close after a 413 needs it) and how many are

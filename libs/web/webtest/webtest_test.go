@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 )
@@ -93,5 +95,36 @@ func TestProblemsFailsWithoutAList(t *testing.T) {
 	var env webtest.Envelope
 	if r := run(func(r *recorder) { env.Problems(r) }); len(r.fatals) != 1 {
 		t.Fatalf("no error: fatals %v", r.fatals)
+	}
+}
+
+// A Service is built as a process builds it (routes, then the envelope
+// fallback) and reached as the gateway reaches it: the identity signed, the
+// body sent with its type, the headers set.
+func TestServiceSignsAndSends(t *testing.T) {
+	svc, err := webtest.NewService("webtest", strings.Repeat("s", 32), checker{}, func(srv *web.Server, codec *identity.Codec) error {
+		srv.App.Post("/v2/echo", codec.Middleware(), func(c *fiber.Ctx) error {
+			return web.OK(c, 200, fiber.Map{"key": identity.From(c).KeyID, "type": c.Get("Content-Type"), "body": string(c.Body()), "x": c.Get("X-Test")})
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := svc.Do(t, webtest.Request{Method: "POST", Target: "/v2/echo", Body: "a=1", ContentType: "application/x-www-form-urlencoded",
+		Identity: &identity.Identity{Kind: identity.KindLive, KeyID: 7}, Header: map[string]string{"X-Test": "yes"}})
+	var got struct {
+		Key           int64
+		Type, Body, X string
+	}
+	r.Env.Into(t, &got)
+	if r.Status != 200 || got.Key != 7 || got.Type != "application/x-www-form-urlencoded" || got.Body != "a=1" || got.X != "yes" {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if r := svc.Do(t, webtest.Request{Method: "POST", Target: "/v2/echo"}); r.Status != 401 {
+		t.Fatalf("without an identity: %d %s", r.Status, r.Body)
+	}
+	if r := svc.Do(t, webtest.Request{Method: "GET", Target: "/v2/nowhere"}); r.Status != 404 || r.Env.Error == nil || r.Env.Error.Code != web.CodeNotFound {
+		t.Fatalf("an unknown route: %d %s", r.Status, r.Body)
 	}
 }

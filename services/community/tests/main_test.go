@@ -4,9 +4,6 @@ package tests
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -35,8 +32,7 @@ const (
 
 var (
 	pool   *pgxpool.Pool
-	srv    *web.Server
-	codec  *identity.Codec
+	svc    *webtest.Service
 	signer *newsletterbus.Signer
 )
 
@@ -44,27 +40,18 @@ func TestMain(m *testing.M) {
 	schema := pgtest.Schema{Name: "community", Migrations: migrations.FS}
 	os.Exit(pgtest.MainMigrated(m, "community_http", schema, func(db pgtest.Migrated) error {
 		pool = db.Pool
-		codec, _ = identity.NewCodec(identitySecret)
 		signer, _ = newsletterbus.NewSigner(tokenSecret)
-		srv = web.New(webtest.Config(), slog.New(slog.DiscardHandler), "community")
-		communityapp.Routes(srv.App, communityapp.Config{Pool: pool, Codec: codec, PublicBaseURL: baseURL,
-			Signer: signer, ConsentVersion: "test-v1", ResendInterval: 10 * time.Minute})
-		srv.Fallback()
+		var err error
+		svc, err = webtest.NewService("community", identitySecret, checker, func(srv *web.Server, codec *identity.Codec) error {
+			communityapp.Routes(srv.App, communityapp.Config{Pool: pool, Codec: codec, PublicBaseURL: baseURL,
+				Signer: signer, ConsentVersion: "test-v1", ResendInterval: 10 * time.Minute})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		return seedEvents(context.Background())
 	}))
-}
-
-// caller builds a signed identity header value.
-func caller(t *testing.T, id identity.Identity) string {
-	t.Helper()
-	if id.Kind == "" {
-		id.Kind = identity.KindPublic
-	}
-	v, err := codec.Sign(id, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 var public = identity.Identity{Kind: identity.KindPublic, ClientIP: "203.0.113.7"}
@@ -74,27 +61,20 @@ type response = webtest.Reply
 
 type req struct {
 	method, path, body, contentType string
-	id                              *identity.Identity
+	id                              *identity.Identity // Kind "" is public
 	header                          map[string]string
 }
 
 func do(t *testing.T, r req) response {
 	t.Helper()
-	var body io.Reader
-	if r.body != "" {
-		body = strings.NewReader(r.body)
+	id := r.id
+	if id != nil && id.Kind == "" {
+		public := *id
+		public.Kind = identity.KindPublic
+		id = &public
 	}
-	hr := httptest.NewRequest(r.method, r.path, body)
-	if r.contentType != "" {
-		hr.Header.Set("Content-Type", r.contentType)
-	}
-	if r.id != nil {
-		hr.Header.Set(identity.Header, caller(t, *r.id))
-	}
-	for k, v := range r.header {
-		hr.Header.Set(k, v)
-	}
-	return webtest.Do(t, srv.App, checker, hr)
+	return svc.Do(t, webtest.Request{Method: r.method, Target: r.path, Body: r.body, ContentType: r.contentType,
+		Identity: id, Header: r.header})
 }
 
 func contains(list []string, sub string) bool {

@@ -9,7 +9,7 @@ import (
 // Every /v2 route the content service serves is described by api/openapi.yaml
 // (what the helpers' contract checks cannot see: a route nobody documented).
 func TestServedRoutesAreDocumented(t *testing.T) {
-	if err := checker.CheckRoutes(web.Routes(srv.App)); err != nil {
+	if err := checker.CheckRoutes(web.Routes(svc.Server.App)); err != nil {
 		t.Fatal(err)
 	}
 }

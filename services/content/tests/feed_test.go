@@ -93,7 +93,7 @@ func TestFeedLimit(t *testing.T) {
 			}
 			if tc.status == 422 {
 				if resp.Env.Error == nil || resp.Env.Error.Code != "validation_error" ||
-					!slices.Equal(resp.Env.Problems(t), []string{"limit must be an integer from 1 to 50"}) {
+					!slices.Equal(resp.Env.Problems(t), []string{"limit must be an integer between 1 and 50"}) {
 					t.Errorf("envelope %s", resp.Body)
 				}
 				return

@@ -6,9 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -37,9 +35,8 @@ const (
 )
 
 var (
-	pool  *pgxpool.Pool
-	srv   *web.Server
-	codec *identity.Codec
+	pool *pgxpool.Pool
+	svc  *webtest.Service
 )
 
 func TestMain(m *testing.M) {
@@ -50,20 +47,18 @@ func setup(db pgtest.Migrated) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pool = db.Pool
-	var err error
-	if codec, err = identity.NewCodec(secret); err != nil {
-		return err
-	}
 	bus := postbus.New(postdb.New(pool), nil)
 	for _, p := range fixtures(time.Now()) {
 		if _, err := bus.Upsert(ctx, p); err != nil {
 			return err
 		}
 	}
-	srv = web.New(webtest.Config(), slog.New(slog.DiscardHandler), "content")
-	blogapp.Routes(srv.App.Group("/v2", codec.Middleware()), bus, blogapp.Config{PublicBaseURL: baseURL + "/", FeedMaxAge: 60})
-	srv.Fallback()
-	return nil
+	var err error
+	svc, err = webtest.NewService("content", secret, checker, func(srv *web.Server, codec *identity.Codec) error {
+		blogapp.Routes(srv.App.Group("/v2", codec.Middleware()), bus, blogapp.Config{PublicBaseURL: baseURL + "/", FeedMaxAge: 60})
+		return nil
+	})
+	return err
 }
 
 // words returns n distinct-looking words.
@@ -119,30 +114,25 @@ func fixtures(now time.Time) []postbus.NewPost {
 	}
 }
 
-// publicIdentity is what the gateway forwards for a public route.
+// public is what the gateway forwards for a public route.
+var public = identity.Identity{Kind: identity.KindPublic, ClientIP: "203.0.113.7"}
+
+// publicIdentity is the identity header of public.
 func publicIdentity(t *testing.T) string {
 	t.Helper()
-	v, err := codec.Sign(identity.Identity{Kind: identity.KindPublic, ClientIP: "203.0.113.7"}, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return svc.Sign(t, public)
 }
 
 // do sends a request through the app; headers may carry the identity.
 func do(t *testing.T, method, target string, headers map[string]string) webtest.Reply {
 	t.Helper()
-	req := httptest.NewRequest(method, target, nil)
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	return webtest.Do(t, srv.App, checker, req)
+	return svc.Do(t, webtest.Request{Method: method, Target: target, Header: headers})
 }
 
 // get is a public GET through the gateway's identity.
 func get(t *testing.T, target string) webtest.Reply {
 	t.Helper()
-	return do(t, http.MethodGet, target, map[string]string{identity.Header: publicIdentity(t)})
+	return svc.Do(t, webtest.Request{Method: http.MethodGet, Target: target, Identity: &public})
 }
 
 func decode[T any](t *testing.T, raw json.RawMessage) T {

@@ -118,7 +118,7 @@ func TestResolveCity422(t *testing.T) {
 		{"resolve422OverflowID", "?id=99999999999999999999", []string{"id must be a positive integer"}},
 		{"resolve422EmptyName", "?name=", []string{"name must not be empty"}},
 		{"resolve422BlankName", "?name=%20%20", []string{"name must not be empty"}},
-		{"resolve422LongName", "?name=" + strings.Repeat("a", 201), []string{"name must be at most 200 characters (got 201)"}},
+		{"resolve422LongName", "?name=" + strings.Repeat("a", 201), []string{"name must be at most 200 characters"}},
 		{"resolve422ControlName", "?name=Ber%00lin", []string{"name must not contain control characters"}},
 	}
 	for _, tc := range tests {

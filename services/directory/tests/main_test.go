@@ -6,19 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"testing"
-	"time"
 
-	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/api/contract"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
-	"github.com/coworkjobs/coworkjobs/libs/logx"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/libs/web"
@@ -35,9 +30,8 @@ var checker = contract.MustNew()
 const secret = "test-secret-test-secret-test-secret-0123"
 
 var (
-	app   *fiber.App
-	codec *identity.Codec
-	pool  *pgxpool.Pool
+	pool *pgxpool.Pool
+	svc  *webtest.Service
 )
 
 func TestMain(m *testing.M) {
@@ -50,14 +44,11 @@ func setup(db pgtest.Migrated) error {
 		return fmt.Errorf("fixtures: %w", err)
 	}
 	var err error
-	if codec, err = identity.NewCodec(secret); err != nil {
-		return err
-	}
-	srv := web.New(webtest.Config(), logx.NewTo(io.Discard, "directory", "error"), "directory")
-	dirapp.Routes(srv.App, dirapp.Config{Bus: dirbus.New(dirdb.New(pool)), Codec: codec})
-	srv.Fallback()
-	app = srv.App
-	return nil
+	svc, err = webtest.NewService("directory", secret, checker, func(srv *web.Server, codec *identity.Codec) error {
+		dirapp.Routes(srv.App, dirapp.Config{Bus: dirbus.New(dirdb.New(pool)), Codec: codec})
+		return nil
+	})
+	return err
 }
 
 // fixtures: a small directory whose every row exists to prove one rule.
@@ -105,24 +96,20 @@ var (
 // get sends GET path with the identity signed (nil: no identity header).
 func get(t *testing.T, path string, id *identity.Identity) (int, webtest.Envelope) {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, path, nil)
-	if id != nil {
-		h, err := codec.Sign(*id, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set(identity.Header, h)
-	}
-	return do(t, req)
+	return envelope(t, svc.Do(t, webtest.Request{Method: http.MethodGet, Target: path, Identity: id}))
 }
 
-// do sends req through the app: every answer must be an envelope that
-// repeats the HTTP status.
+// do sends req through the app.
 func do(t *testing.T, req *http.Request) (int, webtest.Envelope) {
 	t.Helper()
-	r := webtest.Do(t, app, checker, req)
+	return envelope(t, webtest.Do(t, svc.Server.App, checker, req))
+}
+
+// envelope checks that an answer is an envelope that repeats the HTTP status.
+func envelope(t *testing.T, r webtest.Reply) (int, webtest.Envelope) {
+	t.Helper()
 	if len(r.Body) == 0 {
-		t.Fatalf("%s %s: empty body, want an envelope", req.Method, req.URL)
+		t.Fatalf("empty body, want an envelope")
 	}
 	if r.Env.Status != r.Status {
 		t.Fatalf("envelope status %d != HTTP status %d", r.Env.Status, r.Status)

@@ -139,17 +139,17 @@ func TestQueryValidation(t *testing.T) {
 		path    string
 		details []string
 	}{
-		{"cities422SearchTooLong", "/v2/cities?search=" + long, []string{"search must be at most 200 characters (got 201)"}},
-		{"cities422SlugTooLong", "/v2/cities?q=" + long, []string{"q must be at most 200 characters (got 201)"}},
+		{"cities422SearchTooLong", "/v2/cities?search=" + long, []string{"search must be at most 200 characters"}},
+		{"cities422SlugTooLong", "/v2/cities?q=" + long, []string{"q must be at most 200 characters"}},
 		{"cities422ControlCharacter", "/v2/cities?search=zu%00r", []string{"search must not contain control characters"}},
 		{"cities422Newline", "/v2/cities?q=ber%0Alin", []string{"q must not contain control characters"}},
 		{"cities422InvalidUTF8", "/v2/cities?search=%FF", []string{"search must be valid UTF-8 text"}},
 		{"cities422Repeated", "/v2/cities?q=berlin&q=zug", []string{"q must be given at most once"}},
 		{"cities422AllProblemsAtOnce", "/v2/cities?q=" + long + "&search=a%07b",
-			[]string{"q must be at most 200 characters (got 201)", "search must not contain control characters"}},
+			[]string{"q must be at most 200 characters", "search must not contain control characters"}},
 		{"cities422LengthCountsCharactersNotBytes", "/v2/cities?search=" + strings.Repeat("%C3%BC", 201),
-			[]string{"search must be at most 200 characters (got 201)"}},
-		{"spaces422SlugTooLong", "/v2/spaces?q=" + long, []string{"q must be at most 200 characters (got 201)"}},
+			[]string{"search must be at most 200 characters"}},
+		{"spaces422SlugTooLong", "/v2/spaces?q=" + long, []string{"q must be at most 200 characters"}},
 		{"spaces422ControlCharacter", "/v2/spaces?q=%1B", []string{"q must not contain control characters"}},
 	}
 	for _, tc := range tests {
@@ -325,7 +325,7 @@ func TestPublicAuthAndRouting(t *testing.T) {
 	t.Parallel()
 	expired := func() string {
 		// A well-formed header whose signature does not match.
-		h, _ := codec.Sign(*liveKey, time.Minute)
+		h, _ := svc.Codec.Sign(*liveKey, time.Minute)
 		return h[:len(h)-2] + "xx"
 	}
 	tests := []struct {
@@ -353,7 +353,7 @@ func TestPublicAuthAndRouting(t *testing.T) {
 				req.Header.Set(identity.Header, tc.header)
 			}
 			if tc.sign {
-				h, _ := codec.Sign(*liveKey, time.Minute)
+				h, _ := svc.Codec.Sign(*liveKey, time.Minute)
 				req.Header.Set(identity.Header, h)
 			}
 			status, env := do(t, req)
@@ -374,12 +374,12 @@ func TestConditionalGet(t *testing.T) {
 			t.Parallel()
 			send := func(inm string) *http.Response {
 				req := httptest.NewRequest(http.MethodGet, path, nil)
-				h, _ := codec.Sign(*liveKey, time.Minute)
+				h, _ := svc.Codec.Sign(*liveKey, time.Minute)
 				req.Header.Set(identity.Header, h)
 				if inm != "" {
 					req.Header.Set("If-None-Match", inm)
 				}
-				resp, err := app.Test(req, -1)
+				resp, err := svc.Server.App.Test(req, -1)
 				if err != nil {
 					t.Fatal(err)
 				}

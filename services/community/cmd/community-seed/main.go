@@ -7,8 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -26,21 +24,16 @@ import (
 func main() {
 	spec := service.Spec{Schema: "community", Migrations: migrations.FS, Changes: []string{scopes.Events}, Timeout: time.Minute,
 		Defaults: map[string]string{"DB_MAX_CONNS": "2"}}
-	service.Seed("community-seed", spec, checkArgs, func(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
-		n, err := seed.LoadDemo(ctx, eventbus.New(eventdb.New(pool)), time.Now())
-		if err != nil {
-			return err
-		}
-		log.Info("demo events loaded", "events", n)
-		return nil
+	service.Seed("community-seed", spec, "usage: community-seed demo", os.Args[1:], map[string]service.SeedCommand{
+		"demo": {Load: loadDemo},
 	})
 }
 
-// checkArgs accepts the one command, demo.
-func checkArgs() error {
-	if len(os.Args) != 2 || os.Args[1] != "demo" {
-		fmt.Fprintln(os.Stderr, "usage: community-seed demo")
-		return errors.New("unknown or missing command")
+func loadDemo(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
+	n, err := seed.LoadDemo(ctx, eventbus.New(eventdb.New(pool)), time.Now())
+	if err != nil {
+		return err
 	}
+	log.Info("demo events loaded", "events", n)
 	return nil
 }

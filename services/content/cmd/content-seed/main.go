@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -28,20 +27,17 @@ const usage = `usage: content-seed demo
 environment: DATABASE_URL, DB_MAX_CONNS, LOG_LEVEL`
 
 func main() {
-	if len(os.Args) != 2 || os.Args[1] != "demo" {
-		fmt.Fprintln(os.Stderr, usage)
-		os.Exit(2)
-	}
 	spec := service.Spec{Schema: "content", Migrations: migrations.FS, Changes: []string{scopes.Blog}, Timeout: 2 * time.Minute,
 		Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
 	// The seeder talks only to Postgres: no identity secret.
-	service.Seed("content-seed", spec, nil, func(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
-		bus := postbus.New(postdb.New(pool), nil)
-		posts := blogseed.Demo(time.Now())
-		if err := blogseed.Load(ctx, bus, posts); err != nil {
-			return err
-		}
-		log.Info("demo blog loaded", "posts", len(posts))
-		return nil
-	})
+	service.Seed("content-seed", spec, usage, os.Args[1:], map[string]service.SeedCommand{"demo": {Load: loadDemo}})
+}
+
+func loadDemo(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
+	posts := blogseed.Demo(time.Now())
+	if err := blogseed.Load(ctx, postbus.New(postdb.New(pool), nil), posts); err != nil {
+		return err
+	}
+	log.Info("demo blog loaded", "posts", len(posts))
+	return nil
 }

@@ -17,7 +17,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -37,45 +36,33 @@ const usage = `usage:
   directory-seed synthetic [-cities 2000] [-spaces 20000] [-seed 42] [-reset]`
 
 func main() {
-	args := os.Args[1:]
 	var opts seed.SyntheticOptions
 	spec := service.Spec{Schema: "directory", Migrations: migrations.FS, Changes: []string{scopes.Directory}, Defaults: map[string]string{"DB_MAX_CONNS": "4"}}
-	service.Seed("directory-seed", spec, func() error { return parseArgs(args, &opts) }, func(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
-		return load(ctx, log, pool, args[0], opts)
+	service.Seed("directory-seed", spec, usage, os.Args[1:], map[string]service.SeedCommand{
+		"demo": {Load: func(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
+			return load(ctx, log, pool, "demo", opts)
+		}},
+		"synthetic": {Args: func(args []string) error { return syntheticFlags(args, &opts) },
+			Load: func(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
+				return load(ctx, log, pool, "synthetic", opts)
+			}},
 	})
 }
 
-// parseArgs checks the command, and reads synthetic's flags into opts.
-func parseArgs(args []string, opts *seed.SyntheticOptions) error {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, usage)
-		return errors.New("missing command")
+// syntheticFlags reads synthetic's flags into opts.
+func syntheticFlags(args []string, opts *seed.SyntheticOptions) error {
+	fs := flag.NewFlagSet("synthetic", flag.ContinueOnError)
+	fs.IntVar(&opts.Cities, "cities", 2000, "number of cities")
+	fs.IntVar(&opts.Spaces, "spaces", 20000, "number of spaces")
+	fs.Uint64Var(&opts.Seed, "seed", 42, "random seed (same seed, same data)")
+	fs.BoolVar(&opts.Reset, "reset", false, "empty the whole directory first (ids become deterministic)")
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
-	switch args[0] {
-	case "demo":
-		if len(args) > 1 {
-			return fmt.Errorf("demo takes no arguments\n%s", usage)
-		}
-	case "synthetic":
-		fs := flag.NewFlagSet("synthetic", flag.ContinueOnError)
-		fs.IntVar(&opts.Cities, "cities", 2000, "number of cities")
-		fs.IntVar(&opts.Spaces, "spaces", 20000, "number of spaces")
-		fs.Uint64Var(&opts.Seed, "seed", 42, "random seed (same seed, same data)")
-		fs.BoolVar(&opts.Reset, "reset", false, "empty the whole directory first (ids become deterministic)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if fs.NArg() > 0 {
-			return fmt.Errorf("unexpected arguments %v\n%s", fs.Args(), usage)
-		}
-		if err := opts.Validate(); err != nil {
-			return err
-		}
-	default:
-		fmt.Fprintln(os.Stderr, usage)
-		return fmt.Errorf("unknown command %q", args[0])
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
-	return nil
+	return opts.Validate()
 }
 
 // load loads set ("demo" or "synthetic") and logs what it wrote.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus"
 )
 
@@ -22,20 +23,6 @@ const (
 var slugRe = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// intParam parses an optional integer query parameter within [lo, hi].
-func intParam(c *fiber.Ctx, name string, def, lo, hi int, problems *[]string) int {
-	raw := c.Query(name)
-	if raw == "" {
-		return def
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < lo || n > hi {
-		*problems = append(*problems, name+" must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
-		return def
-	}
-	return n
-}
 
 // parseDate reads an ISO 8601 date (YYYY-MM-DD, a UTC day) or an RFC 3339
 // timestamp. endOfDay moves a plain date to the start of the next day, so a
@@ -56,42 +43,42 @@ func parseDate(raw string, endOfDay bool) (time.Time, bool) {
 // parseFilter reads the query of GET /v2/events and returns every problem.
 func parseFilter(c *fiber.Ctx) (eventbus.Filter, eventbus.Page, []string) {
 	var f eventbus.Filter
-	var problems []string
-	if city := c.Query("city"); city != "" {
+	q := web.Params(c)
+	if city, _ := q.Raw("city"); city != "" {
 		if len(city) > 100 || !slugRe.MatchString(city) {
-			problems = append(problems, "city must be a city slug (lowercase letters, digits and hyphens)")
+			q.Add("city must be a city slug (lowercase letters, digits and hyphens)")
 		} else {
 			f.CitySlug = city
 		}
 	}
-	if raw := c.Query("space"); raw != "" {
+	if raw, _ := q.Raw("space"); raw != "" {
 		id, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil || id < 1 {
-			problems = append(problems, "space must be a positive integer space id")
+			q.Add("space must be a positive integer space id")
 		} else {
 			f.SpaceID = id
 		}
 	}
-	if raw := c.Query("from"); raw != "" {
+	if raw, _ := q.Raw("from"); raw != "" {
 		if t, ok := parseDate(raw, false); ok {
 			f.From = &t
 		} else {
-			problems = append(problems, "from must be an ISO 8601 date (YYYY-MM-DD) or an RFC 3339 timestamp")
+			q.Add("from must be an ISO 8601 date (YYYY-MM-DD) or an RFC 3339 timestamp")
 		}
 	}
-	if raw := c.Query("to"); raw != "" {
+	if raw, _ := q.Raw("to"); raw != "" {
 		if t, ok := parseDate(raw, true); ok {
 			f.To = &t
 		} else {
-			problems = append(problems, "to must be an ISO 8601 date (YYYY-MM-DD) or an RFC 3339 timestamp")
+			q.Add("to must be an ISO 8601 date (YYYY-MM-DD) or an RFC 3339 timestamp")
 		}
 	}
 	if f.From != nil && f.To != nil && !f.To.After(*f.From) {
-		problems = append(problems, "to must not be before from")
+		q.Add("to must not be before from")
 	}
 	p := eventbus.Page{
-		Number: intParam(c, "page", 1, 1, MaxPage, &problems),
-		Size:   intParam(c, "per_page", DefaultPerPage, 1, MaxPerPage, &problems),
+		Number: q.Int("page", 1, 1, MaxPage),
+		Size:   q.Int("per_page", DefaultPerPage, 1, MaxPerPage),
 	}
-	return f, p, problems
+	return f, p, q.Problems()
 }

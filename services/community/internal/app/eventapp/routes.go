@@ -31,7 +31,7 @@ func Routes(r fiber.Router, cfg Config) {
 func (h handlers) list(c *fiber.Ctx) error {
 	f, p, problems := parseFilter(c)
 	if len(problems) > 0 {
-		return web.Validation("Invalid query parameters", problems)
+		return web.Validation("Validation failed", problems)
 	}
 	var caller eventbus.Caller
 	if id := identity.From(c); id != nil {
@@ -52,10 +52,10 @@ func (h handlers) list(c *fiber.Ctx) error {
 }
 
 func (h handlers) feed(c *fiber.Ctx) error {
-	var problems []string
-	limit := intParam(c, "limit", DefaultFeed, 1, MaxFeed, &problems)
-	if len(problems) > 0 {
-		return web.Validation("Invalid query parameters", problems)
+	q := web.Params(c)
+	limit := q.Int("limit", DefaultFeed, 1, MaxFeed)
+	if err := q.Err(); err != nil {
+		return err
 	}
 	events, err := h.cfg.Events.Upcoming(c.UserContext(), limit)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/libs/web"
-	"github.com/coworkjobs/coworkjobs/services/community/internal/app/payload"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/feedbackbus"
 )
 
@@ -34,7 +33,7 @@ type Created struct {
 }
 
 func create(c *fiber.Ctx, cfg Config) error {
-	body, err := payload.Parse(c)
+	body, err := web.DecodeJSONOrForm(c)
 	if err != nil {
 		return err
 	}
@@ -48,8 +47,8 @@ func create(c *fiber.Ctx, cfg Config) error {
 	if id := identity.From(c); id != nil {
 		in.ClientIP = id.ClientIP
 	}
-	if problems := body.Problems(feedbackbus.Validate(feedbackbus.Normalize(in))); len(problems) > 0 {
-		return web.Validation("Validation failed", problems)
+	if err := body.Err(feedbackbus.Validate(feedbackbus.Normalize(in))); err != nil {
+		return err
 	}
 	saved, err := cfg.Feedback.Create(c.UserContext(), in)
 	var verr *validate.Error

@@ -11,7 +11,6 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/libs/web"
-	"github.com/coworkjobs/coworkjobs/services/community/internal/app/payload"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 )
 
@@ -54,7 +53,7 @@ const subscribeAnswer = "If this address is not subscribed yet, a link to confir
 	"check your inbox and spam folder. An address that is already subscribed stays subscribed."
 
 func (h handlers) subscribe(c *fiber.Ctx) error {
-	body, err := payload.Parse(c)
+	body, err := web.DecodeJSONOrForm(c)
 	if err != nil {
 		return err
 	}
@@ -68,8 +67,8 @@ func (h handlers) subscribe(c *fiber.Ctx) error {
 		in.ClientIP = id.ClientIP
 	}
 	_, rules := newsletterbus.ValidateSubscription(in)
-	if problems := body.Problems(rules); len(problems) > 0 {
-		return web.Validation("Validation failed", problems)
+	if err := body.Err(rules); err != nil {
+		return err
 	}
 	res, err := h.nl.Subscribe(c.UserContext(), in)
 	var verr *validate.Error
@@ -82,18 +81,20 @@ func (h handlers) subscribe(c *fiber.Ctx) error {
 	return web.OK(c, http.StatusAccepted, Subscription{Status: newsletterbus.StatusPending, Email: res.Email, Message: subscribeAnswer})
 }
 
-// token reads the token from the query, or from a form or JSON body on POST.
-func token(c *fiber.Ctx) (string, error) {
+// token reads the token from the query, or from a form or JSON body on POST;
+// the body may also carry the fields named in accept, which have no effect.
+func token(c *fiber.Ctx, accept ...string) (string, error) {
 	if t := c.Query("token"); t != "" || c.Method() == fiber.MethodGet || len(c.Body()) == 0 {
 		return t, nil
 	}
-	body, err := payload.Parse(c)
+	body, err := web.DecodeJSONOrForm(c)
 	if err != nil {
 		return "", err
 	}
 	t := body.String("token")
-	if problems := body.Problems(nil); len(problems) > 0 {
-		return "", web.Validation("Validation failed", problems)
+	body.Ignore(accept...)
+	if err := body.Err(nil); err != nil {
+		return "", err
 	}
 	return t, nil
 }
@@ -128,7 +129,7 @@ func (h handlers) confirm(c *fiber.Ctx) error {
 }
 
 func (h handlers) unsubscribe(c *fiber.Ctx) error {
-	t, err := token(c)
+	t, err := token(c, "List-Unsubscribe") // RFC 8058's one-click POST sends List-Unsubscribe=One-Click
 	if err != nil {
 		return err
 	}

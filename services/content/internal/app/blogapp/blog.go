@@ -17,14 +17,14 @@ const maxFilterLen = 100
 // blog answers GET /v2/blog: one post when slug is given, a page otherwise.
 // With slug the list parameters have no effect, but are still checked.
 func (h *handlers) blog(c *fiber.Ctx) error {
-	q := newQuery(c)
-	slug, hasSlug := q.text("slug", 200)
-	category, _ := q.text("category", maxFilterLen)
-	tag, _ := q.text("tag", maxFilterLen)
-	limit := q.intIn("limit", postbus.DefaultLimit, 1, postbus.MaxLimit)
-	offset := q.intIn("offset", 0, 0, postbus.MaxOffset)
-	if len(q.problems) > 0 {
-		return web.Validation("Invalid query parameters", q.problems)
+	q := web.Params(c)
+	slug, hasSlug := q.NonEmptyText("slug", 200)
+	category, _ := q.NonEmptyText("category", maxFilterLen)
+	tag, _ := q.NonEmptyText("tag", maxFilterLen)
+	limit := q.Int("limit", postbus.DefaultLimit, 1, postbus.MaxLimit)
+	offset := q.Int("offset", 0, 0, postbus.MaxOffset)
+	if err := q.Err(); err != nil {
+		return err
 	}
 	if hasSlug {
 		return h.one(c, slug)

@@ -18,10 +18,10 @@ const (
 // feed answers GET /v2/vine/blog: the latest public posts in the shared feed
 // shape, cacheable (ETag, 304, Cache-Control).
 func (h *handlers) feed(c *fiber.Ctx) error {
-	q := newQuery(c)
-	limit := q.intIn("limit", FeedDefaultLimit, 1, FeedMaxLimit)
-	if len(q.problems) > 0 {
-		return web.Validation("Invalid query parameters", q.problems)
+	q := web.Params(c)
+	limit := q.Int("limit", FeedDefaultLimit, 1, FeedMaxLimit)
+	if err := q.Err(); err != nil {
+		return err
 	}
 	page, err := h.bus.List(c.UserContext(), postbus.Filter{Limit: limit})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/content/internal/business/postbus"
 )
@@ -22,12 +23,12 @@ func FuzzQuery(f *testing.F) {
 		"limit=1e3", "limit=%2B5", "tag=%00", "tag=%ff", "slug=a&slug=b", "category=" + strings.Repeat("%C3%A9", 101),
 		"tag=++", "limit=99999999999999999999", "offset=0x10", "slug=..%2F..%2Fetc"}
 	webtest.FuzzQuery(f, "/v2/blog", seeds, func(t *testing.T, c *fiber.Ctx, raw string) {
-		q := newQuery(c)
+		q := web.Params(c)
 		texts := map[string]int{"slug": 200, "category": maxFilterLen, "tag": maxFilterLen}
 		for name, max := range texts {
-			before := len(q.problems)
-			v, given := q.text(name, max)
-			if len(q.problems) > before {
+			before := len(q.Problems())
+			v, given := q.NonEmptyText(name, max)
+			if len(q.Problems()) > before {
 				continue
 			}
 			if given && (v == "" || v != strings.TrimSpace(v) || !utf8.ValidString(v) || strings.ContainsRune(v, 0) ||
@@ -35,18 +36,18 @@ func FuzzQuery(f *testing.F) {
 				t.Fatalf("%q: %s accepted as %q", raw, name, v)
 			}
 		}
-		limit := q.intIn("limit", postbus.DefaultLimit, 1, postbus.MaxLimit)
-		offset := q.intIn("offset", 0, 0, postbus.MaxOffset)
+		limit := q.Int("limit", postbus.DefaultLimit, 1, postbus.MaxLimit)
+		offset := q.Int("offset", 0, 0, postbus.MaxOffset)
 		if limit < 1 || limit > postbus.MaxLimit || offset < 0 || offset > postbus.MaxOffset {
 			t.Fatalf("%q: limit %d offset %d", raw, limit, offset)
 		}
-		for _, p := range q.problems {
+		for _, p := range q.Problems() {
 			name, _, _ := strings.Cut(p, " ")
 			if _, ok := texts[name]; !ok && name != "limit" && name != "offset" {
 				t.Fatalf("%q: problem %q names no parameter", raw, p)
 			}
 		}
-		if l, ok := q.raw("limit"); ok && len(q.problems) == 0 {
+		if l, ok := q.Raw("limit"); ok && len(q.Problems()) == 0 {
 			if n, err := strconv.Atoi(l); err != nil || n != limit {
 				t.Fatalf("%q: limit %q read as %d", raw, l, limit)
 			}

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -57,12 +55,13 @@ func Routes(app *fiber.App, cfg Config) {
 
 // GET /v2/cities?q=<slug>&search=<partial name>
 func (h handlers) cities(c *fiber.Ctx) error {
-	var problems []string
-	slug := strings.ToLower(textParam(c, "q", &problems))
-	search := textParam(c, "search", &problems)
-	if len(problems) > 0 {
-		return web.Validation("Invalid query parameters", problems)
+	q := web.Params(c)
+	slug, _ := q.Text("q", MaxTextLen)
+	search, _ := q.Text("search", MaxTextLen)
+	if err := q.Err(); err != nil {
+		return err
 	}
+	slug = strings.ToLower(slug)
 	cities, err := h.bus.Cities(c.UserContext(), dirbus.CityFilter{Slug: slug, Search: search})
 	if err != nil {
 		return err
@@ -73,13 +72,18 @@ func (h handlers) cities(c *fiber.Ctx) error {
 // GET /v2/spaces?q=<city slug>&near=LAT,LON&radius_km=R; a space-scoped key
 // sees only its own space.
 func (h handlers) spaces(c *fiber.Ctx) error {
-	var problems []string
-	citySlug := strings.ToLower(textParam(c, "q", &problems))
-	near, hasNear, p := geo.Parse(textParam(c, "near", &problems), textParam(c, "radius_km", &problems))
-	problems = append(problems, p...)
-	if len(problems) > 0 {
-		return web.Validation("Invalid query parameters", problems)
+	q := web.Params(c)
+	citySlug, _ := q.Text("q", MaxTextLen)
+	nearText, _ := q.Text("near", MaxTextLen)
+	radius, _ := q.Text("radius_km", MaxTextLen)
+	near, hasNear, problems := geo.Parse(nearText, radius)
+	for _, p := range problems {
+		q.Add(p)
 	}
+	if err := q.Err(); err != nil {
+		return err
+	}
+	citySlug = strings.ToLower(citySlug)
 	var spaceID int64
 	if id := identity.From(c); id != nil {
 		spaceID = id.SpaceID
@@ -106,31 +110,28 @@ func (h handlers) citySpaces(c *fiber.Ctx) error {
 
 // GET /internal/cities/resolve?id=<int> | ?name=<text>
 func (h handlers) resolveCity(c *fiber.Ctx) error {
-	var problems []string
-	args := c.Context().QueryArgs()
-	hasID, hasName := args.Has("id"), args.Has("name")
-	before := len(problems)
-	idText := textParam(c, "id", &problems)
-	name := textParam(c, "name", &problems)
-	valid := len(problems) == before
+	q := web.Params(c)
+	idText, hasID := q.Text("id", MaxTextLen)
+	name, hasName := q.Text("name", MaxTextLen)
+	valid := len(q.Problems()) == 0
 	var id int64
 	switch {
 	case hasID && hasName:
-		problems = append(problems, "give either id or name, not both")
+		q.Add("give either id or name, not both")
 	case !hasID && !hasName:
-		problems = append(problems, "id or name is required")
+		q.Add("id or name is required")
 	case !valid:
 	case hasID:
 		n, err := strconv.ParseInt(idText, 10, 64)
 		if err != nil || n <= 0 {
-			problems = append(problems, "id must be a positive integer")
+			q.Add("id must be a positive integer")
 		}
 		id = n
 	case hasName && name == "":
-		problems = append(problems, "name must not be empty")
+		q.Add("name must not be empty")
 	}
-	if len(problems) > 0 {
-		return web.Validation("Invalid query parameters", problems)
+	if err := q.Err(); err != nil {
+		return err
 	}
 	var (
 		res dirbus.Resolution
@@ -170,33 +171,4 @@ func (h handlers) catalog(c *fiber.Ctx) error {
 		return err
 	}
 	return web.OK(c, http.StatusOK, toCatalog(cat))
-}
-
-// textParam reads one optional text query parameter, trimmed. Repeated
-// parameters, invalid UTF-8, control characters and over-long values are
-// recorded in problems. Unknown parameters are ignored (the gateway may pass
-// api_key along).
-func textParam(c *fiber.Ctx, name string, problems *[]string) string {
-	vals := c.Context().QueryArgs().PeekMulti(name)
-	if len(vals) == 0 {
-		return ""
-	}
-	if len(vals) > 1 {
-		*problems = append(*problems, name+" must be given at most once")
-		return ""
-	}
-	v := string(vals[0])
-	if !utf8.ValidString(v) {
-		*problems = append(*problems, name+" must be valid UTF-8 text")
-		return ""
-	}
-	if n := utf8.RuneCountInString(v); n > MaxTextLen {
-		*problems = append(*problems, fmt.Sprintf("%s must be at most %d characters (got %d)", name, MaxTextLen, n))
-		return ""
-	}
-	if strings.IndexFunc(v, unicode.IsControl) >= 0 {
-		*problems = append(*problems, name+" must not contain control characters")
-		return ""
-	}
-	return strings.TrimSpace(v)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 )
 
@@ -21,9 +22,9 @@ func FuzzTextParam(f *testing.F) {
 		"q=a&q=b", "search=%20%20zu%20%20", "q=%E2%80%AE", "q", "q=&search=", "search=%0d%0aSet-Cookie:x", "q=%zz"}
 	webtest.FuzzQuery(f, "/v2/cities", seeds, func(t *testing.T, c *fiber.Ctx, query string) {
 		for _, name := range []string{"q", "search"} {
-			var problems []string
-			v := textParam(c, name, &problems)
-			if len(problems) > 0 {
+			q := web.Params(c)
+			v, _ := q.Text(name, MaxTextLen)
+			if problems := q.Problems(); len(problems) > 0 {
 				if v != "" || len(problems) != 1 || !strings.HasPrefix(problems[0], name+" ") {
 					t.Fatalf("%q: %s = %q with problems %q", query, name, v, problems)
 				}

@@ -63,14 +63,14 @@ type CitySpace struct {
 	LinkedInURL *string
 }
 
-// SpaceFacts is what another service needs to know about a space.
+// SpaceFacts is what another service needs to know about a space: its
+// names, whether it is confirmed and Pro, and its city (dirapi.Space on the
+// wire, field for field).
 type SpaceFacts struct {
-	ID        int64
-	Name      string
-	Slug      string
-	Confirmed bool
-	IsPro     bool
-	CityID    int64
+	ID               int64
+	Name, Slug       string
+	Confirmed, IsPro bool
+	CityID           int64
 }
 
 // CatalogCity is one city of the internal catalog.

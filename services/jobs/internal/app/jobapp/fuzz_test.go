@@ -70,14 +70,18 @@ func FuzzCreateRequest(f *testing.F) {
 		}
 		in := req.toInput()
 		for _, p := range in.TypeProblems {
+			if strings.HasPrefix(p, "unknown field ") || strings.HasSuffix(p, " more unknown fields") {
+				continue
+			}
 			name, rest, _ := strings.Cut(p, " ")
 			if !contains(fields, name) || !strings.HasPrefix(rest, "must be ") {
 				t.Fatalf("type problem %q does not name a field and its type", p)
 			}
 		}
 		var s string
-		if json.Unmarshal(req.Title, &s) == nil && !isNull(req.Title) && (in.Title == nil || *in.Title != s) {
-			t.Fatalf("title %s arrived as %v", req.Title, in.Title)
+		title := req.JSON("title")
+		if string(bytes.TrimSpace(title)) != "null" && json.Unmarshal(title, &s) == nil && (in.Title == nil || *in.Title != s) {
+			t.Fatalf("title %s arrived as %v", title, in.Title)
 		}
 	})
 }
@@ -198,4 +202,57 @@ func FuzzListQuery(f *testing.F) {
 			t.Fatalf("%q: page %d per_page %d limit %d offset %d", query, got.page, got.perPage, lf.Limit, lf.Offset)
 		}
 	})
+}
+
+// legacyCreateRequest is the struct create decoded bodies into before it
+// read them field by field; its JSON encoding was the canonical form.
+type legacyCreateRequest struct {
+	Title       json.RawMessage `json:"title,omitempty"`
+	Company     json.RawMessage `json:"company,omitempty"`
+	Description json.RawMessage `json:"description,omitempty"`
+	JobType     json.RawMessage `json:"job_type,omitempty"`
+	Tags        json.RawMessage `json:"tags,omitempty"`
+	IDCity      json.RawMessage `json:"id_city,omitempty"`
+	CityName    json.RawMessage `json:"city_name,omitempty"`
+	ExternalURL json.RawMessage `json:"external_url,omitempty"`
+	ApplyURL    json.RawMessage `json:"apply_url,omitempty"`
+	IsRemote    json.RawMessage `json:"is_remote,omitempty"`
+	InvEmail    json.RawMessage `json:"inv_email,omitempty"`
+	Currency    json.RawMessage `json:"currency,omitempty"`
+	SalMin      json.RawMessage `json:"sal_min,omitempty"`
+	SalMax      json.RawMessage `json:"sal_max,omitempty"`
+	IDSpace     json.RawMessage `json:"id_space,omitempty"`
+	IDPlan      json.RawMessage `json:"id_plan,omitempty"`
+}
+
+// The canonical form behind the Idempotency-Key request hash is what it was
+// before bodies were read field by field: a key stored before an upgrade
+// still replays the same body after it, rather than answering 422 for a
+// different body.
+func TestCanonicalFormUnchanged(t *testing.T) {
+	for _, body := range []string{
+		`{"title":"Community Manager","company":"Acme","description":"<p>x & y</p>","job_type":"fulltime","tags":"a,b","id_city":1}`,
+		`{ "tags" : "z" , "title" : "T",
+		   "sal_min": 1e3, "sal_max": 50000.0, "is_remote": true, "inv_email": null, "status": "active" }`,
+		`{"id_city":"  7 ","id_plan":9223372036854775808,"is_remote":"1","currency":"eur","apply_url":"mailto:a@b.example"}`,
+		`{"title":"a","title":"b","description":"\u003cp\u003e é \u2028","external_url":"https://e.example/?a=1&b=<2>"}`,
+		`{"company":{"nested":[1,2,{"x":null}]},"city_name":["Berlin"],"id_space":-1}`,
+		`{}`,
+	} {
+		got, _, err := canonical(t, []byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		var old legacyCreateRequest
+		if err := json.Unmarshal([]byte(body), &old); err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("canonical form of %s:\n%s\nwant\n%s", body, got, want)
+		}
+	}
 }

@@ -192,8 +192,10 @@ func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, er
 	}
 	page, perPage := 1, DefaultPerPage
 	if h.cfg.PaginationEnabled {
-		page = intParam(c.Query("page"), 1, 1, MaxPage, "page", &p)
-		perPage = intParam(c.Query("per_page"), DefaultPerPage, 1, MaxPerPage, "per_page", &p)
+		q := web.Params(c)
+		page = q.Int("page", 1, 1, MaxPage)
+		perPage = q.Int("per_page", DefaultPerPage, 1, MaxPerPage)
+		p = append(p, q.Problems()...)
 		f.Limit, f.Offset = perPage, (page-1)*perPage
 	}
 	if len(p) > 0 {
@@ -201,18 +203,6 @@ func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, er
 	}
 	f.SpaceID = identity.From(c).SpaceID
 	return f, page, perPage, nil
-}
-
-func intParam(v string, def, min, max int, name string, p *[]string) int {
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < min || n > max {
-		*p = append(*p, fmt.Sprintf("%s must be an integer between %d and %d", name, min, max))
-		return def
-	}
-	return n
 }
 
 // list answers GET /v2/jobs. Unpaginated, the rows are streamed to the
@@ -385,10 +375,10 @@ func sendJSON(c *fiber.Ctx, status int, body []byte) error {
 // feed answers GET /v2/vine/jobs: the latest active jobs in the shared feed
 // shape, cacheable with an ETag.
 func (h *handlers) feed(c *fiber.Ctx) error {
-	var p []string
-	limit := intParam(c.Query("limit"), FeedDefault, 1, FeedMax, "limit", &p)
-	if len(p) > 0 {
-		return web.Validation("Validation failed", p)
+	q := web.Params(c)
+	limit := q.Int("limit", FeedDefault, 1, FeedMax)
+	if err := q.Err(); err != nil {
+		return err
 	}
 	jobs, err := h.bus.Feed(c.UserContext(), limit)
 	if err != nil {

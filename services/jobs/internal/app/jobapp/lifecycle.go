@@ -1,7 +1,6 @@
 package jobapp
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -67,11 +66,6 @@ func (h *handlers) get(c *fiber.Ctx) error {
 	return web.OK(c, http.StatusOK, h.toJobDetailDTO(d, owner))
 }
 
-// transitionRequest is the body of POST /v2/jobs/{event}.
-type transitionRequest struct {
-	JobID json.RawMessage `json:"job_id"`
-}
-
 // transitionDTO answers a transition.
 type transitionDTO struct {
 	JobID  int64  `json:"job_id"`
@@ -89,20 +83,20 @@ type conflictDetails struct {
 // transition answers POST /v2/jobs/{publish,pause,resume,relist,close,unpublish}.
 func (h *handlers) transition(ev jobbus.Event) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		var req transitionRequest
+		var req web.Fields // the body of POST /v2/jobs/{event}
 		if err := web.DecodeJSON(c, &req); err != nil {
 			return err
 		}
-		if isNull(req.JobID) {
-			return web.Validation("Validation failed", []string{"job_id is required"})
+		id := req.OptInt("job_id")
+		var rules []string
+		switch {
+		case id == nil:
+			rules = []string{"job_id is required"}
+		case *id < 1:
+			rules = []string{"job_id must be a positive integer"}
 		}
-		var p []string
-		id := rawInt(req.JobID, "job_id", &p)
-		if len(p) > 0 {
-			return web.Validation("Validation failed", p)
-		}
-		if *id < 1 {
-			return web.Validation("Validation failed", []string{"job_id must be a positive integer"})
+		if err := req.Err(rules); err != nil {
+			return err
 		}
 		res, err := h.bus.Transition(c.UserContext(), caller(c), *id, ev)
 		var ce *jobbus.ConflictError

@@ -1,7 +1,6 @@
 package jobapp
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -11,110 +10,65 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
-// createRequest is the body of POST /v2/jobs as sent. Every field is kept
-// raw so that a wrong type is reported with every other problem at once;
-// unknown fields (status among them) are ignored.
-type createRequest struct {
-	Title       json.RawMessage `json:"title,omitempty"`
-	Company     json.RawMessage `json:"company,omitempty"`
-	Description json.RawMessage `json:"description,omitempty"`
-	JobType     json.RawMessage `json:"job_type,omitempty"`
-	Tags        json.RawMessage `json:"tags,omitempty"`
-	IDCity      json.RawMessage `json:"id_city,omitempty"`
-	CityName    json.RawMessage `json:"city_name,omitempty"`
-	ExternalURL json.RawMessage `json:"external_url,omitempty"`
-	ApplyURL    json.RawMessage `json:"apply_url,omitempty"`
-	IsRemote    json.RawMessage `json:"is_remote,omitempty"`
-	InvEmail    json.RawMessage `json:"inv_email,omitempty"`
-	Currency    json.RawMessage `json:"currency,omitempty"`
-	SalMin      json.RawMessage `json:"sal_min,omitempty"`
-	SalMax      json.RawMessage `json:"sal_max,omitempty"`
-	IDSpace     json.RawMessage `json:"id_space,omitempty"`
-	IDPlan      json.RawMessage `json:"id_plan,omitempty"`
+// createRequest is the body of POST /v2/jobs as sent, read field by field
+// so that a wrong type is reported with every other problem at once. A field
+// the document does not name is refused; status is accepted and has no
+// effect (the spec's promise: the server decides the initial status).
+type createRequest struct{ web.Fields }
+
+// createFields are the fields of POST /v2/jobs in the order of the canonical
+// form that the Idempotency-Key request hash is taken over.
+var createFields = []string{"title", "company", "description", "job_type", "tags", "id_city", "city_name",
+	"external_url", "apply_url", "is_remote", "inv_email", "currency", "sal_min", "sal_max", "id_space", "id_plan"}
+
+// MarshalJSON writes the canonical form: the known fields that were sent (a
+// null included) in createFields order, compacted, so that an exact retry
+// re-indented by another client library still hashes the same.
+func (r createRequest) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for _, name := range createFields {
+		raw := r.JSON(name)
+		if len(raw) == 0 {
+			continue
+		}
+		v, err := json.Marshal(raw)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, name)
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	return append(b, '}'), nil
 }
 
-// toInput converts the raw request to the business input, collecting type
-// problems. JSON null counts as absent.
-func (r createRequest) toInput() jobbus.CreateInput {
-	var in jobbus.CreateInput
-	p := &in.TypeProblems
-	in.Title = rawString(r.Title, "title", p)
-	in.Company = rawString(r.Company, "company", p)
-	in.Description = rawString(r.Description, "description", p)
-	in.JobType = rawString(r.JobType, "job_type", p)
-	in.Tags = rawString(r.Tags, "tags", p)
-	in.IDCity = rawInt(r.IDCity, "id_city", p)
-	in.CityName = rawString(r.CityName, "city_name", p)
-	in.ExternalURL = rawString(r.ExternalURL, "external_url", p)
-	in.ApplyURL = rawString(r.ApplyURL, "apply_url", p)
-	in.IsRemote = rawIntOrBool(r.IsRemote, "is_remote", p)
-	in.InvEmail = rawString(r.InvEmail, "inv_email", nil) // invalid is replaced, never rejected
-	in.Currency = rawString(r.Currency, "currency", p)
-	in.SalMin = rawInt(r.SalMin, "sal_min", p)
-	in.SalMax = rawInt(r.SalMax, "sal_max", p)
-	in.IDSpace = rawInt(r.IDSpace, "id_space", p)
-	in.IDPlan = rawInt(r.IDPlan, "id_plan", p)
+// toInput converts the request to the business input, collecting the type
+// problems and unknown fields. JSON null counts as absent.
+func (r *createRequest) toInput() jobbus.CreateInput {
+	in := jobbus.CreateInput{
+		Title:       r.OptString("title"),
+		Company:     r.OptString("company"),
+		Description: r.OptString("description"),
+		JobType:     r.OptString("job_type"),
+		Tags:        r.OptString("tags"),
+		IDCity:      r.OptInt("id_city"),
+		CityName:    r.OptString("city_name"),
+		ExternalURL: r.OptString("external_url"),
+		ApplyURL:    r.OptString("apply_url"),
+		IsRemote:    r.OptIntOrBool("is_remote"),
+		InvEmail:    r.LooseString("inv_email"), // invalid is replaced, never rejected
+		Currency:    r.OptString("currency"),
+		SalMin:      r.OptInt("sal_min"),
+		SalMax:      r.OptInt("sal_max"),
+		IDSpace:     r.OptInt("id_space"),
+		IDPlan:      r.OptInt("id_plan"),
+	}
+	r.Ignore("status")
+	in.TypeProblems = r.Problems(nil)
 	return in
-}
-
-func isNull(raw json.RawMessage) bool {
-	return len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
-}
-
-func rawString(raw json.RawMessage, name string, p *[]string) *string {
-	if isNull(raw) {
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		if p != nil {
-			*p = append(*p, name+" must be a string")
-		}
-		return nil
-	}
-	return &s
-}
-
-// rawInt accepts a JSON number with no fractional part (5, 5.0 and 5e0 are
-// all integers to the document's `type: integer`). A string, even "5", is
-// refused: the document says integer, and a client or proxy that validates
-// against it refuses to send one, so the server must not quietly take it.
-func rawInt(raw json.RawMessage, name string, p *[]string) *int64 {
-	if isNull(raw) {
-		return nil
-	}
-	raw = bytes.TrimSpace(raw)
-	if raw[0] == '"' { // json.Number would take a quoted number
-		*p = append(*p, name+" must be an integer (a JSON number, not a string)")
-		return nil
-	}
-	var n json.Number
-	if err := json.Unmarshal(raw, &n); err == nil {
-		if v, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-			return &v
-		}
-		// 5.0 or 5e0: exact as a float64 below 2^53, which holds every valid
-		// id and salary; a larger one is out of every field's range anyway.
-		if f, err := strconv.ParseFloat(string(n), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-			v := int64(f)
-			return &v
-		}
-	}
-	*p = append(*p, name+" must be an integer")
-	return nil
-}
-
-// rawIntOrBool is rawInt that also takes true/false as 1/0.
-func rawIntOrBool(raw json.RawMessage, name string, p *[]string) *int64 {
-	var b bool
-	if !isNull(raw) && json.Unmarshal(raw, &b) == nil {
-		v := int64(0)
-		if b {
-			v = 1
-		}
-		return &v
-	}
-	return rawInt(raw, name, p)
 }
 
 // jobDTO is the spec's Job: a row of GET /v2/jobs (appendJob writes it) and

@@ -14,18 +14,15 @@ import (
 )
 
 // Store is the events table.
-type Store struct {
-	pool  *pgxpool.Pool
-	reads *pg.Reads // nil: every read on pool
-}
+type Store struct{ db pg.Store }
 
 // New returns a store over pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool) *Store { return &Store{db: pg.NewStore(pool)} }
 
-// WithReads sends Count and Query where reads allows anonymous reads (the
-// replica of DATABASE_READ_URL): events are written by the seed alone, so no
-// reader waits for a write of its own.
-func (s *Store) WithReads(reads *pg.Reads) *Store { return &Store{pool: s.pool, reads: reads} }
+// WithReads sends Count and Query where reads sends them (the replica of
+// DATABASE_READ_URL): events are written by the seed alone, so no reader
+// waits for a write of its own.
+func (s *Store) WithReads(reads *pg.Reads) *Store { return &Store{db: s.db.WithReads(reads)} }
 
 const columns = `id, slug, title, summary, description, starts_at, ends_at, timezone, is_online,
 	online_url, venue_name, venue_address, city_name, city_slug, space_id, space_name,
@@ -111,7 +108,7 @@ func where(f eventbus.Filter) *pg.Where {
 func (s *Store) Count(ctx context.Context, f eventbus.Filter) (int, error) {
 	w := where(f)
 	var n int
-	if err := s.reads.Anonymous(ctx, s.pool, func(db *pgxpool.Pool) error {
+	if err := s.db.Read(ctx, func(db *pgxpool.Pool) error {
 		return db.QueryRow(ctx, "SELECT count(*) FROM events WHERE "+w.String(), w.Args()...).Scan(&n)
 	}); err != nil {
 		return 0, fmt.Errorf("count events: %w", err)
@@ -125,7 +122,7 @@ func (s *Store) Query(ctx context.Context, f eventbus.Filter, offset, limit int)
 	q := "SELECT " + columns + " FROM events WHERE " + w.String() +
 		" ORDER BY starts_at, id LIMIT " + w.Arg(limit) + " OFFSET " + w.Arg(offset)
 	var rs []row
-	if err := s.reads.Anonymous(ctx, s.pool, func(db *pgxpool.Pool) error {
+	if err := s.db.Read(ctx, func(db *pgxpool.Pool) error {
 		rows, err := db.Query(ctx, q, w.Args()...)
 		if err != nil {
 			return fmt.Errorf("query events: %w", err)
@@ -151,7 +148,7 @@ func (s *Store) Upsert(ctx context.Context, e eventbus.Event) (eventbus.Event, e
 	if e.SpaceID != 0 {
 		space = &e.SpaceID
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db.Pool.Query(ctx, `
 		INSERT INTO events (slug, title, summary, description, starts_at, ends_at, timezone, is_online,
 			online_url, venue_name, venue_address, city_name, city_slug, space_id, space_name,
 			registration_url, is_free, tags)

@@ -16,18 +16,15 @@ import (
 
 // Store implements postbus.Storer over a pool whose search_path is the
 // content schema.
-type Store struct {
-	pool  *pgxpool.Pool
-	reads *pg.Reads // nil: every read on pool
-}
+type Store struct{ db pg.Store }
 
 // New returns a store over pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool) *Store { return &Store{db: pg.NewStore(pool)} }
 
-// WithReads sends List and BySlug where reads allows anonymous reads (the
-// replica of DATABASE_READ_URL): posts are written by the seed alone, so no
-// reader waits for a write of its own.
-func (s *Store) WithReads(reads *pg.Reads) *Store { return &Store{pool: s.pool, reads: reads} }
+// WithReads sends List and BySlug where reads sends them (the replica of
+// DATABASE_READ_URL): posts are written by the seed alone, so no reader
+// waits for a write of its own.
+func (s *Store) WithReads(reads *pg.Reads) *Store { return &Store{db: s.db.WithReads(reads)} }
 
 var _ postbus.Storer = (*Store)(nil)
 
@@ -106,7 +103,7 @@ func scanPost(row pgx.Row) (postRow, error) {
 // List implements postbus.Storer. The page and the count are read in one
 // round trip inside one snapshot, so total agrees with the page.
 func (s *Store) List(ctx context.Context, now time.Time, f postbus.Filter) (posts []postbus.Post, total int, err error) {
-	err = s.reads.Anonymous(ctx, s.pool, func(db *pgxpool.Pool) error {
+	err = s.db.Read(ctx, func(db *pgxpool.Pool) error {
 		posts, total, err = list(ctx, db, now, f)
 		return err
 	})
@@ -153,7 +150,7 @@ func list(ctx context.Context, db *pgxpool.Pool, now time.Time, f postbus.Filter
 // BySlug implements postbus.Storer.
 func (s *Store) BySlug(ctx context.Context, now time.Time, slug string) (postbus.Post, error) {
 	var r postRow
-	err := s.reads.Anonymous(ctx, s.pool, func(db *pgxpool.Pool) error {
+	err := s.db.Read(ctx, func(db *pgxpool.Pool) error {
 		var err error
 		r, err = scanPost(db.QueryRow(ctx, bySlugSQL, now, slug))
 		return err
@@ -172,7 +169,7 @@ func (s *Store) BySlug(ctx context.Context, now time.Time, slug string) (postbus
 // as needed; its links are replaced. updated_at moves only when something
 // about the post itself changed, so re-running a seed leaves it alone.
 func (s *Store) Upsert(ctx context.Context, p postbus.StorePost) (int64, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.db.Pool.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("begin: %w", err)
 	}

@@ -1,4 +1,4 @@
-package payload_test
+package feedbackapp_test
 
 import (
 	"strings"
@@ -9,7 +9,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/coworkjobs/coworkjobs/libs/web"
-	"github.com/coworkjobs/coworkjobs/services/community/internal/app/payload"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/feedbackbus"
 )
 
@@ -18,7 +17,7 @@ import (
 func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
 // FuzzFeedbackBody sends POST /v2/feedback bodies (JSON, form or multipart,
-// any content type and user agent) through payload.Parse and the feedback
+// any content type and user agent) through web.DecodeJSONOrForm and the feedback
 // rules, as the handler does. Properties: a body is refused only with 400,
 // 415 or 422 in the envelope's codes; and whatever the rules accept is
 // storable text, so an accepted message can never turn into a 500.
@@ -44,7 +43,7 @@ func FuzzFeedbackBody(f *testing.F) {
 		rc.Request.SetBody(body)
 		c := app.AcquireCtx(&rc)
 		defer app.ReleaseCtx(c)
-		b, err := payload.Parse(c)
+		b, err := web.DecodeJSONOrForm(c)
 		if err != nil {
 			if e, ok := web.AsError(err); !ok || (e.Status != 400 && e.Status != 415 && e.Status != 422) {
 				t.Fatalf("(%q, %q) refused with %v", contentType, body, err)
