@@ -55,7 +55,7 @@ func (s *Store) settle(ctx context.Context, p pending) error {
 // for them on a replica (MarkWritten), the change versions they move are
 // bumped, then any write still owed is announced.
 func (s *Store) announce(ctx context.Context, p *pending) error {
-	if s.cfg.Reads != nil && s.cfg.Reads.Replica() {
+	if s.routing.Routed() {
 		for _, k := range p.keys {
 			if err := s.db.MarkWritten(ctx, k); err != nil {
 				return err

@@ -30,8 +30,10 @@ type Config struct {
 
 // Store implements jobbus.Storer over the PostgreSQL store.
 type Store struct {
-	db     *jobdb.Store
-	cfg    Config
+	db  *jobdb.Store
+	cfg Config
+	// routing sends the reads that may lag to the replica (libs/pg's shell).
+	routing pg.Store
 	totals *totals
 	// pending holds, in a transaction, what its commit must announce.
 	pending *pending
@@ -39,7 +41,7 @@ type Store struct {
 
 // New returns the store over db.
 func New(db *jobdb.Store, cfg Config) *Store {
-	return &Store{db: db, cfg: cfg, totals: &totals{}}
+	return &Store{db: db, cfg: cfg, routing: pg.NewStore(db.Pool()).WithReads(cfg.Reads), totals: &totals{}}
 }
 
 // InTx implements jobbus.Storer: what the transaction writes is announced
@@ -50,7 +52,7 @@ func (s *Store) InTx(ctx context.Context, fn func(jobbus.Storer) error) error {
 	}
 	p := &pending{}
 	err := s.db.Tx(ctx, func(tx *jobdb.Store) error {
-		return fn(&Store{db: tx, cfg: s.cfg, totals: s.totals, pending: p})
+		return fn(&Store{db: tx, cfg: s.cfg, routing: s.routing, totals: s.totals, pending: p})
 	})
 	if err != nil {
 		return err

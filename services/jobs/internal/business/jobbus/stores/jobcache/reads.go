@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 )
@@ -13,14 +14,17 @@ import (
 // on the replica once it has replayed that reader's own writes (and on the
 // primary when the replica fails or lags too far).
 func (s *Store) read(ctx context.Context, r jobbus.Reader, fn func(*jobdb.Store) error) error {
-	if s.pending != nil || r.Latest || r.Lock || s.cfg.Reads == nil || !s.cfg.Reads.Replica() {
+	if s.pending != nil || r.Latest || r.Lock || !s.routing.Routed() {
 		return fn(s.db)
 	}
-	after, err := s.db.ReadAfter(ctx, r.KeyID)
-	if err != nil {
-		return err
+	var after pg.LSN // an anonymous reader: any replica state will do
+	if r.KeyID != 0 {
+		var err error
+		if after, err = s.db.ReadAfter(ctx, r.KeyID); err != nil {
+			return err
+		}
 	}
-	return s.cfg.Reads.Read(ctx, after, func(p *pgxpool.Pool) error { return fn(s.db.On(p)) })
+	return s.routing.After(after).Read(ctx, func(p *pgxpool.Pool) error { return fn(s.db.On(p)) })
 }
 
 // QueryByID implements jobbus.Storer: a job locked for a decision is

@@ -45,6 +45,9 @@ func (s *Store) On(pool *pgxpool.Pool) *Store {
 	return &Store{pool: pool, db: pool, plans: s.plans}
 }
 
+// Pool is the store's pool (the primary's, unless made by On).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
 // DB is where the store's statements run: its pool or its transaction.
 func (s *Store) DB() jobsearch.DB { return s.db }
 
