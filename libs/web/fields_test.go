@@ -173,7 +173,7 @@ func TestDecodeJSONOrForm(t *testing.T) {
 	const boundary = "X"
 	multipart := func(parts ...string) string {
 		var b strings.Builder
-		for i := 0; i < len(parts); i += 2 {
+		for i := 0; i+1 < len(parts); i += 2 {
 			fmt.Fprintf(&b, "--%s\r\nContent-Disposition: form-data; name=%q\r\n\r\n%s\r\n", boundary, parts[i], parts[i+1])
 		}
 		return b.String() + "--" + boundary + "--\r\n"

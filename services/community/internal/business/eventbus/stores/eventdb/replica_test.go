@@ -34,8 +34,11 @@ func TestReadsGoToTheReplica(t *testing.T) {
 				return 0, err
 			}
 			evs, err := routed.Query(ctx, f, 0, 50)
-			if err != nil || len(evs) != n {
-				return 0, fmt.Errorf("a page of %d events (%v) beside a count of %d", len(evs), err, n)
+			if err != nil {
+				return 0, err
+			}
+			if len(evs) != n {
+				return 0, fmt.Errorf("a page of %d events beside a count of %d", len(evs), n)
 			}
 			return n, nil
 		})

@@ -42,7 +42,7 @@ func TestReadsGoToTheReplica(t *testing.T) {
 			}
 			_, err = routed.BySlug(ctx, later, slug)
 			if notFound := errors.Is(err, postbus.ErrNotFound); err != nil && !notFound || notFound != (n == 0) {
-				return 0, fmt.Errorf("post %s read as %v beside a list of %d posts", slug, err, n)
+				return 0, errors.Join(fmt.Errorf("post %s read beside a list of %d posts", slug, n), err)
 			}
 			return n, nil
 		})

@@ -34,7 +34,7 @@ type Store struct {
 	cfg Config
 	// routing sends the reads that may lag to the replica (libs/pg's shell).
 	routing pg.Store
-	totals *totals
+	totals  *totals
 	// pending holds, in a transaction, what its commit must announce.
 	pending *pending
 }
