@@ -23,7 +23,7 @@ func canonical(t *testing.T, body []byte) ([]byte, createRequest, error) {
 	if err := web.DecodeJSONBytes(body, &req); err != nil {
 		return nil, req, err
 	}
-	out, err := json.Marshal(req)
+	out, err := req.MarshalJSON()
 	if err != nil {
 		t.Fatalf("canonical form of an accepted body %q: %v", body, err)
 	}

@@ -326,7 +326,7 @@ func (h *handlers) create(c *fiber.Ctx) error {
 		return err
 	}
 	if idem != nil {
-		canonical, err := json.Marshal(req)
+		canonical, err := req.MarshalJSON() // compact already: the hash of what json.Marshal writes
 		if err != nil {
 			return web.BadRequest("Request body is not valid JSON")
 		}
