@@ -54,10 +54,7 @@ func (m *Metrics) Middleware() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		start := time.Now()
 		err := c.Next()
-		status := c.Response().StatusCode()
-		if err != nil {
-			status = web.Classify(err).Status
-		}
+		status := web.Status(c, err)
 		class := "5xx"
 		if i := status / 100; i >= 1 && i <= 5 {
 			class = statusClasses[i]

@@ -52,6 +52,15 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 	}
 }
 
+// Status is the status a request is answered with once the handlers after
+// a middleware returned err: the error's, else the response's.
+func Status(c *fiber.Ctx, err error) int {
+	if err != nil {
+		return Classify(err).Status
+	}
+	return c.Response().StatusCode()
+}
+
 // Classify turns any error into the *Error it is answered with.
 func Classify(err error) *Error {
 	if e, ok := AsError(err); ok {

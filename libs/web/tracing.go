@@ -70,10 +70,7 @@ func tracing(o options) fiber.Handler {
 			// Sampled out: nothing set below would be kept.
 			return err
 		}
-		status := c.Response().StatusCode()
-		if err != nil {
-			status = Classify(err).Status
-		}
+		status := Status(c, err)
 		if route := RouteTemplate(c); route != "unmatched" {
 			span.SetName(method + " " + route)
 			span.SetAttributes(semconv.HTTPRoute(route))

@@ -87,10 +87,7 @@ func AccessLog(log *slog.Logger) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		start := time.Now()
 		err := c.Next()
-		status := c.Response().StatusCode()
-		if err != nil {
-			status = web.Classify(err).Status
-		}
+		status := web.Status(c, err)
 		log.LogAttrs(c.UserContext(), slog.LevelInfo, "request",
 			slog.String("method", c.Method()), slog.String("route", web.RouteTemplate(c)),
 			slog.Int("status", status), slog.Int64("duration_us", time.Since(start).Microseconds()),
