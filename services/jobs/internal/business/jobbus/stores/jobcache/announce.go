@@ -19,9 +19,7 @@ type pending struct {
 
 func (p *pending) add(keyID, spaceID int64) {
 	p.addKey(keyID)
-	if !slices.Contains(p.spaces, spaceID) {
-		p.spaces = append(p.spaces, spaceID)
-	}
+	p.addSpace(spaceID)
 }
 
 func (p *pending) addKey(keyID int64) {
@@ -30,14 +28,18 @@ func (p *pending) addKey(keyID int64) {
 	}
 }
 
+func (p *pending) addSpace(spaceID int64) {
+	if !slices.Contains(p.spaces, spaceID) {
+		p.spaces = append(p.spaces, spaceID)
+	}
+}
+
 func (p *pending) merge(q pending) {
 	for _, k := range q.keys {
 		p.addKey(k)
 	}
 	for _, sp := range q.spaces {
-		if !slices.Contains(p.spaces, sp) {
-			p.spaces = append(p.spaces, sp)
-		}
+		p.addSpace(sp)
 	}
 	p.owed = p.owed || q.owed
 }
