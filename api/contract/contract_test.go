@@ -13,10 +13,41 @@ import (
 	"github.com/pb33f/go-yaml"
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"github.com/coworkjobs/coworkjobs/api"
 	"github.com/coworkjobs/coworkjobs/api/contract"
 )
+
+// document is the served OpenAPI document, parsed.
+func document(t *testing.T) libopenapi.Document {
+	t.Helper()
+	doc, err := libopenapi.NewDocument(api.OpenAPIYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// v3Model is the document's OpenAPI 3 model.
+func v3Model(t *testing.T) *libopenapi.DocumentModel[v3.Document] {
+	t.Helper()
+	model, err := document(t).BuildV3Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return model
+}
+
+// requestValidator validates requests and answers against the document.
+func requestValidator(t *testing.T) validator.Validator {
+	t.Helper()
+	v, errs := validator.NewValidator(document(t))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return v
+}
 
 func checker(t *testing.T) *contract.Checker {
 	t.Helper()
@@ -118,14 +149,7 @@ func TestUndocumentedAndCheckServed(t *testing.T) {
 // Every JSON response example of the document is a valid answer of its
 // operation: the examples a reader copies tell the truth too.
 func TestResponseExamplesMatchTheDocument(t *testing.T) {
-	doc, err := libopenapi.NewDocument(api.OpenAPIYAML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := doc.BuildV3Model()
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := v3Model(t)
 	c := checker(t)
 	header := http.Header{"Content-Type": []string{"application/json"}}
 	checked := 0
@@ -178,14 +202,7 @@ func TestResponseExamplesMatchTheDocument(t *testing.T) {
 // is_remote is 0/1 or a boolean. A validating client or proxy decides with
 // this schema, so it must accept exactly what the service accepts.
 func TestCreateJobBodySchema(t *testing.T) {
-	doc, err := libopenapi.NewDocument(api.OpenAPIYAML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, errs := validator.NewValidator(doc)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	v := requestValidator(t)
 	base := `"title":"Host","company":"Acme","description":"Run it","job_type":"fulltime","tags":"a"`
 	for body, want := range map[string]bool{
 		`{` + base + `,"id_city":1}`:                           true,
@@ -220,14 +237,7 @@ func TestCreateJobBodySchema(t *testing.T) {
 // decides with these schemas, so "eur" must pass where a request sends it and
 // fail where an answer carries it.
 func TestCurrencyIsCaseInsensitiveInRequestsUpperCaseInAnswers(t *testing.T) {
-	doc, err := libopenapi.NewDocument(api.OpenAPIYAML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, errs := validator.NewValidator(doc)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	v := requestValidator(t)
 	valid := func(req *http.Request) (bool, []string) {
 		req.Header.Set("X-API-Key", "svc_live_x")
 		ok, errs := v.ValidateHttpRequest(req)
@@ -272,14 +282,7 @@ func TestCurrencyIsCaseInsensitiveInRequestsUpperCaseInAnswers(t *testing.T) {
 // GET /v2/openapi.yaml answers YAML text: the document declares a string, so a
 // proxy that validates the answer (Prism) takes the served bytes.
 func TestOpenAPIYAMLAnswerIsText(t *testing.T) {
-	doc, err := libopenapi.NewDocument(api.OpenAPIYAML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := doc.BuildV3Model()
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := v3Model(t)
 	op := model.Model.Paths.PathItems.GetOrZero("/v2/openapi.yaml").Get
 	resp := op.Responses.Codes.GetOrZero("200")
 	mt, ok := resp.Content.Get("application/yaml")
