@@ -20,45 +20,6 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
-// Defines values for ApiKeyPrefix.
-const (
-	ApiKeyPrefixSvcLive ApiKeyPrefix = "svc_live_"
-	ApiKeyPrefixSvcRstr ApiKeyPrefix = "svc_rstr_"
-)
-
-// Valid indicates whether the value is a known member of the ApiKeyPrefix enum.
-func (e ApiKeyPrefix) Valid() bool {
-	switch e {
-	case ApiKeyPrefixSvcLive:
-		return true
-	case ApiKeyPrefixSvcRstr:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ApiKeyStatus.
-const (
-	ApiKeyStatusActive   ApiKeyStatus = "active"
-	ApiKeyStatusExpiring ApiKeyStatus = "expiring"
-	ApiKeyStatusRevoked  ApiKeyStatus = "revoked"
-)
-
-// Valid indicates whether the value is a known member of the ApiKeyStatus enum.
-func (e ApiKeyStatus) Valid() bool {
-	switch e {
-	case ApiKeyStatusActive:
-		return true
-	case ApiKeyStatusExpiring:
-		return true
-	case ApiKeyStatusRevoked:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for BlogFeedVersion.
 const (
 	BlogFeedVersionVine1 BlogFeedVersion = "vine/1"
@@ -68,45 +29,6 @@ const (
 func (e BlogFeedVersion) Valid() bool {
 	switch e {
 	case BlogFeedVersionVine1:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for CreatedApiKeyPrefix.
-const (
-	CreatedApiKeyPrefixSvcLive CreatedApiKeyPrefix = "svc_live_"
-	CreatedApiKeyPrefixSvcRstr CreatedApiKeyPrefix = "svc_rstr_"
-)
-
-// Valid indicates whether the value is a known member of the CreatedApiKeyPrefix enum.
-func (e CreatedApiKeyPrefix) Valid() bool {
-	switch e {
-	case CreatedApiKeyPrefixSvcLive:
-		return true
-	case CreatedApiKeyPrefixSvcRstr:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for CreatedApiKeyStatus.
-const (
-	CreatedApiKeyStatusActive   CreatedApiKeyStatus = "active"
-	CreatedApiKeyStatusExpiring CreatedApiKeyStatus = "expiring"
-	CreatedApiKeyStatusRevoked  CreatedApiKeyStatus = "revoked"
-)
-
-// Valid indicates whether the value is a known member of the CreatedApiKeyStatus enum.
-func (e CreatedApiKeyStatus) Valid() bool {
-	switch e {
-	case CreatedApiKeyStatusActive:
-		return true
-	case CreatedApiKeyStatusExpiring:
-		return true
-	case CreatedApiKeyStatusRevoked:
 		return true
 	default:
 		return false
@@ -343,16 +265,16 @@ func (e JobCreateRequestIsRemote0) Valid() bool {
 
 // Defines values for JobCreateResultAction.
 const (
-	JobCreateResultActionCreated JobCreateResultAction = "created"
-	JobCreateResultActionUpdated JobCreateResultAction = "updated"
+	Created JobCreateResultAction = "created"
+	Updated JobCreateResultAction = "updated"
 )
 
 // Valid indicates whether the value is a known member of the JobCreateResultAction enum.
 func (e JobCreateResultAction) Valid() bool {
 	switch e {
-	case JobCreateResultActionCreated:
+	case Created:
 		return true
-	case JobCreateResultActionUpdated:
+	case Updated:
 		return true
 	default:
 		return false
@@ -545,48 +467,6 @@ func (e JobUnpublishResultStatus) Valid() bool {
 	}
 }
 
-// Defines values for KeyEventActorType.
-const (
-	KeyEventActorTypeDashboard KeyEventActorType = "dashboard"
-	KeyEventActorTypeKey       KeyEventActorType = "key"
-	KeyEventActorTypeOperator  KeyEventActorType = "operator"
-)
-
-// Valid indicates whether the value is a known member of the KeyEventActorType enum.
-func (e KeyEventActorType) Valid() bool {
-	switch e {
-	case KeyEventActorTypeDashboard:
-		return true
-	case KeyEventActorTypeKey:
-		return true
-	case KeyEventActorTypeOperator:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for KeyEventEvent.
-const (
-	KeyEventEventCreated KeyEventEvent = "created"
-	KeyEventEventRevoked KeyEventEvent = "revoked"
-	KeyEventEventRotated KeyEventEvent = "rotated"
-)
-
-// Valid indicates whether the value is a known member of the KeyEventEvent enum.
-func (e KeyEventEvent) Valid() bool {
-	switch e {
-	case KeyEventEventCreated:
-		return true
-	case KeyEventEventRevoked:
-		return true
-	case KeyEventEventRotated:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for RateLimitEnvelopeErrorCode.
 const (
 	RateLimitEnvelopeErrorCodeRateLimitExceeded RateLimitEnvelopeErrorCode = "rate_limit_exceeded"
@@ -634,16 +514,16 @@ func (e RateLimitEnvelopeSuccess) Valid() bool {
 
 // Defines values for RouteInfoAuth.
 const (
-	RouteInfoAuthKey    RouteInfoAuth = "key"
-	RouteInfoAuthPublic RouteInfoAuth = "public"
+	Key    RouteInfoAuth = "key"
+	Public RouteInfoAuth = "public"
 )
 
 // Valid indicates whether the value is a known member of the RouteInfoAuth enum.
 func (e RouteInfoAuth) Valid() bool {
 	switch e {
-	case RouteInfoAuthKey:
+	case Key:
 		return true
-	case RouteInfoAuthPublic:
+	case Public:
 		return true
 	default:
 		return false
@@ -652,34 +532,34 @@ func (e RouteInfoAuth) Valid() bool {
 
 // Defines values for Scope.
 const (
-	CitiesRead Scope = "cities:read"
-	EventsRead Scope = "events:read"
-	JobsRead   Scope = "jobs:read"
-	JobsWrite  Scope = "jobs:write"
-	KeysManage Scope = "keys:manage"
-	Read       Scope = "read"
-	SpacesRead Scope = "spaces:read"
-	Write      Scope = "write"
+	ScopeCitiesRead Scope = "cities:read"
+	ScopeEventsRead Scope = "events:read"
+	ScopeJobsRead   Scope = "jobs:read"
+	ScopeJobsWrite  Scope = "jobs:write"
+	ScopeKeysManage Scope = "keys:manage"
+	ScopeRead       Scope = "read"
+	ScopeSpacesRead Scope = "spaces:read"
+	ScopeWrite      Scope = "write"
 )
 
 // Valid indicates whether the value is a known member of the Scope enum.
 func (e Scope) Valid() bool {
 	switch e {
-	case CitiesRead:
+	case ScopeCitiesRead:
 		return true
-	case EventsRead:
+	case ScopeEventsRead:
 		return true
-	case JobsRead:
+	case ScopeJobsRead:
 		return true
-	case JobsWrite:
+	case ScopeJobsWrite:
 		return true
-	case KeysManage:
+	case ScopeKeysManage:
 		return true
-	case Read:
+	case ScopeRead:
 		return true
-	case SpacesRead:
+	case ScopeSpacesRead:
 		return true
-	case Write:
+	case ScopeWrite:
 		return true
 	default:
 		return false
@@ -988,9 +868,11 @@ type ApiKey struct {
 	Id   int    `json:"id"`
 
 	// LastUsedAt Written at most once a minute.
-	LastUsedAt *time.Time   `json:"last_used_at"`
-	Name       string       `json:"name"`
-	Prefix     ApiKeyPrefix `json:"prefix"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	Name       string     `json:"name"`
+
+	// Prefix `svc_live_` (reads and writes) or `svc_rstr_` (reads only).
+	Prefix string `json:"prefix"`
 
 	// RateLimitPerMinute Writes per minute; null: the gateway's default.
 	RateLimitPerMinute *int `json:"rate_limit_per_minute"`
@@ -1006,15 +888,9 @@ type ApiKey struct {
 	Scopes    []Scope    `json:"scopes"`
 	SpaceId   *int       `json:"space_id"`
 
-	// Status `expiring`: rotated, working until `revoked_at`.
-	Status ApiKeyStatus `json:"status"`
+	// Status `active`, `expiring` (rotated, working until `revoked_at`) or `revoked`.
+	Status string `json:"status"`
 }
-
-// ApiKeyPrefix defines model for ApiKey.Prefix.
-type ApiKeyPrefix string
-
-// ApiKeyStatus `expiring`: rotated, working until `revoked_at`.
-type ApiKeyStatus string
 
 // BlogAuthor defines model for BlogAuthor.
 type BlogAuthor struct {
@@ -1227,9 +1103,11 @@ type CreatedApiKey struct {
 	Key string `json:"key"`
 
 	// LastUsedAt Written at most once a minute.
-	LastUsedAt *time.Time          `json:"last_used_at"`
-	Name       string              `json:"name"`
-	Prefix     CreatedApiKeyPrefix `json:"prefix"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	Name       string     `json:"name"`
+
+	// Prefix `svc_live_` (reads and writes) or `svc_rstr_` (reads only).
+	Prefix string `json:"prefix"`
 
 	// RateLimitPerMinute Writes per minute; null: the gateway's default.
 	RateLimitPerMinute *int `json:"rate_limit_per_minute"`
@@ -1245,15 +1123,9 @@ type CreatedApiKey struct {
 	Scopes    []Scope    `json:"scopes"`
 	SpaceId   *int       `json:"space_id"`
 
-	// Status `expiring`: rotated, working until `revoked_at`.
-	Status CreatedApiKeyStatus `json:"status"`
+	// Status `active`, `expiring` (rotated, working until `revoked_at`) or `revoked`.
+	Status string `json:"status"`
 }
-
-// CreatedApiKeyPrefix defines model for CreatedApiKey.Prefix.
-type CreatedApiKeyPrefix string
-
-// CreatedApiKeyStatus `expiring`: rotated, working until `revoked_at`.
-type CreatedApiKeyStatus string
 
 // CurrencyInput A currency a request names (the `currency` filter of a list, the `currency` of a job sent):
 // EUR, USD or GBP, in any case — `eur`, `Eur` and `EUR` are the same currency. The server
@@ -1804,14 +1676,18 @@ type KeyEvent struct {
 		Email *string `json:"email,omitempty"`
 
 		// KeyId With type key: the key that did it.
-		KeyId *int              `json:"key_id,omitempty"`
-		Type  KeyEventActorType `json:"type"`
+		KeyId *int `json:"key_id,omitempty"`
+
+		// Type `key`, `dashboard` or `operator`.
+		Type string `json:"type"`
 	} `json:"actor"`
 
 	// EffectiveAt When it takes effect: a rotation's end of grace.
-	EffectiveAt time.Time     `json:"effective_at"`
-	Event       KeyEventEvent `json:"event"`
-	Id          int           `json:"id"`
+	EffectiveAt time.Time `json:"effective_at"`
+
+	// Event `created`, `rotated` or `revoked`.
+	Event string `json:"event"`
+	Id    int    `json:"id"`
 
 	// Ip The client address the change came from (null: the operator's command).
 	Ip         *string   `json:"ip"`
@@ -1821,12 +1697,6 @@ type KeyEvent struct {
 	// ReplacementId With rotated: the new key.
 	ReplacementId *int `json:"replacement_id"`
 }
-
-// KeyEventActorType defines model for KeyEvent.Actor.Type.
-type KeyEventActorType string
-
-// KeyEventEvent defines model for KeyEvent.Event.
-type KeyEventEvent string
 
 // KeyRotateRequest defines model for KeyRotateRequest.
 type KeyRotateRequest struct {

@@ -571,3 +571,22 @@ func TestKeyOwnershipProperty(t *testing.T) {
 		}
 	}
 }
+
+// Asking for sign-in links spends the client IP's budget of public posts,
+// so one address cannot flood mailboxes; the refusal is an HTML page.
+func TestDashboardSignInIsLimitedPerIP(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gatewayOpts{publicLimit: 3})
+	for i := range 4 {
+		req, _ := http.NewRequest("POST", g.base+"/dashboard/sign-in", strings.NewReader("email=a%40b.example"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := i == 3; (resp.StatusCode == 429) != want || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Fatalf("request %d: %d %s", i+1, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	}
+}

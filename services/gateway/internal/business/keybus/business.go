@@ -134,11 +134,16 @@ func (b *Business) revoke(ctx context.Context, a Actor, k Key) error {
 // Rotate revokes a key at once and creates its replacement with the same
 // settings, for the operator's command, returning the new full key once.
 func (b *Business) Rotate(ctx context.Context, id int64) (Key, string, error) {
+	return b.RotateWithGrace(ctx, id, 0)
+}
+
+// RotateWithGrace is Rotate with the old key working for grace more.
+func (b *Business) RotateWithGrace(ctx context.Context, id int64, grace time.Duration) (Key, string, error) {
 	old, err := b.store.ByID(ctx, id)
 	if err != nil {
 		return Key{}, "", err
 	}
-	return b.rotate(ctx, Operator(), old, 0)
+	return b.rotate(ctx, Operator(), old, grace)
 }
 
 // rotate replaces old with a new key of the same settings; old keeps
