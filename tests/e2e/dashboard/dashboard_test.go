@@ -451,3 +451,33 @@ func TestDashboardJobsAndKeys(t *testing.T) {
 		}
 	}
 }
+
+// With the directory down, asking for a link still answers at once (the
+// directory is asked off the request's path) and the mail arrives once it
+// is back; pages that need it say 503, not 500.
+func TestSignInSurvivesTheDirectoryDown(t *testing.T) {
+	b := signIn(t, addAdmin(t, 1, "admin"))
+	email := addAdmin(t, 1, "editor")
+	if err := sys.Kill("directory"); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = sys.Start(context.Background(), "directory")
+		}
+	})
+	if p := b.get("/dashboard/spaces/1"); p.status != http.StatusServiceUnavailable || !strings.Contains(p.body, "try again") {
+		t.Errorf("space page without the directory: %d %s", p.status, p.body)
+	}
+	c := newClient(t)
+	if p := c.post("/dashboard/sign-in", url.Values{"email": {email}, "_csrf": {c.get("/dashboard").csrf(t)}}); p.status != 200 {
+		t.Fatalf("sign-in request without the directory: %d %s", p.status, p.body)
+	}
+	time.Sleep(1500 * time.Millisecond) // a relay round or two fails meanwhile
+	if err := sys.Start(context.Background(), "directory"); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	mailedLinks(t, email, 1)
+}

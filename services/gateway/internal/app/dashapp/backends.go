@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -74,7 +75,7 @@ func (b *Backends) do(ctx context.Context, method, u string, id identity.Identit
 	}
 	resp, err := b.HTTP.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, routeOf(req.URL.Path), err)
+		return 0, nil, unavailable(fmt.Errorf("%s %s: %w", method, routeOf(req.URL.Path), err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
@@ -94,6 +95,28 @@ func (b *Backends) do(ctx context.Context, method, u string, id identity.Identit
 	return resp.StatusCode, &env, nil
 }
 
+// backendError is a backend that did not answer as it should: the page
+// says 503 and asks to retry; the cause is logged, not shown.
+type backendError struct{ cause error }
+
+func (e *backendError) Error() string { return e.cause.Error() }
+func (e *backendError) Unwrap() error { return e.cause }
+
+func unavailable(err error) error { return &backendError{cause: err} }
+
+// pageError turns a backend failure into the 503 its page shows.
+func pageError(err error, log interface {
+	ErrorContext(ctx context.Context, msg string, args ...any)
+}, ctx context.Context) error {
+	var be *backendError
+	if errors.As(err, &be) {
+		log.ErrorContext(ctx, "dashboard backend", "error", be.cause.Error())
+		return &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
+			Message: "The dashboard cannot reach a service it needs right now; try again in a moment"}
+	}
+	return err
+}
+
 func service() identity.Identity {
 	return identity.Identity{Kind: identity.KindService, Service: "gateway"}
 }
@@ -106,7 +129,7 @@ func (b *Backends) AdminSpaces(ctx context.Context, email string) ([]dashbus.Mem
 		return nil, err
 	}
 	if status != http.StatusOK {
-		return nil, fmt.Errorf("directory admin spaces: %d", status)
+		return nil, unavailable(fmt.Errorf("directory admin spaces: %d", status))
 	}
 	ms := make([]dashbus.Membership, 0, len(out.Spaces))
 	for _, s := range out.Spaces {
@@ -123,7 +146,7 @@ func (b *Backends) SpaceJobs(ctx context.Context, spaceID int64) ([]jobsapi.Spac
 		return nil, err
 	}
 	if status != http.StatusOK {
-		return nil, fmt.Errorf("jobs of space: %d", status)
+		return nil, unavailable(fmt.Errorf("jobs of space: %d", status))
 	}
 	return out.Jobs, nil
 }

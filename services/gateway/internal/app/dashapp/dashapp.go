@@ -97,6 +97,19 @@ func New(cfg Config) (*App, error) {
 
 // Handlers are the dashboard's routes (routes.Pages), by "METHOD path".
 func (a *App) Handlers() map[string]fiber.Handler {
+	m := a.handlers()
+	for k, h := range m {
+		m[k] = func(c *fiber.Ctx) error {
+			if err := h(c); err != nil {
+				return pageError(err, a.cfg.Log, c.UserContext())
+			}
+			return nil
+		}
+	}
+	return m
+}
+
+func (a *App) handlers() map[string]fiber.Handler {
 	return map[string]fiber.Handler{
 		"GET /dashboard":                                         a.home,
 		"POST /dashboard/sign-in":                                a.requestLink,
@@ -117,7 +130,7 @@ func (a *App) Handlers() map[string]fiber.Handler {
 func Unconfigured() map[string]fiber.Handler {
 	h := func(*fiber.Ctx) error { return web.NotFound("The dashboard is not configured on this server") }
 	m := map[string]fiber.Handler{}
-	for k := range (&App{}).Handlers() {
+	for k := range (&App{}).handlers() {
 		m[k] = h
 	}
 	return m
