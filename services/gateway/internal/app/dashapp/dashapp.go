@@ -199,14 +199,15 @@ func (a *App) preToken(c *fiber.Ctx) string {
 // Chromium sends for its own forms under no-referrer; Sec-Fetch-Site then
 // says whether it was this site.
 func (a *App) sameOrigin(c *fiber.Ctx) bool {
-	o := c.Get(fiber.HeaderOrigin)
-	switch {
-	case o == "":
-		return c.Get("Sec-Fetch-Site") == "" || c.Get("Sec-Fetch-Site") == "same-origin"
-	case o == "null":
-		return c.Get("Sec-Fetch-Site") == "same-origin"
+	site := c.Get("Sec-Fetch-Site")
+	switch o := c.Get(fiber.HeaderOrigin); o {
+	case "":
+		return site == "" || site == "same-origin"
+	case "null":
+		return site == "same-origin"
+	default:
+		return o == a.origin
 	}
-	return o == a.origin
 }
 
 var errCSRF = web.Forbidden("This form has expired or did not come from this site; reload the page and try again")
