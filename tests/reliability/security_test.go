@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -164,6 +165,104 @@ func TestSpaceKeysIsolatedEveryRoute(t *testing.T) {
 		}
 		if r := do(t, "GET", gw+fmt.Sprintf("/v2/jobs/%d", own.job), "", "X-API-Key", own.key); r.status != 200 {
 			t.Fatalf("%s's key reading its own job: %s (the check above proves nothing)", own.name, r)
+		}
+	}
+	// The key API: each space's manager key (made by the operators'
+	// command) against the other space's keys.
+	spaceIDs := map[string]int64{space1Name: 1, space2Name: 2}
+	managers := map[string]string{}
+	manager := func(t *testing.T, f spaceFixture) string {
+		if k, ok := managers[f.name]; ok {
+			return k
+		}
+		managers[f.name] = newKey(t, shared, "-space", strconv.FormatInt(spaceIDs[f.name], 10), "-scopes", "keys:manage,read,jobs:write")
+		return managers[f.name]
+	}
+	type apiKey struct {
+		ID      int64  `json:"id"`
+		SpaceID *int64 `json:"space_id"`
+		Status  string `json:"status"`
+	}
+	// otherKey is a key of other's space, made over the key API.
+	otherKey := func(t *testing.T, other spaceFixture) apiKey {
+		r := do(t, "POST", gw+"/v2/keys", `{"name":"isolation target","scopes":["jobs:read"]}`, "X-API-Key", manager(t, other))
+		var k apiKey
+		r.into(t, &k)
+		if r.status != 201 || k.SpaceID == nil || *k.SpaceID != spaceIDs[other.name] {
+			t.Fatalf("%s's manager creating a key: %s", other.name, r)
+		}
+		return k
+	}
+	untouched := func(t *testing.T, k apiKey) {
+		if n := count(t, db, `SELECT count(*) FROM gateway.api_keys WHERE id = $1 AND revoked_at IS NULL AND replaced_by IS NULL`, k.ID); n != 1 {
+			t.Fatalf("key %d of another space changed", k.ID)
+		}
+	}
+	checks["GET /v2/keys"] = func(t *testing.T, own, other spaceFixture) {
+		otherKey(t, other)
+		r := do(t, "GET", gw+"/v2/keys", "", "X-API-Key", manager(t, own))
+		var l struct {
+			Keys []apiKey `json:"keys"`
+		}
+		r.into(t, &l)
+		if len(l.Keys) == 0 {
+			t.Fatalf("%s's manager lists no key (the check proves nothing)", own.name)
+		}
+		for _, k := range l.Keys {
+			if k.SpaceID == nil || *k.SpaceID != spaceIDs[own.name] {
+				t.Fatalf("%s's manager lists key %d of space %v", own.name, k.ID, k.SpaceID)
+			}
+		}
+	}
+	checks["POST /v2/keys"] = func(t *testing.T, own, other spaceFixture) {
+		r := do(t, "POST", gw+"/v2/keys", fmt.Sprintf(`{"name":"into %d","scopes":["jobs:read"],"space_id":%d}`, spaceIDs[other.name], spaceIDs[other.name]),
+			"X-API-Key", manager(t, own))
+		if r.status != 422 {
+			t.Fatalf("%s's manager naming space %d: %s", own.name, spaceIDs[other.name], r)
+		}
+		r = do(t, "POST", gw+"/v2/keys", `{"name":"own","scopes":["jobs:read"]}`, "X-API-Key", manager(t, own))
+		var k apiKey
+		r.into(t, &k)
+		if r.status != 201 || k.SpaceID == nil || *k.SpaceID != spaceIDs[own.name] {
+			t.Fatalf("%s's manager's key lands in space %v: %s", own.name, k.SpaceID, r)
+		}
+	}
+	checks["GET /v2/keys/{id}"] = func(t *testing.T, own, other spaceFixture) {
+		k := otherKey(t, other)
+		if r := do(t, "GET", gw+fmt.Sprintf("/v2/keys/%d", k.ID), "", "X-API-Key", manager(t, own)); r.status != 404 {
+			t.Fatalf("%s's manager reading %s's key: %s", own.name, other.name, r)
+		}
+	}
+	checks["DELETE /v2/keys/{id}"] = func(t *testing.T, own, other spaceFixture) {
+		k := otherKey(t, other)
+		if r := do(t, "DELETE", gw+fmt.Sprintf("/v2/keys/%d?allow_no_manager=true", k.ID), "", "X-API-Key", manager(t, own)); r.status != 404 {
+			t.Fatalf("%s's manager revoking %s's key: %s", own.name, other.name, r)
+		}
+		untouched(t, k)
+	}
+	checks["POST /v2/keys/{id}/rotate"] = func(t *testing.T, own, other spaceFixture) {
+		k := otherKey(t, other)
+		if r := do(t, "POST", gw+fmt.Sprintf("/v2/keys/%d/rotate", k.ID), `{"grace_seconds":60}`, "X-API-Key", manager(t, own)); r.status != 404 {
+			t.Fatalf("%s's manager rotating %s's key: %s", own.name, other.name, r)
+		}
+		untouched(t, k)
+	}
+	checks["GET /v2/keys/events"] = func(t *testing.T, own, other spaceFixture) {
+		k := otherKey(t, other)
+		r := do(t, "GET", gw+"/v2/keys/events?limit=100", "", "X-API-Key", manager(t, own))
+		var l struct {
+			Events []struct {
+				KeyID int64 `json:"key_id"`
+			} `json:"events"`
+		}
+		r.into(t, &l)
+		if len(l.Events) == 0 {
+			t.Fatalf("%s's manager sees no event (the check proves nothing)", own.name)
+		}
+		for _, e := range l.Events {
+			if e.KeyID == k.ID || count(t, db, `SELECT count(*) FROM gateway.api_keys WHERE id = $1 AND space_id = $2`, e.KeyID, spaceIDs[own.name]) != 1 {
+				t.Fatalf("%s's manager sees an event of key %d", own.name, e.KeyID)
+			}
 		}
 	}
 	// Routes that hold no space's private data, and why.
