@@ -102,6 +102,8 @@ var Table = []Route{
 
 	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List active jobs", Cache: cacheJobs},
 	{Method: "POST", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Create or update a job"},
+	// Not cached: a page ends at the server's commit horizon, which moves without any job write.
+	{Method: "GET", Path: "/v2/jobs/changes", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "The changes of jobs, for mirrors"},
 	{Method: "GET", Path: "/v2/jobs/:id_job<int>", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "One job with its description", Cache: cacheJob},
 	{Method: "POST", Path: "/v2/jobs/unpublish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Unpublish a job"},
 	{Method: "POST", Path: "/v2/jobs/publish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Publish a draft"},
