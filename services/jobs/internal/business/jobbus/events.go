@@ -87,7 +87,9 @@ type Audience struct {
 }
 
 // AudienceOf is the audience of caller.
-func AudienceOf(caller Caller) Audience { return Audience{SpaceID: caller.SpaceID, KeyID: caller.KeyID} }
+func AudienceOf(caller Caller) Audience {
+	return Audience{SpaceID: caller.SpaceID, KeyID: caller.KeyID}
+}
 
 // Hears reports whether a hears of e (the stores apply the same rule in SQL).
 func (a Audience) Hears(e JobEvent) bool {
