@@ -29,6 +29,16 @@ CREATE INDEX job_events_xid_idx ON job_events (xid, seq);
 -- a time as the feed's start, and the purge of rows past the retention
 CREATE INDEX job_events_occurred_idx ON job_events (occurred_at);
 
+-- Who hears of an event without reading its job (jobbus.Audience.Hears):
+-- a space's keys and endpoints their space's jobs; a key without a space
+-- (or its endpoints) the jobs it created and every job publicly listed
+-- before or after the change. One definition for the feed and the webhooks.
+CREATE FUNCTION event_heard(a_space bigint, a_key bigint, e_space bigint, e_key bigint, e_status text, e_prev text)
+RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE WHEN a_space <> 0 THEN e_space = a_space
+            ELSE e_key = a_key OR e_status = 'active' OR e_prev = 'active' END;
+
 -- +goose Down
+DROP FUNCTION IF EXISTS event_heard;
 DROP TABLE IF EXISTS job_events;
 ALTER TABLE jobs DROP COLUMN IF EXISTS version;

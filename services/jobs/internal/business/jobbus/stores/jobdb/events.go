@@ -36,8 +36,7 @@ page AS (
     SELECT false AS last, ` + eventColumns + ` FROM job_events e, horizon h
     WHERE (e.xid, e.seq) > ($1::text::xid8, $2::bigint) AND e.xid < h.xmin
       AND ($5::timestamptz IS NULL OR e.occurred_at >= $5)
-      AND (NOT $7 OR CASE WHEN $3::bigint <> 0 THEN e.space_id = $3
-                          ELSE e.key_id = $4::bigint OR e.status = 'active' OR e.prev_status = 'active' END)
+      AND (NOT $7 OR event_heard($3::bigint, $4::bigint, e.space_id, e.key_id, e.status, e.prev_status))
     ORDER BY e.xid, e.seq LIMIT $6
 )
 SELECT * FROM (
