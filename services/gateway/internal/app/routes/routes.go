@@ -89,6 +89,7 @@ var (
 	spacesRead  = []string{keybus.ScopeSpacesRead, keybus.ScopeRead, keybus.ScopeWrite}
 	eventsRead  = []string{keybus.ScopeEventsRead, keybus.ScopeRead, keybus.ScopeWrite}
 	broadRead   = []string{keybus.ScopeRead, keybus.ScopeWrite}
+	webhooks    = []string{keybus.ScopeWebhooks}
 	publicRoute []string
 )
 
@@ -116,6 +117,18 @@ var Table = []Route{
 	// Stripe sends bursts (retries after an outage) from few addresses and an
 	// unsigned request costs the jobs service one HMAC.
 	{Method: "POST", Path: "/v2/payments/stripe/webhook", Backend: BackendJobs, Scopes: publicRoute, Summary: "Stripe's payment notifications"},
+
+	// Webhook endpoints: every route reveals or changes an endpoint (its deliveries show what was sent), so all are writes.
+	{Method: "POST", Path: "/v2/webhooks", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Register a webhook endpoint"},
+	{Method: "GET", Path: "/v2/webhooks", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyRead, Summary: "List webhook endpoints"},
+	{Method: "GET", Path: "/v2/webhooks/:id_webhook", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyRead, Summary: "One webhook endpoint"},
+	{Method: "PATCH", Path: "/v2/webhooks/:id_webhook", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Change a webhook endpoint"},
+	{Method: "DELETE", Path: "/v2/webhooks/:id_webhook", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Delete a webhook endpoint"},
+	{Method: "POST", Path: "/v2/webhooks/:id_webhook/rotate-secret", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Rotate an endpoint's secret"},
+	{Method: "POST", Path: "/v2/webhooks/:id_webhook/ping", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Send a test event"},
+	{Method: "GET", Path: "/v2/webhooks/:id_webhook/deliveries", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyRead, Summary: "An endpoint's deliveries"},
+	{Method: "POST", Path: "/v2/webhooks/:id_webhook/deliveries/:id_delivery/redeliver", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Deliver a message again"},
+	{Method: "POST", Path: "/v2/webhooks/:id_webhook/recover", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Deliver every event since a time again"},
 
 	{Method: "GET", Path: "/v2/cities", Backend: BackendDirectory, Scopes: citiesRead, Limit: LimitKeyRead, Summary: "Confirmed cities", Cache: cacheDirectory},
 	{Method: "GET", Path: "/v2/spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Confirmed spaces", Cache: cacheDirectory},

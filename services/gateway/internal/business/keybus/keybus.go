@@ -35,10 +35,11 @@ const (
 	ScopeSpacesRead = "spaces:read"
 	ScopeEventsRead = "events:read"
 	ScopeCitiesRead = "cities:read"
+	ScopeWebhooks   = "webhooks:manage"
 )
 
 // AllScopes lists every valid scope.
-var AllScopes = []string{ScopeRead, ScopeWrite, ScopeJobsRead, ScopeJobsWrite, ScopeSpacesRead, ScopeEventsRead, ScopeCitiesRead}
+var AllScopes = []string{ScopeRead, ScopeWrite, ScopeJobsRead, ScopeJobsWrite, ScopeSpacesRead, ScopeEventsRead, ScopeCitiesRead, ScopeWebhooks}
 
 // Sentinel errors; the app layer maps them to envelope codes.
 var (
