@@ -2,6 +2,7 @@ package jobapp
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -44,14 +45,22 @@ type changesDTO struct {
 	NextCursor string      `json:"next_cursor"`
 }
 
-// ChangeDTO renders one change for caller (the webhooks' bodies use it too).
-func (h *handlers) changeDTO(ce jobbus.ChangeEntry, who jobbus.Caller, live bool) changeDTO {
+// changeOf renders one change for who; the owner's links only for a live
+// key that owns the job.
+func changeOf(bus *jobbus.Business, ce jobbus.ChangeEntry, who jobbus.Caller, live bool) changeDTO {
 	out := changeDTO{IDJob: ce.Event.JobID, Status: ce.Status, Event: toEventDTO(ce.Event)}
 	if ce.Job != nil {
-		d := h.toJobDetailDTO(*ce.Job, live && jobbus.Owns(who, *ce.Job))
+		d := jobDetail(bus, *ce.Job, live && jobbus.Owns(who, *ce.Job))
 		out.jobDetailDTO = &d
 	}
 	return out
+}
+
+// ChangeJSON is one change as GET /v2/jobs/changes renders it, without the
+// owner's links (a webhook's body: it leaves for another server, and the
+// links carry the job's edit capability).
+func ChangeJSON(bus *jobbus.Business, ce jobbus.ChangeEntry, who jobbus.Caller) ([]byte, error) {
+	return json.Marshal(changeOf(bus, ce, who, false))
 }
 
 // changes answers GET /v2/jobs/changes.
@@ -82,7 +91,7 @@ func (h *handlers) changes(c *fiber.Ctx) error {
 	live := identity.From(c).Kind == identity.KindLive
 	out := changesDTO{Changes: make([]changeDTO, 0, len(page.Changes)), NextCursor: EncodeCursor(page.Next)}
 	for _, ce := range page.Changes {
-		out.Changes = append(out.Changes, h.changeDTO(ce, who, live))
+		out.Changes = append(out.Changes, changeOf(h.bus, ce, who, live))
 	}
 	return web.OK(c, http.StatusOK, out)
 }

@@ -37,8 +37,10 @@ type jobDetailDTO struct {
 	PaymentURL   *string   `json:"payment_url,omitempty"`
 }
 
-func (h *handlers) toJobDetailDTO(d jobbus.Detail, owner bool) jobDetailDTO {
-	l := h.bus.Links(d)
+func (h *handlers) toJobDetailDTO(d jobbus.Detail, owner bool) jobDetailDTO { return jobDetail(h.bus, d, owner) }
+
+func jobDetail(bus *jobbus.Business, d jobbus.Detail, owner bool) jobDetailDTO {
+	l := bus.Links(d)
 	out := jobDetailDTO{
 		jobDTO:      toJobDTO(&d.Job, l.URL),
 		Description: d.Description, Status: d.Status, UpdatedAt: d.UpdatedAt.UTC().Truncate(time.Second),

@@ -104,3 +104,12 @@ func (b *Business) entries(ctx context.Context, caller Caller, evs []JobEvent) (
 	}
 	return out, nil
 }
+
+// Entry is one event as caller sees it now (a webhook's body).
+func (b *Business) Entry(ctx context.Context, caller Caller, e JobEvent) (ChangeEntry, error) {
+	es, err := b.entries(ctx, caller, []JobEvent{e})
+	if err != nil {
+		return ChangeEntry{}, err
+	}
+	return es[0], nil
+}
