@@ -37,7 +37,9 @@ type jobDetailDTO struct {
 	PaymentURL   *string   `json:"payment_url,omitempty"`
 }
 
-func (h *handlers) toJobDetailDTO(d jobbus.Detail, owner bool) jobDetailDTO { return jobDetail(h.bus, d, owner) }
+func (h *handlers) toJobDetailDTO(d jobbus.Detail, owner bool) jobDetailDTO {
+	return jobDetail(h.bus, d, owner)
+}
 
 func jobDetail(bus *jobbus.Business, d jobbus.Detail, owner bool) jobDetailDTO {
 	l := bus.Links(d)
