@@ -1366,7 +1366,7 @@ type JobChange struct {
 	union  json.RawMessage
 }
 
-// JobChange1 A job the reader may no longer read.
+// JobChange1 A job the reader may no longer read (only `id_job`, `status` and `event`).
 type JobChange1 = map[string]interface{}
 
 // JobChanges defines model for JobChanges.
@@ -1949,6 +1949,26 @@ type WebhookList struct {
 	Webhooks []WebhookEndpoint `json:"webhooks"`
 }
 
+// WebhookMessage The body of a delivery (POST to the endpoint, `Content-Type: application/json`), signed per Standard
+// Webhooks: `webhook-signature` is `v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`
+// keyed with the base64-decoded part of the secret after `whsec_` (two signatures, space-separated, during a
+// rotation). `data` is the change as `GET /v2/jobs/changes` shows it to the endpoint's owner.
+type WebhookMessage struct {
+	// Data The change (JobChange); for `webhook.ping`, an empty object.
+	Data      WebhookMessage_Data `json:"data"`
+	Id        string              `json:"id"`
+	Timestamp time.Time           `json:"timestamp"`
+	Type      string              `json:"type"`
+}
+
+// WebhookMessageData1 defines model for WebhookMessage.Data.1.
+type WebhookMessageData1 = map[string]interface{}
+
+// WebhookMessage_Data The change (JobChange); for `webhook.ping`, an empty object.
+type WebhookMessage_Data struct {
+	union json.RawMessage
+}
+
 // WebhookReceived defines model for WebhookReceived.
 type WebhookReceived struct {
 	// Action What the event did: the payment's effect on the job (`published`, `relisted`, `paid`,
@@ -2259,6 +2279,18 @@ type ListWebhookDeliveriesParams struct {
 	Before *int `form:"before,omitempty" json:"before,omitempty"`
 }
 
+// ReceiveJobEventParams defines parameters for ReceiveJobEvent.
+type ReceiveJobEventParams struct {
+	// WebhookId The message id (the event's id), the same on every retry and redelivery.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds when this attempt was signed.
+	WebhookTimestamp string `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`; two, space-separated, while a rotated secret overlaps.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
 // CreateFeedbackJSONRequestBody defines body for CreateFeedback for application/json ContentType.
 type CreateFeedbackJSONRequestBody = FeedbackRequest
 
@@ -2321,6 +2353,9 @@ type UpdateWebhookJSONRequestBody = WebhookUpdateRequest
 
 // RecoverWebhookJSONRequestBody defines body for RecoverWebhook for application/json ContentType.
 type RecoverWebhookJSONRequestBody = WebhookRecoverRequest
+
+// ReceiveJobEventJSONRequestBody defines body for ReceiveJobEvent for application/json ContentType.
+type ReceiveJobEventJSONRequestBody = WebhookMessage
 
 // AsJobDetail returns the union data inside the JobChange as a JobDetail
 func (t JobChange) AsJobDetail() (JobDetail, error) {
@@ -2810,6 +2845,68 @@ func (t JobCreateRequest_IsRemote) MarshalJSON() ([]byte, error) {
 }
 
 func (t *JobCreateRequest_IsRemote) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsJobChange returns the union data inside the WebhookMessage_Data as a JobChange
+func (t WebhookMessage_Data) AsJobChange() (JobChange, error) {
+	var body JobChange
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJobChange overwrites any union data inside the WebhookMessage_Data as the provided JobChange
+func (t *WebhookMessage_Data) FromJobChange(v JobChange) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeJobChange performs a merge with any union data inside the WebhookMessage_Data, using the provided JobChange
+func (t *WebhookMessage_Data) MergeJobChange(v JobChange) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWebhookMessageData1 returns the union data inside the WebhookMessage_Data as a WebhookMessageData1
+func (t WebhookMessage_Data) AsWebhookMessageData1() (WebhookMessageData1, error) {
+	var body WebhookMessageData1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWebhookMessageData1 overwrites any union data inside the WebhookMessage_Data as the provided WebhookMessageData1
+func (t *WebhookMessage_Data) FromWebhookMessageData1(v WebhookMessageData1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWebhookMessageData1 performs a merge with any union data inside the WebhookMessage_Data, using the provided WebhookMessageData1
+func (t *WebhookMessage_Data) MergeWebhookMessageData1(v WebhookMessageData1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WebhookMessage_Data) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WebhookMessage_Data) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -40503,4 +40600,161 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 	}
 
 	return response, nil
+}
+
+// WebhookInitiator sends OpenAPI 3.1 webhook requests to target URLs.
+// Modeled on the generated Client, but with no stored Server -- the full
+// target URL is provided per-call by the caller (typically discovered
+// from a subscription registration).
+type WebhookInitiator struct {
+	// Doer for performing requests, typically a *http.Client with any
+	// customized settings, such as certificate chains.
+	Client HttpRequestDoer
+
+	// A list of callbacks for modifying requests which are generated before sending over
+	// the network.
+	RequestEditors []RequestEditorFn
+}
+
+// WebhookInitiatorOption allows setting custom parameters during construction.
+type WebhookInitiatorOption func(*WebhookInitiator) error
+
+// NewWebhookInitiator creates a new WebhookInitiator with reasonable defaults.
+func NewWebhookInitiator(opts ...WebhookInitiatorOption) (*WebhookInitiator, error) {
+	initiator := WebhookInitiator{}
+	for _, o := range opts {
+		if err := o(&initiator); err != nil {
+			return nil, err
+		}
+	}
+	if initiator.Client == nil {
+		initiator.Client = &http.Client{}
+	}
+	return &initiator, nil
+}
+
+// WithWebhookHTTPClient allows overriding the default Doer, which is
+// automatically created using http.Client. This is useful for tests.
+func WithWebhookHTTPClient(doer HttpRequestDoer) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.Client = doer
+		return nil
+	}
+}
+
+// WithWebhookRequestEditorFn allows setting up a callback function, which
+// will be called right before sending the webhook request. This can be
+// used to mutate the request, e.g. to add signature headers.
+func WithWebhookRequestEditorFn(fn RequestEditorFn) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.RequestEditors = append(p.RequestEditors, fn)
+		return nil
+	}
+}
+
+func (p *WebhookInitiator) applyWebhookEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
+	for _, r := range p.RequestEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	for _, r := range additionalEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WebhookInitiatorInterface is the interface specification for the webhook initiator.
+type WebhookInitiatorInterface interface {
+	// ReceiveJobEventWithBody fires the jobEvent webhook with any body
+	ReceiveJobEventWithBody(ctx context.Context, targetURL string, params *ReceiveJobEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	ReceiveJobEvent(ctx context.Context, targetURL string, params *ReceiveJobEventParams, body ReceiveJobEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+func (p *WebhookInitiator) ReceiveJobEventWithBody(ctx context.Context, targetURL string, params *ReceiveJobEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveJobEventWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) ReceiveJobEvent(ctx context.Context, targetURL string, params *ReceiveJobEventParams, body ReceiveJobEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveJobEventWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+// NewReceiveJobEventWebhookRequest builds a application/json POST request for the jobEvent webhook
+func NewReceiveJobEventWebhookRequest(targetURL string, params *ReceiveJobEventParams, body ReceiveJobEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveJobEventWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewReceiveJobEventWebhookRequestWithBody builds a POST request for the jobEvent webhook with any body
+func NewReceiveJobEventWebhookRequestWithBody(targetURL string, params *ReceiveJobEventParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
 }
