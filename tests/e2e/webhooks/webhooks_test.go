@@ -46,6 +46,7 @@ type receiver struct {
 	got  []message
 	slow chan struct{} // closed: answer at once
 	n    int
+	held int // job.closed requests being held
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -63,6 +64,9 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if m.Type == "job.closed" {
+		r.mu.Lock()
+		r.held++
+		r.mu.Unlock()
 		<-slow
 		if req.Context().Err() != nil { // its sender was killed: not delivered
 			return
@@ -142,7 +146,7 @@ func TestWebhooksThroughTemporal(t *testing.T) {
 	wait(t, 30*time.Second, func() bool { return len(rcv.types(job.JobID)) >= 3 })
 	// job.closed is being delivered (the receiver holds it): kill the
 	// worker now; the delivery is retried by another worker process.
-	time.Sleep(500 * time.Millisecond)
+	wait(t, 30*time.Second, func() bool { rcv.mu.Lock(); defer rcv.mu.Unlock(); return rcv.held > 0 })
 	if err := sys.Kill("jobs-worker"); err != nil {
 		t.Fatal(err)
 	}
