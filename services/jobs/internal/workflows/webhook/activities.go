@@ -72,6 +72,12 @@ func (a *Activities) Body(ctx context.Context, t hookdb.Target) ([]byte, error) 
 	return json.Marshal(message{ID: d.MsgID, Type: d.Type, Timestamp: d.OccurredAt.UTC().Truncate(time.Millisecond), Data: data})
 }
 
+// Next returns the (endpoint, job)'s oldest pending delivery.
+func (a *Activities) Next(ctx context.Context, in Input) (Next, error) {
+	id, found, err := a.Store.NextPending(ctx, in.EndpointID, in.JobID)
+	return Next{DeliveryID: id, Found: found}, err
+}
+
 // Attempt makes one attempt of a delivery and records it.
 func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Outcome, error) {
 	t, err := a.Store.Target(ctx, in.DeliveryID)

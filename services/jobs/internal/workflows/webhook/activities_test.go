@@ -161,6 +161,18 @@ func TestAttemptSignsRetriesAndRotates(t *testing.T) {
 		t.Fatalf("another space's endpoint got %d deliveries of this job: %v", foreign, err)
 	}
 
+	// A redelivery queued behind it waits: the oldest pending goes first.
+	again, err := hookbus.New(hookdb.New(pool), hookbus.Config{}).Redeliver(ctx, hookbus.Owner{SpaceID: 7001, KeyID: 1}, ep.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next, err := acts.Next(ctx, Input{EndpointID: ep.ID, JobID: job}); err != nil || !next.Found || next.DeliveryID != id {
+		t.Fatalf("next: %+v %v, want %d", next, err, id)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'skipped' WHERE id = $1`, again.ID); err != nil {
+		t.Fatal(err)
+	}
+
 	out, err := acts.Attempt(ctx, AttemptInput{DeliveryID: id, NextIn: time.Minute})
 	if err != nil || out.Done {
 		t.Fatalf("a 500 is retried: %+v %v", out, err)

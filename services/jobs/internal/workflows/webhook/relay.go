@@ -17,8 +17,9 @@ const dispatchBatch = 500
 
 // Relay fans the job events out to the endpoints (webhook_deliveries and
 // webhook_outbox, in one transaction with the dispatch position) and hands
-// the outbox to the (endpoint, job) workflows through outbox.Relay, one key
-// per (endpoint, job) so that their order holds.
+// the outbox to the (endpoint, job) workflows through outbox.Relay. The
+// order of a job's deliveries is the workflow's (their ids); a signal only
+// wakes it.
 type Relay struct {
 	Store    *hookdb.Store
 	Temporal client.Client

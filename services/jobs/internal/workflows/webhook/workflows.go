@@ -36,9 +36,6 @@ const (
 	// perRun bounds the deliveries of one run before it continues as new,
 	// which keeps its history short.
 	perRun = 50
-	// remember is how many delivered ids a run keeps to drop a repeated
-	// signal (the relay delivers at least once).
-	remember = 100
 )
 
 // WorkflowID names the workflow of an endpoint's deliveries about a job
@@ -47,10 +44,9 @@ func WorkflowID(endpointID, jobID int64) string {
 	return fmt.Sprintf("webhook-%d-job-%d", endpointID, jobID)
 }
 
-// Input is a run's state: what is queued and what was delivered lately.
+// Input names a run's (endpoint, job).
 type Input struct {
 	EndpointID, JobID int64
-	Queue, Seen       []int64
 }
 
 // AttemptInput is one attempt; NextIn is the wait before the next one (0:
@@ -63,55 +59,45 @@ type AttemptInput struct {
 // Outcome says whether the delivery is over (delivered, or given up).
 type Outcome struct{ Done bool }
 
-// DeliveryWorkflow delivers the queued deliveries in order.
+// Next is the (endpoint, job)'s oldest delivery still pending.
+type Next struct {
+	DeliveryID int64
+	Found      bool
+}
+
+// DeliveryWorkflow delivers the (endpoint, job)'s pending deliveries
+// oldest first. A signal only wakes it: the order is the deliveries' ids
+// (assigned in the events' commit order), read from the database, so a
+// signal that arrives late or twice (the relay retries at least once)
+// changes nothing.
 func DeliveryWorkflow(ctx workflow.Context, in Input) error {
 	ch := workflow.GetSignalChannel(ctx, SignalDelivery)
-	seen := map[int64]bool{}
-	for _, id := range in.Seen {
-		seen[id] = true
-	}
-	queued := map[int64]bool{}
-	for _, id := range in.Queue {
-		queued[id] = true
-	}
-	drain := func() {
-		for {
-			var id int64
-			if !ch.ReceiveAsync(&id) {
-				return
-			}
-			if !seen[id] && !queued[id] {
-				queued[id] = true
-				in.Queue = append(in.Queue, id)
-			}
+	drain := func() (woken bool) {
+		var id int64
+		for ch.ReceiveAsync(&id) {
+			woken = true
 		}
+		return woken
 	}
+	actx := workflow.WithActivityOptions(ctx, activityOptions)
 	for done := 0; ; {
 		drain()
-		if len(in.Queue) == 0 {
+		var next Next
+		if err := workflow.ExecuteActivity(actx, (*Activities).Next, in).Get(ctx, &next); err != nil {
+			return err
+		}
+		if !next.Found {
 			more, err := workflow.AwaitWithTimeout(ctx, idle, func() bool { return ch.Len() > 0 })
 			if err != nil {
 				return err
 			}
-			if !more {
-				drain()
-				if len(in.Queue) == 0 {
-					return nil
-				}
+			if !more && !drain() {
+				return nil
 			}
 			continue
 		}
-		id := in.Queue[0]
-		in.Queue = in.Queue[1:]
-		delete(queued, id)
-		if err := deliver(ctx, id); err != nil {
+		if err := deliver(ctx, next.DeliveryID); err != nil {
 			return err
-		}
-		seen[id] = true
-		in.Seen = append(in.Seen, id)
-		if len(in.Seen) > remember {
-			delete(seen, in.Seen[0])
-			in.Seen = in.Seen[1:]
 		}
 		if done++; done >= perRun {
 			drain()
@@ -120,16 +106,18 @@ func DeliveryWorkflow(ctx workflow.Context, in Input) error {
 	}
 }
 
+var activityOptions = workflow.ActivityOptions{
+	// the request's own deadline, and the database around it
+	StartToCloseTimeout: 30 * time.Second,
+	// Retries of the activity itself are for its infrastructure (the
+	// database away, a worker killed mid-attempt); the receiver's failures
+	// are deliver's, with their own back-off and log.
+	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+}
+
 // deliver tries one delivery until it is over or RetryFor has passed.
 func deliver(ctx workflow.Context, id int64) error {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		// the request's own deadline, and the database around it
-		StartToCloseTimeout: 30 * time.Second,
-		// Retries of the activity itself are for its infrastructure (the
-		// database away, a worker killed mid-attempt); the receiver's
-		// failures are the loop's, with their own back-off and log.
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
-	})
+	actx := workflow.WithActivityOptions(ctx, activityOptions)
 	start := workflow.Now(ctx)
 	for attempt := 0; ; attempt++ {
 		var jitter float64

@@ -2,6 +2,7 @@ package hookdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -54,8 +55,9 @@ type OutboxItem struct {
 	DeliveryID, EndpointID, JobID int64
 }
 
-// OutboxTable is webhook_outbox for outbox.Relay: the deliveries of one
-// (endpoint, job) go in order, to the workflow that keeps that order.
+// OutboxTable is webhook_outbox for outbox.Relay: each row wakes the
+// workflow of its (endpoint, job), which takes that pair's deliveries in id
+// order (NextPending), so a row retried late reorders nothing.
 func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
 	return outbox.Table[OutboxItem]{DB: s.pool, Name: "webhook_outbox", Due: "next_try_at",
 		Columns: []string{"delivery_id", "endpoint_id", "job_id"},
@@ -87,7 +89,7 @@ func (s *Store) Target(ctx context.Context, deliveryID int64) (Target, error) {
 		&t.Secret, &old,
 		&e.ID, &e.SpaceID, &e.KeyID, &e.URL, &e.Description, &e.Events, &e.Email, &e.Enabled,
 		&e.DisabledReason, &e.FailingSince, &e.OldSecretUntil, &e.CreatedAt, &e.UpdatedAt)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return Target{}, hookbus.ErrNotFound
 	}
 	if err != nil {
@@ -161,4 +163,19 @@ func (s *Store) Disable(ctx context.Context, endpointID int64, reason string) (b
 		return false, fmt.Errorf("disable webhook endpoint: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// NextPending is the oldest pending delivery of an endpoint about a job:
+// ids follow the events' commit order, so this is the order they go in.
+func (s *Store) NextPending(ctx context.Context, endpointID, jobID int64) (int64, bool, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND job_id = $2 AND status = 'pending'
+		ORDER BY id LIMIT 1`, endpointID, jobID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("next webhook delivery: %w", err)
+	}
+	return id, true, nil
 }
