@@ -9,7 +9,7 @@ import (
 // The vector the Standard Webhooks specification and its libraries' tests
 // publish.
 const (
-	vecSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	vecSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" //nolint:gosec // G101: the specification's published test vector
 	vecID     = "msg_p5jXN8AQM9LWM0D4loKWxJek"
 	vecTS     = 1614265330
 	vecBody   = `{"test": 2432232314}`

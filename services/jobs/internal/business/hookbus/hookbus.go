@@ -145,16 +145,14 @@ func New(store Storer, cfg Config) *Business {
 func (b *Business) Create(ctx context.Context, owner Owner, in Input) (Endpoint, error) {
 	var p []string
 	e := Endpoint{SpaceID: owner.SpaceID, KeyID: owner.KeyID, Enabled: true}
-	switch {
-	case in.URL == nil:
+	if in.URL == nil {
 		p = append(p, "url is required")
-	default:
+	} else {
 		e.URL = b.checkURL(*in.URL, &p)
 	}
-	switch {
-	case in.Events == nil:
+	if in.Events == nil {
 		p = append(p, "events is required: one or more of "+strings.Join(jobbus.EventTypes, ", "))
-	default:
+	} else {
 		e.Events = checkEvents(*in.Events, &p)
 	}
 	if in.Description != nil {
