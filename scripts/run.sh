@@ -195,6 +195,8 @@ cat <<EOF
   OpenAPI document          http://localhost:8080/v2/openapi.json
   Temporal UI               http://localhost:8233 (when started here)
   Mails (confirmations)     $RUN/mail
+  Space dashboard           http://localhost:8080/dashboard (sign in as owner+spreeufer-coworking-berlin@coworkjobs.example,
+                            space 1's owner; the sign-in link lands in $RUN/mail)
   Logs                      $RUN/logs
   Prometheus                $([ "${PROMETHEUS:-on}" = off ] && echo "off (PROMETHEUS=off)" || echo "http://localhost:9099 (Debian's classic UI: /classic/alerts, /classic/targets)")
 

@@ -42,6 +42,19 @@ type Space struct {
 	CityID    int64  `json:"city_id"`
 }
 
+// AdminSpace is a space an address administers, with its role there
+// (owner, admin or editor).
+type AdminSpace struct {
+	Space
+	Role string `json:"role"`
+}
+
+// AdminSpaces is the answer of /internal/admins/spaces?email=: the spaces
+// the address administers (none for an unknown address).
+type AdminSpaces struct {
+	Spaces []AdminSpace `json:"spaces"`
+}
+
 // Catalog is the answer of /internal/catalog: every city and space,
 // confirmed or not.
 type Catalog struct {

@@ -248,6 +248,41 @@ func (f *Fields) OptInt(name string) *int64 {
 	return nil
 }
 
+// Strings returns a field that is a list of text: a JSON array of strings,
+// or a form's repeated values (checkboxes). Absent or null is nil.
+func (f *Fields) Strings(name string) []string {
+	if f.form != nil {
+		f.raw(name)
+		var vals [][]byte
+		if form, err := f.form.MultipartForm(); err == nil {
+			for _, v := range form.Value[name] {
+				vals = append(vals, []byte(v))
+			}
+		} else {
+			vals = f.form.Request().PostArgs().PeekMulti(name)
+		}
+		out := make([]string, 0, len(vals))
+		for _, v := range vals {
+			if !utf8.Valid(v) || bytes.IndexByte(v, 0) >= 0 {
+				f.problem(name, name+" must be valid UTF-8 text without NUL characters")
+				return nil
+			}
+			out = append(out, string(v))
+		}
+		return out
+	}
+	raw := f.raw(name)
+	if raw == nil {
+		return nil
+	}
+	var out []string
+	if err := json.Unmarshal(raw, &out); err != nil {
+		f.problem(name, name+" must be an array of strings")
+		return nil
+	}
+	return out
+}
+
 // OptIntOrBool is OptInt that also takes true and false as 1 and 0.
 func (f *Fields) OptIntOrBool(name string) *int64 {
 	if f.form == nil {

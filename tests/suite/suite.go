@@ -70,6 +70,9 @@ type Options struct {
 	// connections to the replicas whose /readyz passes; URL[name] is the
 	// balancer. 0 or 1: one process, no balancer.
 	Replicas int
+	// PublicGateway makes PUBLIC_BASE_URL the gateway's own address, so that
+	// the links in pages and mails work from a browser on this machine.
+	PublicGateway bool
 }
 
 // Suite is the running system.
@@ -241,6 +244,9 @@ func Start(ctx context.Context, o Options) (*Suite, error) {
 		"TEMPORAL_ADDRESS=127.0.0.1:1", "LOG_LEVEL=warn", "ACCESS_LOG=false", "SMTP_URL=smtp://127.0.0.1:1")
 	if !o.Admin {
 		s.Env = append(s.Env, "ADMIN_ADDR=off")
+	}
+	if o.PublicGateway {
+		s.Env = append(s.Env, "PUBLIC_BASE_URL="+s.URL["gateway"])
 	}
 	s.Env = append(s.Env, o.Env...)
 

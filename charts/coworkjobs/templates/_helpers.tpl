@@ -210,7 +210,8 @@ was stored before its write. Given whatever config.responseCacheMB says, so a
 later switch on finds every writer already bumping. */ -}}
 {{- $keys = append $keys "REDIS_URL" -}}
 {{- if eq .service "community" }}{{ $keys = append $keys "NEWSLETTER_TOKEN_SECRET" }}{{ end -}}
-{{- if has .component (list "community-worker" "jobs-worker") }}{{ $keys = append $keys "SMTP_URL" }}{{ end -}}
+{{- /* The gateway mails the dashboard's sign-in links. */ -}}
+{{- if has .component (list "community-worker" "jobs-worker" "gateway") }}{{ $keys = append $keys "SMTP_URL" }}{{ end -}}
 {{- if and (eq .component "jobs") .stripe }}{{ $keys = concat $keys (list "STRIPE_SECRET_KEY" "STRIPE_WEBHOOK_SECRET") }}{{ end -}}
 {{- /* The APIs that route reads to a replica (docs/scaling.md). */ -}}
 {{- if and (has .component (list "jobs" "content" "community")) .readReplica }}{{ $keys = append $keys "DATABASE_READ_URL" }}{{ end -}}

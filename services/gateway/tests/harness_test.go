@@ -353,7 +353,7 @@ func do(t *testing.T, method, url, body string, hdr map[string]string) response 
 			t.Errorf("contract: %v", err)
 		}
 	}
-	if resp.StatusCode == http.StatusNotModified || method == http.MethodHead {
+	if resp.StatusCode == http.StatusNotModified || resp.StatusCode == http.StatusNoContent || method == http.MethodHead {
 		return r // no body
 	}
 	if err := json.Unmarshal(raw, &r.env); err != nil {

@@ -33,7 +33,9 @@ commands:
           prints the full key once; it cannot be shown again
   list    lists keys (id, hint, space, scopes, limits, times); never prints a key
   revoke  -id ID
-  rotate  -id ID      revokes the key and prints its replacement (same settings) once
+  rotate  -id ID [-grace 24h]
+          prints the replacement (same settings) once; the old key stops at
+          once, or at the end of -grace (at most 168h)
   demo    revokes earlier demo keys and creates one of each kind for make run
 
 DATABASE_URL selects the database (default: the local coworkjobs database).
@@ -76,15 +78,27 @@ func command(ctx context.Context, keys *keybus.Business, args []string, out io.W
 		fmt.Fprintf(out, "key %d revoked\n", id)
 		return nil
 	case "rotate":
-		id, err := idFlag("rotate", rest)
-		if err != nil {
+		fs := flag.NewFlagSet("rotate", flag.ContinueOnError)
+		id := fs.Int64("id", 0, "key id (from list)")
+		grace := fs.Duration("grace", 0, "how long the old key keeps working (at most 168h)")
+		if err := fs.Parse(rest); err != nil {
 			return err
 		}
-		k, raw, err := keys.Rotate(ctx, id)
-		if err != nil {
-			return fmt.Errorf("rotate %d: %w", id, err)
+		if *id <= 0 {
+			return errors.New("-id is required")
 		}
-		fmt.Fprintf(out, "key %d revoked; replacement id %d (shown once):\n%s\n", id, k.ID, raw)
+		if *grace < 0 || *grace > keybus.MaxGrace {
+			return errors.New("-grace must be between 0 and 168h")
+		}
+		k, raw, err := keys.RotateWithGrace(ctx, *id, *grace)
+		if err != nil {
+			return fmt.Errorf("rotate %d: %w", *id, err)
+		}
+		until := "now"
+		if *grace > 0 {
+			until = "in " + grace.String()
+		}
+		fmt.Fprintf(out, "key %d replaced (it stops %s); replacement id %d (shown once):\n%s\n", *id, until, k.ID, raw)
 		return nil
 	case "demo":
 		return demo(ctx, keys, out)

@@ -12,14 +12,19 @@ import (
 	"github.com/coworkjobs/coworkjobs/api"
 	"github.com/coworkjobs/coworkjobs/libs/changes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
+	"github.com/coworkjobs/coworkjobs/libs/mailer"
+	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/redisx"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/libs/telemetry"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/dashapp"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/gatewayapp"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/proxy"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/responsecache"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/routes"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/dashbus"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/dashbus/stores/dashdb"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/business/keybus/stores/keydb"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/ratelimit"
@@ -75,6 +80,15 @@ type appConfig struct {
 	// kept ResponseCacheTTL).
 	ResponseCacheStore string        `env:"RESPONSE_CACHE_STORE" envDefault:"memory"`
 	ResponseCacheTTL   time.Duration `env:"RESPONSE_CACHE_TTL" envDefault:"10m"`
+
+	// KeyMaxRateLimit is the ceiling on rate_limit_per_minute of the keys
+	// owners create (/v2/keys, the dashboard).
+	KeyMaxRateLimit int `env:"KEY_MAX_RATE_LIMIT_PER_MINUTE" envDefault:"600"`
+	// The dashboard's sign-in mails and sessions.
+	SMTPURL          string        `env:"SMTP_URL" envDefault:"smtp://127.0.0.1:1025"`
+	DashboardFrom    string        `env:"DASHBOARD_MAIL_FROM" envDefault:"coworkjobs <dashboard@coworkjobs.example>"`
+	DashboardSession time.Duration `env:"DASHBOARD_SESSION_TTL" envDefault:"12h"`
+	DashboardLinks   int           `env:"DASHBOARD_LINKS_PER_HOUR" envDefault:"5"`
 }
 
 func (c appConfig) Validate() error {
@@ -112,6 +126,16 @@ func (c appConfig) Validate() error {
 	if c.ResponseCacheTTL < time.Second {
 		errs = append(errs, errors.New("RESPONSE_CACHE_TTL must be at least 1s"))
 	}
+	if c.KeyMaxRateLimit < 1 {
+		errs = append(errs, errors.New("KEY_MAX_RATE_LIMIT_PER_MINUTE must be positive"))
+	}
+	if c.DashboardSession < time.Minute || c.DashboardSession > 30*24*time.Hour {
+		errs = append(errs, errors.New("DASHBOARD_SESSION_TTL must be between 1m and 720h"))
+	}
+	if c.DashboardLinks < 1 {
+		errs = append(errs, errors.New("DASHBOARD_LINKS_PER_HOUR must be positive"))
+	}
+	errs = append(errs, config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL))
 	if c.UpstreamMaxConnAge < 0 {
 		errs = append(errs, errors.New("UPSTREAM_MAX_CONN_AGE must not be negative (0 keeps connections for ever)"))
 	}
@@ -164,7 +188,11 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		backends[name] = b
 	}
 
-	keys := keybus.New(keydb.New(p.Pool), log, cfg.KeyCacheTTL)
+	keys := keybus.New(keydb.New(p.Pool), log, cfg.KeyCacheTTL).WithRules(keybus.Rules{MaxRateLimit: cfg.KeyMaxRateLimit})
+	dash, err := dashboard(p, cfg, keys)
+	if err != nil {
+		return err
+	}
 	gw, err := gatewayapp.Routes(p.API.App, gatewayapp.Config{
 		Log: log, Keys: keys, Codec: p.Codec, Redis: rdb, Backends: backends, Registry: p.Metrics.Registry,
 		Changes: changes.New(crdb, cfg.RedisKeyPrefix), Cache: responsecache.Config{
@@ -173,7 +201,7 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,
 		ReadLimitPerMinute: cfg.ReadLimitPerMinute, PublicReadLimitPerMinute: cfg.PublicReadLimitPerMinute,
 		PublicBaseURL: cfg.PublicBaseURL, Version: version, OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
-		AccessLog: cfg.AccessLog, CORSAllowOrigins: cfg.CORSAllowOrigins,
+		AccessLog: cfg.AccessLog, CORSAllowOrigins: cfg.CORSAllowOrigins, Dashboard: dash,
 	})
 	if err != nil {
 		return err
@@ -185,4 +213,43 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		return nil
 	})
 	return nil
+}
+
+// dashboard wires the space dashboard: its sign-in rules over the gateway
+// schema, the directory and jobs backends it reads, and the relay that
+// mails the sign-in links from their outbox (retried while SMTP is away).
+func dashboard(p *service.Process, cfg *appConfig, keys *keybus.Business) (*dashapp.App, error) {
+	sender, err := mailer.New(cfg.SMTPURL, cfg.DashboardFrom)
+	if err != nil {
+		return nil, err
+	}
+	backends := dashapp.NewBackends(cfg.DirectoryURL, cfg.JobsURL, p.Codec, cfg.UpstreamTimeout)
+	store := dashdb.New(p.Pool)
+	// The links' key is derived from the identity secret (HMAC with a label
+	// inside dashbus), so no new secret has to be deployed.
+	signIn, err := dashbus.New(dashbus.Config{Secret: []byte(cfg.IdentitySecret), BaseURL: cfg.PublicBaseURL,
+		SessionTTL: cfg.DashboardSession, LinksPerHour: cfg.DashboardLinks}, store, backends, sender, p.Log)
+	if err != nil {
+		return nil, err
+	}
+	relay := &outbox.Relay[int64]{Table: store.MailOutbox(), Log: p.Log, Metrics: outbox.NewMetrics(p.Metrics.Registry),
+		// A link lives 15 minutes: retries past that would mail a dead link.
+		MaxBackoff: time.Minute,
+		Deliver:    func(ctx context.Context, m outbox.Message[int64]) error { return signIn.DeliverSignIn(ctx, m.Payload) }}
+	p.Go(relay.Run)
+	p.Go(func(ctx context.Context) error {
+		t := time.NewTicker(time.Hour)
+		defer t.Stop()
+		for {
+			if err := signIn.Purge(ctx); err != nil && ctx.Err() == nil {
+				p.Log.Warn("purge dashboard sign-ins", "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+		}
+	})
+	return dashapp.New(dashapp.Config{Log: p.Log, SignIn: signIn, Keys: keys, Backends: backends, BaseURL: cfg.PublicBaseURL})
 }

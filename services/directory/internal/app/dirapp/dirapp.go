@@ -51,6 +51,7 @@ func Routes(app *fiber.App, cfg Config) {
 	in.Get("/cities/resolve", h.resolveCity)
 	in.Get("/spaces/:id", h.spaceFacts)
 	in.Get("/catalog", h.catalog)
+	in.Get("/admins/spaces", h.adminSpaces)
 }
 
 // GET /v2/cities?q=<slug>&search=<partial name>
@@ -162,6 +163,27 @@ func (h handlers) spaceFacts(c *fiber.Ctx) error {
 		return err
 	}
 	return web.OK(c, http.StatusOK, dirapi.Space(f))
+}
+
+// GET /internal/admins/spaces?email=<address>
+func (h handlers) adminSpaces(c *fiber.Ctx) error {
+	q := web.Params(c)
+	email, given := q.NonEmptyText("email", 320)
+	if !given {
+		q.Add("email is required")
+	}
+	if err := q.Err(); err != nil {
+		return err
+	}
+	spaces, err := h.bus.AdminSpaces(c.UserContext(), email)
+	if err != nil {
+		return err
+	}
+	out := make([]dirapi.AdminSpace, 0, len(spaces))
+	for _, s := range spaces {
+		out = append(out, dirapi.AdminSpace{Space: dirapi.Space(s.SpaceFacts), Role: s.Role})
+	}
+	return web.OK(c, http.StatusOK, dirapi.AdminSpaces{Spaces: out})
 }
 
 // GET /internal/catalog

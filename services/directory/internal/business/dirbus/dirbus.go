@@ -73,6 +73,13 @@ type SpaceFacts struct {
 	CityID           int64
 }
 
+// AdminSpace is a space an address administers, with its role there
+// (owner, admin or editor): the dashboard's membership.
+type AdminSpace struct {
+	SpaceFacts
+	Role string
+}
+
 // CatalogCity is one city of the internal catalog.
 type CatalogCity struct {
 	ID          int64
@@ -128,6 +135,9 @@ type Storer interface {
 	// sorted by name.
 	ConfirmedCitiesByName(ctx context.Context, name string, prefix bool, limit int) ([]City, error)
 	SpaceFacts(ctx context.Context, id int64) (SpaceFacts, error)
+	// AdminSpaces lists the spaces email administers (compared without
+	// regard to case), by space id.
+	AdminSpaces(ctx context.Context, email string) ([]AdminSpace, error)
 	Catalog(ctx context.Context) (Catalog, error)
 }
 
@@ -222,4 +232,11 @@ func (c *Business) Catalog(ctx context.Context) (Catalog, error) {
 		return Catalog{}, fmt.Errorf("catalog: %w", err)
 	}
 	return cat, nil
+}
+
+// AdminSpaces lists the spaces an address administers, with its role in
+// each. An address that administers none has an empty list: the caller may
+// not tell it apart from an unknown one.
+func (b *Business) AdminSpaces(ctx context.Context, email string) ([]AdminSpace, error) {
+	return b.store.AdminSpaces(ctx, strings.TrimSpace(email))
 }

@@ -31,7 +31,17 @@ func New(keys *keybus.Business, log *slog.Logger) *Authenticator {
 	return &Authenticator{keys: keys, log: log}
 }
 
-const localsKeyID = "gateway.key_id"
+const (
+	localsKeyID = "gateway.key_id"
+	localsKey   = "gateway.key"
+)
+
+// Key is the key the request was authenticated with (nil: none), for the
+// gateway's own handlers (the key API).
+func Key(c *fiber.Ctx) *keybus.Key {
+	k, _ := c.Locals(localsKey).(*keybus.Key)
+	return k
+}
 
 // KeyID is the id of the key the request was authenticated with (0: none),
 // for the access log.
@@ -80,6 +90,7 @@ func (a *Authenticator) Authenticate(c *fiber.Ctx, r routes.Route) (*keybus.Key,
 		return nil, web.Forbidden("Restricted keys (svc_rstr_) are read-only")
 	}
 	c.Locals(localsKeyID, key.ID)
+	c.Locals(localsKey, key)
 	return key, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"slices"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,7 +21,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/auth"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/budget"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/dashapp"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/health"
+	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/keyapp"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/mid"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/openapidoc"
 	"github.com/coworkjobs/coworkjobs/services/gateway/internal/app/proxy"
@@ -61,6 +64,8 @@ type Config struct {
 	// 304) and cached in Cache.Store.
 	Changes *changes.Versions
 	Cache   responsecache.Config
+	// Dashboard serves /dashboard (nil: its pages answer 404).
+	Dashboard *dashapp.App
 }
 
 // App holds the gateway's rooms.
@@ -109,17 +114,23 @@ func Routes(app *fiber.App, cfg Config) (*App, error) {
 		app.Use(mid.AccessLog(cfg.Log))
 	}
 	local := map[string]fiber.Handler{
-		"/v2":              routes.Info(cfg.Version, cfg.PublicBaseURL, a.budgets.Limited),
-		"/v2/health":       a.health.Handler,
-		"/v2/openapi.json": docs.ServeJSON,
-		"/v2/openapi.yaml": docs.ServeYAML,
-		"/v2/docs":         docs.ServeDocs,
+		"GET /v2":              routes.Info(cfg.Version, cfg.PublicBaseURL, a.budgets.Limited),
+		"GET /v2/health":       a.health.Handler,
+		"GET /v2/openapi.json": docs.ServeJSON,
+		"GET /v2/openapi.yaml": docs.ServeYAML,
+		"GET /v2/docs":         docs.ServeDocs,
+	}
+	maps.Copy(local, keyapp.New(cfg.Keys).Handlers())
+	if cfg.Dashboard != nil {
+		maps.Copy(local, cfg.Dashboard.Handlers())
+	} else {
+		maps.Copy(local, dashapp.Unconfigured())
 	}
 	for _, r := range slices.Concat(routes.Table, routes.Pages) {
 		var h fiber.Handler
 		if r.Backend == routes.Local {
-			if h = local[r.Path]; h == nil {
-				panic("no local handler for " + r.Path)
+			if h = local[r.Method+" "+r.Path]; h == nil {
+				panic("no local handler for " + r.Method + " " + r.Path)
 			}
 		} else if _, ok := cfg.Backends[r.Backend]; !ok {
 			return nil, fmt.Errorf("route %s %s: no backend %q configured", r.Method, r.Path, r.Backend)

@@ -89,6 +89,7 @@ var (
 	spacesRead  = []string{keybus.ScopeSpacesRead, keybus.ScopeRead, keybus.ScopeWrite}
 	eventsRead  = []string{keybus.ScopeEventsRead, keybus.ScopeRead, keybus.ScopeWrite}
 	broadRead   = []string{keybus.ScopeRead, keybus.ScopeWrite}
+	keysManage  = []string{keybus.ScopeKeysManage}
 	webhooks    = []string{keybus.ScopeWebhooks}
 	publicRoute []string
 )
@@ -100,6 +101,15 @@ var Table = []Route{
 	{Method: "GET", Path: "/v2/openapi.json", Backend: Local, Scopes: publicRoute, Summary: "OpenAPI document (JSON)"},
 	{Method: "GET", Path: "/v2/openapi.yaml", Backend: Local, Scopes: publicRoute, Summary: "OpenAPI document (YAML)"},
 	{Method: "GET", Path: "/v2/docs", Backend: Local, Scopes: publicRoute, Summary: "API reference page"},
+
+	// The key API, answered by the gateway (keyapp); restricted keys are
+	// refused by the key rules on the reads too.
+	{Method: "GET", Path: "/v2/keys", Backend: Local, Scopes: keysManage, Limit: LimitKeyRead, Summary: "List the keys this key manages"},
+	{Method: "POST", Path: "/v2/keys", Backend: Local, Scopes: keysManage, Write: true, Limit: LimitKeyWrite, Summary: "Create a key"},
+	{Method: "GET", Path: "/v2/keys/events", Backend: Local, Scopes: keysManage, Limit: LimitKeyRead, Summary: "The audit log of key events"},
+	{Method: "GET", Path: "/v2/keys/:id<int>", Backend: Local, Scopes: keysManage, Limit: LimitKeyRead, Summary: "One key"},
+	{Method: "DELETE", Path: "/v2/keys/:id<int>", Backend: Local, Scopes: keysManage, Write: true, Limit: LimitKeyWrite, Summary: "Revoke a key"},
+	{Method: "POST", Path: "/v2/keys/:id<int>/rotate", Backend: Local, Scopes: keysManage, Write: true, Limit: LimitKeyWrite, Summary: "Replace a key, the old one working for a grace period"},
 
 	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List active jobs", Cache: cacheJobs},
 	{Method: "POST", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Create or update a job"},
@@ -153,6 +163,20 @@ var Table = []Route{
 // client IP: reads on the public read budget, form posts on the spam guard.
 // The static paths come before /jobs/:page, which would match them too.
 var Pages = []Route{
+	// The space dashboard (dashapp), answered by the gateway: sign-in by a
+	// mailed link, then the space's jobs and keys.
+	{Method: "GET", Path: "/dashboard", Backend: Local, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "The dashboard: sign-in form or your spaces"},
+	{Method: "POST", Path: "/dashboard/sign-in", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Ask for a sign-in link"},
+	{Method: "GET", Path: "/dashboard/sign-in/link", Backend: Local, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "A sign-in link's page"},
+	{Method: "POST", Path: "/dashboard/sign-in/link", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Sign in with the link"},
+	{Method: "POST", Path: "/dashboard/sign-out", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Sign out"},
+	{Method: "GET", Path: "/dashboard/assets/:file", Backend: Local, Scopes: publicRoute, Page: true, Summary: "The dashboard's style and script"},
+	{Method: "GET", Path: "/dashboard/spaces/:id<int>", Backend: Local, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "A space's jobs and keys"},
+	{Method: "POST", Path: "/dashboard/spaces/:id<int>/jobs/:job<int>/:action", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Act on a job of the space"},
+	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Create a key of the space"},
+	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys/:key<int>/revoke", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Revoke a key of the space"},
+	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys/:key<int>/replace", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Replace a key of the space"},
+
 	{Method: "GET", Path: "/jobs/edit", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "The poster's page of a job"},
 	{Method: "POST", Path: "/jobs/edit", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Save the poster's edit"},
 	{Method: "POST", Path: "/jobs/publish", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Publish a draft from its page"},

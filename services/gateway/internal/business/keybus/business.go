@@ -14,6 +14,7 @@ type Business struct {
 	store    Storer
 	log      *slog.Logger
 	cacheTTL time.Duration
+	rules    Rules
 	now      func() time.Time
 
 	mu    sync.RWMutex
@@ -46,17 +47,36 @@ func New(store Storer, log *slog.Logger, cacheTTL time.Duration) *Business {
 	}
 }
 
-// Create stores a new key and returns it with the full key string, which is
-// never available again.
+// WithRules sets the deployment's rules of key management (the rate limit
+// ceiling) and returns b.
+func (b *Business) WithRules(r Rules) *Business {
+	b.rules = r
+	return b
+}
+
+// Create stores a new key for the operator's command (any space, scope or
+// importer flag) and returns it with the full key string, which is never
+// available again.
 func (b *Business) Create(ctx context.Context, n NewKey) (Key, string, error) {
 	if err := n.Validate(); err != nil {
 		return Key{}, "", err
 	}
+	return b.create(ctx, Operator(), n)
+}
+
+// create stores a validated key with its audit event, in one transaction.
+func (b *Business) create(ctx context.Context, a Actor, n NewKey) (Key, string, error) {
 	raw, k, err := newKey(n)
 	if err != nil {
 		return Key{}, "", err
 	}
-	stored, err := b.store.Create(ctx, k)
+	var stored Key
+	err = b.store.InTx(ctx, func(s Storer) error {
+		if stored, err = s.Create(ctx, k); err != nil {
+			return err
+		}
+		return s.AddEvent(ctx, a.event(stored, EventCreated))
+	})
 	if err != nil {
 		return Key{}, "", fmt.Errorf("create key: %w", err)
 	}
@@ -75,39 +95,102 @@ func newKey(n NewKey) (string, Key, error) {
 	return raw, Key{
 		Name: n.Name, Prefix: prefix, Hint: Hint(raw), SpaceID: n.SpaceID, Scopes: n.Scopes,
 		RateLimitPerMinute: n.RateLimitPerMinute, TrustedImporter: n.TrustedImporter, Hash: Hash(raw),
+		CreatedByKeyID: n.createdBy,
 	}, nil
 }
 
-// List returns every key (never a secret).
+// List returns every key (never a secret), for the operator.
 func (b *Business) List(ctx context.Context) ([]Key, error) { return b.store.List(ctx) }
 
-// Revoke marks a key revoked.
+// Revoke revokes a key for the operator's command.
 func (b *Business) Revoke(ctx context.Context, id int64) error {
-	return b.store.Revoke(ctx, id, b.now())
+	k, err := b.store.ByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	return b.revoke(ctx, Operator(), k)
 }
 
-// Rotate revokes a key and creates its replacement with the same settings,
-// returning the new full key once.
+// revoke stops k now and records who did it; revoking a revoked key changes
+// nothing and records nothing.
+func (b *Business) revoke(ctx context.Context, a Actor, k Key) error {
+	now := b.now()
+	err := b.store.InTx(ctx, func(s Storer) error {
+		changed, err := s.Revoke(ctx, k.ID, now)
+		if err != nil || !changed {
+			return err
+		}
+		ev := a.event(k, EventRevoked)
+		ev.EffectiveAt = now
+		return s.AddEvent(ctx, ev)
+	})
+	if err != nil {
+		return fmt.Errorf("revoke key: %w", err)
+	}
+	b.forget(k.Hash)
+	return nil
+}
+
+// Rotate revokes a key at once and creates its replacement with the same
+// settings, for the operator's command, returning the new full key once.
 func (b *Business) Rotate(ctx context.Context, id int64) (Key, string, error) {
+	return b.RotateWithGrace(ctx, id, 0)
+}
+
+// RotateWithGrace is Rotate with the old key working for grace more.
+func (b *Business) RotateWithGrace(ctx context.Context, id int64, grace time.Duration) (Key, string, error) {
 	old, err := b.store.ByID(ctx, id)
 	if err != nil {
 		return Key{}, "", err
 	}
-	if old.RevokedAt != nil {
+	return b.rotate(ctx, Operator(), old, grace)
+}
+
+// rotate replaces old with a new key of the same settings; old keeps
+// working for grace.
+func (b *Business) rotate(ctx context.Context, a Actor, old Key, grace time.Duration) (Key, string, error) {
+	now := b.now()
+	if old.RevokedBy(now) || (old.RevokedAt != nil && old.ReplacedBy != 0) {
 		return Key{}, "", ErrRevoked
 	}
 	raw, k, err := newKey(NewKey{
 		Name: old.Name, Restricted: !old.Live(), SpaceID: old.SpaceID, Scopes: old.Scopes,
-		RateLimitPerMinute: old.RateLimitPerMinute, TrustedImporter: old.TrustedImporter,
+		RateLimitPerMinute: old.RateLimitPerMinute, TrustedImporter: old.TrustedImporter, createdBy: old.CreatedByKeyID,
 	})
 	if err != nil {
 		return Key{}, "", err
 	}
-	stored, err := b.store.Rotate(ctx, id, k, b.now())
+	stopsAt := now.Add(grace)
+	var stored Key
+	err = b.store.InTx(ctx, func(s Storer) error {
+		if stored, err = s.Create(ctx, k); err != nil {
+			return err
+		}
+		if err := s.Replace(ctx, old.ID, stored.ID, stopsAt); err != nil {
+			return err
+		}
+		ev := a.event(old, EventRotated)
+		ev.ReplacementID, ev.EffectiveAt = stored.ID, stopsAt
+		if err := s.AddEvent(ctx, ev); err != nil {
+			return err
+		}
+		return s.AddEvent(ctx, a.event(stored, EventCreated))
+	})
 	if err != nil {
 		return Key{}, "", fmt.Errorf("rotate key: %w", err)
 	}
+	b.forget(old.Hash)
 	return stored, raw, nil
+}
+
+// forget drops a key from this replica's cache, so that a revocation made
+// here applies here at once (other replicas within KEY_CACHE_TTL).
+func (b *Business) forget(hash []byte) {
+	var h [32]byte
+	copy(h[:], hash)
+	b.mu.Lock()
+	delete(b.cache, h)
+	b.mu.Unlock()
 }
 
 // Authenticate resolves a presented key. Errors: ErrMissing, ErrMalformed,
@@ -140,13 +223,17 @@ func (b *Business) Authenticate(ctx context.Context, raw string) (*Key, error) {
 		return nil, fmt.Errorf("look up key: %w", err)
 	case !ConstantTimeEqual(k.Hash, hash):
 		entry = cacheEntry{err: ErrUnknown}
-	case k.RevokedAt != nil:
+	case k.RevokedBy(now):
 		entry = cacheEntry{err: ErrRevoked}
 	default:
 		entry = cacheEntry{key: &k}
 	}
 	if b.cacheTTL > 0 {
 		entry.expires = now.Add(b.cacheTTL)
+		if entry.key != nil && entry.key.RevokedAt != nil && entry.key.RevokedAt.Before(entry.expires) {
+			// A key in its grace period stops at its end, not a TTL later.
+			entry.expires = *entry.key.RevokedAt
+		}
 		b.mu.Lock()
 		if len(b.cache) >= maxCache {
 			clear(b.cache)

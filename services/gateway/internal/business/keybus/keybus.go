@@ -13,7 +13,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
+
+// MaxNameLen bounds a key's name, in characters.
+const MaxNameLen = 200
 
 // Key prefixes of the spec.
 const (
@@ -35,11 +40,21 @@ const (
 	ScopeSpacesRead = "spaces:read"
 	ScopeEventsRead = "events:read"
 	ScopeCitiesRead = "cities:read"
+	// ScopeKeysManage grants the key API (/v2/keys): a key manages its
+	// space's keys, or a platform key those it created, never granting a
+	// scope it does not hold.
+	ScopeKeysManage = "keys:manage"
 	ScopeWebhooks   = "webhooks:manage"
 )
 
 // AllScopes lists every valid scope.
-var AllScopes = []string{ScopeRead, ScopeWrite, ScopeJobsRead, ScopeJobsWrite, ScopeSpacesRead, ScopeEventsRead, ScopeCitiesRead, ScopeWebhooks}
+var AllScopes = []string{ScopeRead, ScopeWrite, ScopeJobsRead, ScopeJobsWrite, ScopeSpacesRead, ScopeEventsRead, ScopeCitiesRead,
+	ScopeKeysManage, ScopeWebhooks}
+
+// SpaceKeyScopes are the scopes a key of a space may be given over the key
+// API or the dashboard (the operator's command may give any).
+var SpaceKeyScopes = []string{ScopeRead, ScopeJobsRead, ScopeJobsWrite, ScopeSpacesRead, ScopeEventsRead, ScopeCitiesRead,
+	ScopeKeysManage, ScopeWebhooks}
 
 // Sentinel errors; the app layer maps them to envelope codes.
 var (
@@ -61,13 +76,22 @@ type Key struct {
 	RateLimitPerMinute int // 0: the default
 	TrustedImporter    bool
 	CreatedAt          time.Time
-	RevokedAt          *time.Time
-	LastUsedAt         *time.Time
-	Hash               []byte
+	// RevokedAt is when the key stops (or stopped) working; a rotated key's
+	// lies in the future until its grace period ends.
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time
+	// CreatedByKeyID is the key that created this one over the key API (0:
+	// the operator's command or the dashboard).
+	CreatedByKeyID int64
+	ReplacedBy     int64 // the key a rotation replaced this one with (0: none)
+	Hash           []byte
 }
 
 // Live reports whether the key may write.
 func (k *Key) Live() bool { return k.Prefix == PrefixLive }
+
+// RevokedBy reports whether the key no longer works at now.
+func (k *Key) RevokedBy(now time.Time) bool { return k.RevokedAt != nil && !now.Before(*k.RevokedAt) }
 
 // HasAnyScope reports whether the key carries one of scopes.
 func (k *Key) HasAnyScope(scopes []string) bool {
@@ -87,14 +111,17 @@ type NewKey struct {
 	Scopes             []string
 	RateLimitPerMinute int
 	TrustedImporter    bool
+	createdBy          int64 // the creating key, set by the key API
 }
 
 // Validate checks a NewKey and normalises its scopes (sorted, unique).
 func (n *NewKey) Validate() error {
 	var errs []error
 	n.Name = strings.TrimSpace(n.Name)
-	if n.Name == "" || len(n.Name) > 200 {
-		errs = append(errs, errors.New("name must be 1 to 200 characters"))
+	if n.Name == "" || utf8.RuneCountInString(n.Name) > MaxNameLen || !utf8.ValidString(n.Name) {
+		errs = append(errs, fmt.Errorf("name must be 1 to %d characters", MaxNameLen))
+	} else if strings.IndexFunc(n.Name, unicode.IsControl) >= 0 {
+		errs = append(errs, errors.New("name must not contain control characters"))
 	}
 	if len(n.Scopes) == 0 {
 		errs = append(errs, errors.New("at least one scope is required"))
@@ -174,11 +201,25 @@ func ConstantTimeEqual(a, b []byte) bool { return subtle.ConstantTimeCompare(a, 
 
 // Storer is what the business layer needs from storage.
 type Storer interface {
+	// InTx runs fn on a store whose statements share one transaction.
+	InTx(ctx context.Context, fn func(Storer) error) error
+	// LockOwner serialises, until the transaction ends, the changes to one
+	// owner's keys (the key cap and the last-manager rule read then write).
+	LockOwner(ctx context.Context, o Owner) error
 	Create(ctx context.Context, k Key) (Key, error)
 	ByHash(ctx context.Context, hash []byte) (Key, error)
 	ByID(ctx context.Context, id int64) (Key, error)
 	List(ctx context.Context) ([]Key, error)
-	Revoke(ctx context.Context, id int64, at time.Time) error
-	Rotate(ctx context.Context, old int64, replacement Key, at time.Time) (Key, error)
+	// Owned lists an owner's keys, newest first.
+	Owned(ctx context.Context, o Owner) ([]Key, error)
+	// Revoke sets revoked_at to at unless the key already stops sooner, and
+	// reports whether it changed anything.
+	Revoke(ctx context.Context, id int64, at time.Time) (bool, error)
+	// Replace records that old was replaced by replacement and stops at stopsAt.
+	Replace(ctx context.Context, old, replacement int64, stopsAt time.Time) error
+	AddEvent(ctx context.Context, e Event) error
+	// Events lists an owner's key events newest first, with ids below
+	// before (0: from the newest).
+	Events(ctx context.Context, o Owner, before int64, limit int) ([]Event, error)
 	TouchLastUsed(ctx context.Context, ids []int64, at time.Time) error
 }

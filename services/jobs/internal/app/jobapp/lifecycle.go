@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/api/jobsapi"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -114,4 +115,31 @@ func (h *handlers) transition(ev jobbus.Event) fiber.Handler {
 		h.writes.inc(res.Action)
 		return web.OK(c, http.StatusOK, transitionDTO{JobID: res.JobID, Status: res.Status, Action: res.Action})
 	}
+}
+
+// GET /internal/spaces/:id/jobs: a space's jobs in every status with their
+// links and the transitions allowed now, for the gateway's dashboard (which
+// has checked that its user administers the space).
+func (h *handlers) spaceJobs(c *fiber.Ctx) error {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return web.Validation("Invalid path parameter", []string{"id must be a positive integer"})
+	}
+	jobs, err := h.bus.SpaceJobs(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	out := jobsapi.SpaceJobs{Jobs: make([]jobsapi.SpaceJob, 0, len(jobs))}
+	for _, d := range jobs {
+		l := h.bus.Links(d)
+		actions := []string{}
+		for _, ev := range h.bus.Actions(d) {
+			actions = append(actions, string(ev))
+		}
+		out.Jobs = append(out.Jobs, jobsapi.SpaceJob{ID: d.ID, Title: d.Title, Company: d.Company, CityName: d.CityName,
+			Status: d.Status, PlanName: d.Plan.Name, PlanPrice: d.Plan.Price, PlanCurrency: d.Plan.Currency, IsPaid: d.IsPaid,
+			DateAdded: d.DateAdded, ExpirationDate: d.ExpirationDate, UpdatedAt: d.UpdatedAt,
+			URL: l.URL, EditURL: l.EditURL, ViewURL: l.ViewURL, PaymentURL: l.PaymentURL, Actions: actions})
+	}
+	return web.OK(c, http.StatusOK, out)
 }

@@ -46,4 +46,7 @@ func Routes(app *fiber.App, cfg Config) {
 	v2.Get("/jobs/changes", readers, h.changes)
 	v2.Get("/jobs/:id_job<int>", readers, h.get)
 	v2.Get("/vine/jobs", h.feed)
+
+	in := app.Group("/internal", cfg.Codec.Middleware(), identity.RequireKind(identity.KindService))
+	in.Get("/spaces/:id<int>/jobs", h.spaceJobs)
 }

@@ -38,6 +38,8 @@ type Storer interface {
 	QueryByIDs(ctx context.Context, ids []int64) ([]Detail, error)
 	// QueryByHash returns the job whose edit hash is hash, ErrNotFound for none.
 	QueryByHash(ctx context.Context, hash string) (Detail, error)
+	// QueryBySpace returns a space's jobs in every status, newest first.
+	QueryBySpace(ctx context.Context, spaceID int64, limit int) ([]Detail, error)
 	// List streams the matching active jobs.
 	List(ctx context.Context, f ListFilter) (JobRows, error)
 	// Page returns one page of matching active jobs and their total.

@@ -392,3 +392,26 @@ func salary(lo, hi *int64, p *[]string) {
 		*p = append(*p, "sal_min must not exceed sal_max")
 	}
 }
+
+// MaxSpaceJobs bounds the jobs SpaceJobs returns.
+const MaxSpaceJobs = 500
+
+// SpaceJobs returns a space's jobs in every status, newest first (at most
+// MaxSpaceJobs), for its dashboard.
+func (b *Business) SpaceJobs(ctx context.Context, spaceID int64) ([]Detail, error) {
+	return b.store.QueryBySpace(ctx, spaceID, MaxSpaceJobs)
+}
+
+// Actions lists the RouteEvents that would change job d now, as the table
+// decides them (a refused event or an "already" one is left out): the
+// buttons a dashboard shows.
+func (b *Business) Actions(d Detail) []Event {
+	var out []Event
+	f := facts{job: d, now: b.now()}
+	for _, ev := range RouteEvents {
+		if c, err := decide(f, ev); err == nil && c.Writes() {
+			out = append(out, ev)
+		}
+	}
+	return out
+}

@@ -167,6 +167,21 @@ func (s *Store) SpaceFacts(ctx context.Context, id int64) (dirbus.SpaceFacts, er
 	return f, nil
 }
 
+// AdminSpaces lists the spaces email administers (case-insensitive), by id.
+func (s *Store) AdminSpaces(ctx context.Context, email string) ([]dirbus.AdminSpace, error) {
+	rows, err := s.pool.Query(ctx, `SELECT s.id, s.name, s.slug, s.confirmed, s.is_pro, s.city_id, a.role
+		FROM space_admins a JOIN spaces s ON s.id = a.space_id
+		WHERE lower(a.email) = lower($1) ORDER BY s.id`, email)
+	if err != nil {
+		return nil, fmt.Errorf("select admin spaces: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (dirbus.AdminSpace, error) {
+		var a dirbus.AdminSpace
+		err := r.Scan(&a.ID, &a.Name, &a.Slug, &a.Confirmed, &a.IsPro, &a.CityID, &a.Role)
+		return a, err
+	})
+}
+
 // Catalog returns every city and space ordered by id, in one snapshot.
 func (s *Store) Catalog(ctx context.Context) (dirbus.Catalog, error) {
 	var cat dirbus.Catalog

@@ -109,6 +109,12 @@ func (s *Store) QueryByHash(ctx context.Context, hash string) (jobbus.Detail, er
 	return s.db.QueryByHash(ctx, hash)
 }
 
+// QueryBySpace implements jobbus.Storer, on the primary: the dashboard
+// shows what the owner just did.
+func (s *Store) QueryBySpace(ctx context.Context, spaceID int64, limit int) ([]jobbus.Detail, error) {
+	return s.db.QueryBySpace(ctx, spaceID, limit)
+}
+
 // StoredResponse implements jobbus.Storer: a replayed answer may be the
 // retry of a write that committed and was not announced.
 func (s *Store) StoredResponse(ctx context.Context, keyID int64, key string, since time.Time) (jobbus.StoredResponse, error) {

@@ -50,6 +50,15 @@ func (s *Store) QueryByHash(ctx context.Context, hash string) (jobbus.Detail, er
 		WHERE j.hash_digest = sha256(replace($1::text, '\', '\\')::bytea)`, hash))
 }
 
+// QueryBySpace implements jobbus.Storer (jobs_owner_fingerprint_key leads with space_id).
+func (s *Store) QueryBySpace(ctx context.Context, spaceID int64, limit int) ([]jobbus.Detail, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+detailColumns+` WHERE j.space_id = $1 ORDER BY j.id DESC LIMIT $2`, spaceID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("select space jobs: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobbus.Detail, error) { return scanDetail(r) })
+}
+
 // applySQL writes a decided change while the job is still in the state it
 // was decided from, its expiry intent when the timer must move, and its
 // events. $3 the new status; $4 mark paid; $5 a payment was made; $6 a new
