@@ -112,6 +112,9 @@ export INTERNAL_IDENTITY_SECRET=${INTERNAL_IDENTITY_SECRET:-$(head -c 32 /dev/ur
 export NEWSLETTER_TOKEN_SECRET=${NEWSLETTER_TOKEN_SECRET:-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}
 export PUBLIC_BASE_URL=${PUBLIC_BASE_URL:-http://localhost:8080}
 export DIRECTORY_URL=http://127.0.0.1:8082
+# Webhooks may reach a receiver on this machine over plain http (the README's walkthrough).
+export WEBHOOKS_ALLOW_HTTP=${WEBHOOKS_ALLOW_HTTP:-true}
+export WEBHOOKS_ALLOW_ADDRESSES=${WEBHOOKS_ALLOW_ADDRESSES:-loopback}
 
 if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   port_free 7233 || die "port 7233 is in use; set TEMPORAL_ADDRESS to use that server"

@@ -26,6 +26,8 @@ const (
 	CodeServerError        = "server_error"
 	CodeServiceUnavailable = "service_unavailable"
 	CodeTimeout            = "timeout"
+	// CodeGone: what was asked for is no longer kept (a changes-feed cursor past its retention).
+	CodeGone = "gone"
 )
 
 // Envelope is the body of every response: data on success, error otherwise.
@@ -91,6 +93,8 @@ func CodeForStatus(status int) string {
 		return CodeMethodNotAllowed
 	case http.StatusConflict:
 		return CodeConflict
+	case http.StatusGone:
+		return CodeGone
 	case http.StatusRequestEntityTooLarge:
 		return CodePayloadTooLarge
 	case http.StatusUnsupportedMediaType:

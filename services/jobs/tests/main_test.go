@@ -25,7 +25,10 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/hookapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
@@ -89,6 +92,7 @@ func newApp(paginated bool, directoryURL string) *fiber.App {
 func appOn(bus *jobbus.Business, paginated bool) *fiber.App {
 	srv := web.New(webtest.Config(), testLog, "jobs")
 	jobapp.Routes(srv.App, jobapp.Config{Log: testLog, Bus: bus, Codec: codec, PaginationEnabled: paginated})
+	hookapp.Routes(srv.App, hookapp.Config{Bus: hookbus.New(hookdb.New(pool), hookbus.Config{}), Codec: codec})
 	srv.Fallback()
 	return srv.App
 }

@@ -6,18 +6,22 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
+	"github.com/coworkjobs/coworkjobs/libs/outbound"
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobexpiry"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/webhook"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
 
@@ -41,9 +45,24 @@ func main() {
 		mails := &jobmail.Activities{Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender}
 		acts := &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry), Mail: mails, Changes: p.Changes}
 		p.AddWorker("worker", temporalx.NewWorker(tc, jobexpiry.TaskQueue, jobexpiry.Register, acts, log))
+
+		// Webhooks: the deliveries' workflows on a queue of their own, and
+		// the fan-out of job events with its outbox relay.
+		allow, err := outbound.ParseAllow(cfg.WebhooksAllow)
+		if err != nil {
+			return err
+		}
+		hooks := hookdb.New(p.Pool)
+		hookActs := &webhook.Activities{Store: hooks, Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}),
+			Client: outbound.New(outbound.Config{Allow: allow}), Mail: sender, Log: log}
+		p.AddWorker("webhooks", temporalx.NewWorker(tc, webhook.TaskQueue, webhook.Register, hookActs, log))
+		relayMetrics := outbox.NewMetrics(m.Registry)
+		p.Go(func(ctx context.Context) error {
+			return (&webhook.Relay{Store: hooks, Temporal: tc, Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval}).Run(ctx)
+		})
 		p.Go(func(ctx context.Context) error {
 			relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc, RemindBefore: cfg.RemindBefore}, Log: log,
-				Metrics: outbox.NewMetrics(m.Registry), Interval: cfg.RelayInterval}
+				Metrics: relayMetrics, Interval: cfg.RelayInterval}
 			return relay.Run(ctx)
 		})
 		p.Go(func(ctx context.Context) error {
@@ -79,6 +98,9 @@ type workerConfig struct {
 	SMTPURL       string        `env:"SMTP_URL" envDefault:"smtp://127.0.0.1:1025"`
 	MailFrom      string        `env:"JOBS_MAIL_FROM" envDefault:"coworkjobs <jobs@coworkjobs.example>"`
 	RemindBefore  time.Duration `env:"JOBS_REMIND_BEFORE" envDefault:"72h"`
+	// WebhooksAllow lists the special addresses (CIDR prefixes, or
+	// "loopback") webhook deliveries may reach; empty: only public ones.
+	WebhooksAllow string `env:"WEBHOOKS_ALLOW_ADDRESSES"`
 }
 
 func (c workerConfig) Validate() error {
@@ -90,5 +112,8 @@ func (c workerConfig) Validate() error {
 		errs = append(errs, errors.New("JOBS_REMIND_BEFORE must not be negative"))
 	}
 	errs = append(errs, config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL))
+	if _, err := outbound.ParseAllow(c.WebhooksAllow); err != nil {
+		errs = append(errs, fmt.Errorf("WEBHOOKS_ALLOW_ADDRESSES: %w", err))
+	}
 	return errors.Join(errs...)
 }

@@ -12,9 +12,12 @@ import (
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/service"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/hookapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobpages"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/payapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobcache"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
@@ -52,6 +55,7 @@ func main() {
 			PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: p.Metrics.Registry, Totals: store})
 		// Mounted without Stripe too, where it answers 503 (not configured).
 		payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
+		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP}), Codec: p.Codec})
 		jobpages.Routes(app, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret)})
 		return nil
 	})
@@ -70,6 +74,9 @@ type appConfig struct {
 	// TotalsMemo keeps listings' exact totals under the change versions
 	// (docs/search.md, "Totals"; needs REDIS_URL); off, every page counts.
 	TotalsMemo bool `env:"JOBS_TOTALS_MEMO" envDefault:"true"`
+	// WebhooksAllowHTTP lets webhook endpoints use plain http (make run's
+	// local receiver); off, https only.
+	WebhooksAllowHTTP bool `env:"WEBHOOKS_ALLOW_HTTP" envDefault:"false"`
 
 	// Stripe Checkout for paid plans, with its webhook; without them paid
 	// plans are invoiced (jobs-admin mark-paid). STRIPE_API_BASE points at

@@ -25,7 +25,7 @@ func CORS(allowOrigins string) fiber.Handler {
 		// poster's carry the edit hash and their forms' tokens).
 		Next:          func(c *fiber.Ctx) bool { return c.Path() != "/v2" && !strings.HasPrefix(c.Path(), "/v2/") },
 		AllowOrigins:  allowOrigins,
-		AllowMethods:  "GET,POST,HEAD,OPTIONS",
+		AllowMethods:  "GET,POST,PATCH,DELETE,HEAD,OPTIONS",
 		AllowHeaders:  "X-API-Key, Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-ID",
 		ExposeHeaders: "X-Request-ID, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, Retry-After, Idempotent-Replayed, ETag",
 		MaxAge:        600,

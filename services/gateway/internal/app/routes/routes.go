@@ -90,6 +90,7 @@ var (
 	eventsRead  = []string{keybus.ScopeEventsRead, keybus.ScopeRead, keybus.ScopeWrite}
 	broadRead   = []string{keybus.ScopeRead, keybus.ScopeWrite}
 	keysManage  = []string{keybus.ScopeKeysManage}
+	webhooks    = []string{keybus.ScopeWebhooks}
 	publicRoute []string
 )
 
@@ -112,6 +113,8 @@ var Table = []Route{
 
 	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List active jobs", Cache: cacheJobs},
 	{Method: "POST", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Create or update a job"},
+	// Not cached: a page ends at the server's commit horizon, which moves without any job write.
+	{Method: "GET", Path: "/v2/jobs/changes", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "The changes of jobs, for mirrors"},
 	{Method: "GET", Path: "/v2/jobs/:id_job<int>", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "One job with its description", Cache: cacheJob},
 	{Method: "POST", Path: "/v2/jobs/unpublish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Unpublish a job"},
 	{Method: "POST", Path: "/v2/jobs/publish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Publish a draft"},
@@ -124,6 +127,18 @@ var Table = []Route{
 	// Stripe sends bursts (retries after an outage) from few addresses and an
 	// unsigned request costs the jobs service one HMAC.
 	{Method: "POST", Path: "/v2/payments/stripe/webhook", Backend: BackendJobs, Scopes: publicRoute, Summary: "Stripe's payment notifications"},
+
+	// Webhook endpoints: every route reveals or changes an endpoint (its deliveries show what was sent), so all are writes.
+	{Method: "POST", Path: "/v2/webhooks", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Register a webhook endpoint"},
+	{Method: "GET", Path: "/v2/webhooks", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyRead, Summary: "List webhook endpoints"},
+	{Method: "GET", Path: "/v2/webhooks/:id_webhook", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyRead, Summary: "One webhook endpoint"},
+	{Method: "PATCH", Path: "/v2/webhooks/:id_webhook", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Change a webhook endpoint"},
+	{Method: "DELETE", Path: "/v2/webhooks/:id_webhook", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Delete a webhook endpoint"},
+	{Method: "POST", Path: "/v2/webhooks/:id_webhook/rotate-secret", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Rotate an endpoint's secret"},
+	{Method: "POST", Path: "/v2/webhooks/:id_webhook/ping", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Send a test event"},
+	{Method: "GET", Path: "/v2/webhooks/:id_webhook/deliveries", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyRead, Summary: "An endpoint's deliveries"},
+	{Method: "POST", Path: "/v2/webhooks/:id_webhook/deliveries/:id_delivery/redeliver", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Deliver a message again"},
+	{Method: "POST", Path: "/v2/webhooks/:id_webhook/recover", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Deliver every event since a time again"},
 
 	{Method: "GET", Path: "/v2/cities", Backend: BackendDirectory, Scopes: citiesRead, Limit: LimitKeyRead, Summary: "Confirmed cities", Cache: cacheDirectory},
 	{Method: "GET", Path: "/v2/spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Confirmed spaces", Cache: cacheDirectory},

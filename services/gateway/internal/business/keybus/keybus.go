@@ -44,16 +44,17 @@ const (
 	// space's keys, or a platform key those it created, never granting a
 	// scope it does not hold.
 	ScopeKeysManage = "keys:manage"
+	ScopeWebhooks   = "webhooks:manage"
 )
 
 // AllScopes lists every valid scope.
 var AllScopes = []string{ScopeRead, ScopeWrite, ScopeJobsRead, ScopeJobsWrite, ScopeSpacesRead, ScopeEventsRead, ScopeCitiesRead,
-	ScopeKeysManage}
+	ScopeKeysManage, ScopeWebhooks}
 
 // SpaceKeyScopes are the scopes a key of a space may be given over the key
 // API or the dashboard (the operator's command may give any).
 var SpaceKeyScopes = []string{ScopeRead, ScopeJobsRead, ScopeJobsWrite, ScopeSpacesRead, ScopeEventsRead, ScopeCitiesRead,
-	ScopeKeysManage}
+	ScopeKeysManage, ScopeWebhooks}
 
 // Sentinel errors; the app layer maps them to envelope codes.
 var (

@@ -39,7 +39,11 @@ type jobDetailDTO struct {
 }
 
 func (h *handlers) toJobDetailDTO(d jobbus.Detail, owner bool) jobDetailDTO {
-	l := h.bus.Links(d)
+	return jobDetail(h.bus, d, owner)
+}
+
+func jobDetail(bus *jobbus.Business, d jobbus.Detail, owner bool) jobDetailDTO {
+	l := bus.Links(d)
 	out := jobDetailDTO{
 		jobDTO:      toJobDTO(&d.Job, l.URL),
 		Description: d.Description, Status: d.Status, UpdatedAt: d.UpdatedAt.UTC().Truncate(time.Second),

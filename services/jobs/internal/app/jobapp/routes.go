@@ -43,6 +43,7 @@ func Routes(app *fiber.App, cfg Config) {
 	for _, ev := range jobbus.RouteEvents {
 		v2.Post("/jobs/"+string(ev), writers, h.transition(ev))
 	}
+	v2.Get("/jobs/changes", readers, h.changes)
 	v2.Get("/jobs/:id_job<int>", readers, h.get)
 	v2.Get("/vine/jobs", h.feed)
 

@@ -34,6 +34,8 @@ type Storer interface {
 	// QueryByID returns a job in any status as r may read it, ErrNotFound
 	// when there is none.
 	QueryByID(ctx context.Context, id int64, r Reader) (Detail, error)
+	// QueryByIDs returns the jobs of ids that exist, latest committed state.
+	QueryByIDs(ctx context.Context, ids []int64) ([]Detail, error)
 	// QueryByHash returns the job whose edit hash is hash, ErrNotFound for none.
 	QueryByHash(ctx context.Context, hash string) (Detail, error)
 	// QueryBySpace returns a space's jobs in every status, newest first.
@@ -54,6 +56,8 @@ type Storer interface {
 	// SaveResponse records the answer of an idempotency key; ErrInFlight
 	// when a concurrent request recorded one first.
 	SaveResponse(ctx context.Context, idem Idempotency, status int, body []byte, jobID int64) error
+
+	EventStorer
 }
 
 // JobRows iterates a streamed listing. Scan reuses dst.

@@ -79,3 +79,50 @@ func TestRulesOfTheTable(t *testing.T) {
 		t.Fatalf("not due: %+v", c)
 	}
 }
+
+// Every change that writes has its events, and only those: one per state
+// move (named by the action), job.paid first for a payment, none for an
+// answer that changes nothing. Fingerprint updates are the upsert's
+// job.updated (stores/jobdb), not a Change's.
+func TestEveryChangeHasItsEvents(t *testing.T) {
+	now := time.Now()
+	for _, s := range States {
+		for _, ev := range append(slices.Clone(RouteEvents), EventExpire, EventPaid) {
+			for _, paid := range []bool{false, true} {
+				for _, price := range []int{0, 49} {
+					f := facts{job: Detail{Status: s, IsPaid: paid, Plan: Plan{Price: price}}, now: now}
+					f.job.ExpirationDate = now.Add(-time.Minute)
+					c, err := decide(f, ev)
+					if err != nil {
+						continue
+					}
+					if ev == EventPaid {
+						c.Payment = &Payment{JobID: 1, Provider: "invoice", Reference: "R"}
+					}
+					evs := c.Events()
+					if !c.Writes() {
+						if len(evs) != 0 {
+							t.Errorf("%s/%s: writes nothing but has events %v", s, ev, evs)
+						}
+						continue
+					}
+					var want []string
+					if ev == EventPaid {
+						want = append(want, TypePaid)
+					}
+					if c.To != c.From || c.NewPeriod() || c.RestartClock() {
+						want = append(want, actionTypes[c.Action])
+					}
+					if !slices.Equal(evs, want) || len(evs) == 0 || slices.Contains(evs, "") {
+						t.Errorf("%s/%s (paid %v, price %d): events %v, want %v", s, ev, paid, price, evs, want)
+					}
+					for _, e := range evs {
+						if !slices.Contains(EventTypes, e) {
+							t.Errorf("%s/%s: unknown event type %q", s, ev, e)
+						}
+					}
+				}
+			}
+		}
+	}
+}

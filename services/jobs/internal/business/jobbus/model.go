@@ -321,10 +321,12 @@ type Job struct {
 // pages, the mails and the payments read it.
 type Detail struct {
 	Job
-	CityID         int64
-	CityCountry    string // ISO 3166-1 alpha-2, "" when unknown
-	SpaceID        int64  // 0: the job belongs to no space
-	KeyID          int64  // the key that created it
+	CityID      int64
+	CityCountry string // ISO 3166-1 alpha-2, "" when unknown
+	// Version counts the job's changes (each writes one event or more).
+	Version        int64
+	SpaceID        int64 // 0: the job belongs to no space
+	KeyID          int64 // the key that created it
 	Status         string
 	UpdatedAt      time.Time
 	Plan           Plan

@@ -62,17 +62,25 @@ func (b *Business) Get(ctx context.Context, caller Caller, id int64) (Detail, er
 	if err != nil {
 		return Detail{}, err
 	}
+	if err := b.readable(caller, d); err != nil {
+		return Detail{}, err
+	}
+	return d, nil
+}
+
+// readable is Get's rule: nil when caller may read d, else its refusal.
+func (b *Business) readable(caller Caller, d Detail) error {
 	switch {
 	case caller.SpaceID != 0 && d.SpaceID == caller.SpaceID:
-		return d, nil
+		return nil
 	case caller.SpaceID != 0 && d.SpaceID != 0:
-		return Detail{}, b.refusal(d)
+		return b.refusal(d)
 	case caller.SpaceID != 0:
-		return Detail{}, ErrNotFound
+		return ErrNotFound
 	case d.KeyID == caller.KeyID || b.Visible(d):
-		return d, nil
+		return nil
 	}
-	return Detail{}, ErrNotFound
+	return ErrNotFound
 }
 
 // refusal is the answer to a caller that may not have job d: ErrForbidden

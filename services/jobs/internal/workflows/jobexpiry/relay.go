@@ -16,10 +16,11 @@ import (
 type Outbox interface {
 	OutboxTable() outbox.Table[jobdb.OutboxItem]
 	PurgeIdempotencyKeys(ctx context.Context, cutoff time.Time, limit int) (int64, error)
+	PurgeEvents(ctx context.Context, cutoff time.Time, limit int) (int64, error)
 }
 
-// purgeEvery is how often idempotency records past their replay window are
-// deleted, at most purgeBatch at a time.
+// purgeEvery is how often idempotency records past their replay window,
+// and job events past the retention, are deleted, at most purgeBatch at a time.
 const (
 	purgeEvery = 10 * time.Minute
 	purgeBatch = 10000
@@ -77,6 +78,14 @@ func (r *Relay) purge(ctx context.Context) {
 			wait = time.Minute
 		case n > 0:
 			r.Log.Info("purged idempotency keys", "count", n)
+		}
+		n, err = r.Outbox.PurgeEvents(ctx, time.Now().Add(-jobbus.Retention), purgeBatch)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.Log.Warn("purge job events", "error", err)
+			wait = time.Minute
+		case n > 0:
+			r.Log.Info("purged job events", "count", n)
 		}
 		select {
 		case <-ctx.Done():

@@ -134,3 +134,14 @@ func (s *Store) ClaimIdempotency(ctx context.Context, keyID int64, key string, s
 func (s *Store) SaveResponse(ctx context.Context, idem jobbus.Idempotency, status int, body []byte, jobID int64) error {
 	return s.db.SaveResponse(ctx, idem, status, body, jobID)
 }
+
+// QueryByIDs implements jobbus.Storer: on the primary, for readers that
+// follow the events (whose horizon is the primary's).
+func (s *Store) QueryByIDs(ctx context.Context, ids []int64) ([]jobbus.Detail, error) {
+	return s.db.QueryByIDs(ctx, ids)
+}
+
+// EventsAfter implements jobbus.Storer, on the primary.
+func (s *Store) EventsAfter(ctx context.Context, a *jobbus.Audience, after jobbus.Cursor, since time.Time, limit int) ([]jobbus.JobEvent, jobbus.Cursor, error) {
+	return s.db.EventsAfter(ctx, a, after, since, limit)
+}

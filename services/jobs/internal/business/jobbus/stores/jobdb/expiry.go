@@ -19,9 +19,9 @@ import (
 // moved) so that the caller re-arms its timer; found is false for no job.
 func (s *Store) ExpireIfDue(ctx context.Context, jobID int64) (expired bool, status string, expiresAt time.Time, found bool, err error) {
 	from, to := jobbus.ExpiryMoves()
-	err = s.pool.QueryRow(ctx, `UPDATE jobs SET status = $3, updated_at = now()
-		WHERE id = $1 AND status = ANY($2) AND expiration_date <= now()
-		RETURNING status, expiration_date`, jobID, from, to).Scan(&status, &expiresAt)
+	err = s.pool.QueryRow(ctx, `WITH due AS (
+		SELECT id, status FROM jobs WHERE id = $1 AND status = ANY($2) AND expiration_date <= now() FOR UPDATE
+	)`+expireSQL+`SELECT status, expiration_date FROM x`, jobID, from, to).Scan(&status, &expiresAt)
 	if err == nil {
 		return true, status, expiresAt, true, nil
 	}
@@ -38,17 +38,31 @@ func (s *Store) ExpireIfDue(ctx context.Context, jobID int64) (expired bool, sta
 	return false, status, expiresAt, true, nil
 }
 
+// expireSQL follows a CTE due (id, status) of the locked jobs to expire:
+// each gets status $3 and its job.expired event, in the same statement,
+// whose final SELECT reads x (the expired jobs).
+const expireSQL = `, x AS (
+		UPDATE jobs j SET status = $3, updated_at = now(), version = j.version + 1 FROM due WHERE j.id = due.id
+		RETURNING j.id, j.status, j.expiration_date, j.version, j.space_id, j.key_id, due.status AS prev
+	), events AS (
+		INSERT INTO job_events (job_id, type, version, status, prev_status, space_id, key_id)
+		SELECT id, 'job.expired', version, status, prev, space_id, key_id FROM x
+	)
+	`
+
 // ExpireOverdue expires up to limit active jobs past their expiration date
 // (the sweep) and reports how many it expired.
 func (s *Store) ExpireOverdue(ctx context.Context, limit int) (int, error) {
 	from, to := jobbus.ExpiryMoves()
-	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET status = $3, updated_at = now()
-		WHERE id IN (SELECT id FROM jobs WHERE status = ANY($2) AND expiration_date <= now()
-		             ORDER BY expiration_date LIMIT $1 FOR UPDATE SKIP LOCKED)`, limit, from, to)
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH due AS (
+		SELECT id, status FROM jobs WHERE status = ANY($2) AND expiration_date <= now()
+		ORDER BY expiration_date LIMIT $1 FOR UPDATE SKIP LOCKED
+	)`+expireSQL+`SELECT count(*) FROM x`, limit, from, to).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("expire overdue jobs: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 // Outbox kinds: an expiry intent moves the job's timer, a creation mail

@@ -15,7 +15,7 @@ import (
 const detailColumns = `j.id, j.title, j.company, j.job_type, j.tags, j.is_remote, j.slug, j.external_url, j.apply_url,
 	j.company_logo, j.date_added, j.expiration_date, j.city_name, j.city_slug, j.space_name, j.sal_min, j.sal_max,
 	j.currency, j.description, j.city_id, j.space_id, j.key_id, j.status, j.updated_at, j.is_paid, j.paused_at,
-	j.inv_email, j.hash_identifier, coalesce(j.city_country, ''), p.id, p.name, p.price, p.currency, p.expiration_days, p.active
+	j.inv_email, j.hash_identifier, coalesce(j.city_country, ''), j.version, p.id, p.name, p.price, p.currency, p.expiration_days, p.active
 	FROM jobs j JOIN plans p ON p.id = j.plan_id`
 
 func scanDetail(row pgx.Row) (jobbus.Detail, error) {
@@ -23,7 +23,7 @@ func scanDetail(row pgx.Row) (jobbus.Detail, error) {
 	err := row.Scan(&d.ID, &d.Title, &d.Company, &d.JobType, &d.Tags, &d.IsRemote, &d.Slug, &d.ExternalURL, &d.ApplyURL,
 		&d.CompanyLogo, &d.DateAdded, &d.ExpirationDate, &d.CityName, &d.CitySlug, &d.SpaceName, &d.SalMin, &d.SalMax,
 		&d.Currency, &d.Description, &d.CityID, &d.SpaceID, &d.KeyID, &d.Status, &d.UpdatedAt, &d.IsPaid, &d.PausedAt,
-		&d.InvEmail, &d.HashIdentifier, &d.CityCountry, &d.Plan.ID, &d.Plan.Name, &d.Plan.Price, &d.Plan.Currency,
+		&d.InvEmail, &d.HashIdentifier, &d.CityCountry, &d.Version, &d.Plan.ID, &d.Plan.Name, &d.Plan.Price, &d.Plan.Currency,
 		&d.Plan.ExpirationDays, &d.Plan.Active)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return jobbus.Detail{}, jobbus.ErrNotFound
@@ -60,10 +60,11 @@ func (s *Store) QueryBySpace(ctx context.Context, spaceID int64, limit int) ([]j
 }
 
 // applySQL writes a decided change while the job is still in the state it
-// was decided from, and its expiry intent when the timer must move. $3 the
-// new status; $4 mark paid; $5 a payment was made; $6 a new listing period;
-// $7 restart the clock (move the expiration by the time spent paused); $8
-// schedule the timer; $9 the is_paid the change was decided from.
+// was decided from, its expiry intent when the timer must move, and its
+// events. $3 the new status; $4 mark paid; $5 a payment was made; $6 a new
+// listing period; $7 restart the clock (move the expiration by the time
+// spent paused); $8 schedule the timer; $9 the is_paid the change was
+// decided from; $10 the event types, in order.
 const applySQL = `WITH j AS (
     UPDATE jobs j SET
         status = $3,
@@ -75,13 +76,18 @@ const applySQL = `WITH j AS (
             WHEN $7 AND j.paused_at IS NOT NULL THEN j.expiration_date + (now() - j.paused_at)
             ELSE j.expiration_date END,
         paused_at = CASE WHEN $3 = 'paused' THEN coalesce(j.paused_at, now()) END,
-        updated_at = now()
+        updated_at = now(),
+        version = j.version + 1
     FROM plans p
     WHERE p.id = j.plan_id AND j.id = $1 AND j.status = $2 AND j.is_paid = $9
-    RETURNING j.id, j.expiration_date
+    RETURNING j.id, j.expiration_date, j.version, j.status, j.space_id, j.key_id
 ), outbox AS (
     INSERT INTO expiry_outbox (job_id, expires_at, kind)
     SELECT id, expiration_date, 'expiry' FROM j WHERE $8
+), events AS (
+    INSERT INTO job_events (job_id, type, version, status, prev_status, space_id, key_id)
+    SELECT j.id, e.type, j.version, j.status, $2, j.space_id, j.key_id
+    FROM j, unnest($10::text[]) WITH ORDINALITY AS e(type, n) ORDER BY e.n
 )
 SELECT id FROM j`
 
@@ -89,7 +95,7 @@ SELECT id FROM j`
 func (s *Store) Apply(ctx context.Context, c jobbus.Change) (jobbus.Detail, error) {
 	var id int64
 	err := s.db.QueryRow(ctx, applySQL, c.JobID, c.From, c.To, c.MarkPaid(), c.Payment != nil, c.NewPeriod(),
-		c.RestartClock(), c.Schedule(), c.FromPaid).Scan(&id)
+		c.RestartClock(), c.Schedule(), c.FromPaid, c.Events()).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return jobbus.Detail{}, jobbus.ErrStale
 	}
@@ -112,10 +118,16 @@ func (s *Store) RecordPayment(ctx context.Context, p jobbus.Payment, action stri
 
 // Edit implements jobbus.Storer.
 func (s *Store) Edit(ctx context.Context, id int64, e jobbus.Edited) (jobbus.Detail, error) {
-	tag, err := s.db.Exec(ctx, `UPDATE jobs SET title = $2, company = $3, description = $4, job_type = $5, tags = $6,
+	// The edit and its job.updated event, in one statement.
+	tag, err := s.db.Exec(ctx, `WITH j AS (
+		UPDATE jobs SET title = $2, company = $3, description = $4, job_type = $5, tags = $6,
 		slug = $7, apply_url = $8, is_remote = $9, sal_min = $10, sal_max = $11, currency = $12, fingerprint = $13,
-		updated_at = now()
-		WHERE id = $1`, id, e.Title, e.Company, e.Description, e.JobType, e.Tags, e.Slug, e.ApplyURL, e.IsRemote,
+		updated_at = now(), version = version + 1
+		WHERE id = $1 RETURNING id, version, status, space_id, key_id
+	)
+	INSERT INTO job_events (job_id, type, version, status, prev_status, space_id, key_id)
+	SELECT id, 'job.updated', version, status, status, space_id, key_id FROM j`,
+		id, e.Title, e.Company, e.Description, e.JobType, e.Tags, e.Slug, e.ApplyURL, e.IsRemote,
 		e.SalMin, e.SalMax, e.Currency, e.Fingerprint)
 	if pg.IsUniqueViolation(err) {
 		return jobbus.Detail{}, jobbus.ErrDuplicate
@@ -152,4 +164,17 @@ func (s *Store) SetCityCoords(ctx context.Context, cities []CityCoords) (int64, 
 		return 0, fmt.Errorf("set city coordinates: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// QueryByIDs implements jobbus.Storer.
+func (s *Store) QueryByIDs(ctx context.Context, ids []int64) ([]jobbus.Detail, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+detailColumns+` WHERE j.id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("select jobs: %w", err)
+	}
+	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (jobbus.Detail, error) { return scanDetail(row) })
+	if err != nil {
+		return nil, fmt.Errorf("select jobs: %w", err)
+	}
+	return ds, nil
 }

@@ -53,10 +53,11 @@ var updatedColumns = []struct{ name, value string }{
 
 // writtenColumns is the RETURNING list of upsertSQL, read by scanWritten.
 const writtenColumns = `id, hash_identifier, slug, status, (xmax = 0) AS inserted, is_paid, expiration_date, apply_url,
-          city_id, city_name, city_slug, plan_id`
+          city_id, city_name, city_slug, plan_id, version, space_id, key_id`
 
 // upsertSQL inserts a job or updates the one with its fingerprint, in one
-// statement with its outbox rows: one round trip (and one implicit
+// statement with its outbox rows (the expiry intent, the creation mail and
+// the job's event, job.created or job.updated): one round trip (and one implicit
 // transaction), so a create without an Idempotency-Key needs no BEGIN, second
 // INSERT and COMMIT of its own. It says whether it wrote, and whether
 // announcements are owed (stores/jobcache settles them). An active job gets an expiry intent ($28 is
@@ -112,7 +113,8 @@ var upsertSQL = func() string {
 job AS (
     INSERT INTO jobs (` + cols.String() + `)
     SELECT ` + vals.String() + ` WHERE NOT EXISTS (SELECT FROM cur WHERE same)
-    ON CONFLICT (space_id, owner_key_id, fingerprint) DO UPDATE SET ` + set.String() + `, updated_at = now()
+    ON CONFLICT (space_id, owner_key_id, fingerprint) DO UPDATE SET ` + set.String() + `, updated_at = now(),
+        version = jobs.version + 1
     WHERE (` + old.String() + `) IS DISTINCT FROM (` + new.String() + `)
     RETURNING ` + writtenColumns + `
 ),
@@ -121,6 +123,12 @@ outbox AS (
     SELECT id, expiration_date, 'expiry' FROM job WHERE status = $28
     UNION ALL
     SELECT id, expiration_date, 'created_mail' FROM job WHERE inserted
+),
+events AS (
+    INSERT INTO job_events (job_id, type, version, status, prev_status, space_id, key_id)
+    SELECT job.id, CASE WHEN job.inserted THEN 'job.created' ELSE 'job.updated' END, job.version, job.status,
+           CASE WHEN job.inserted THEN '' ELSE coalesce(cur.status, job.status) END, job.space_id, job.key_id
+    FROM job LEFT JOIN cur ON cur.id = job.id
 )
 SELECT id, hash_identifier, slug, status, inserted, is_paid, expiration_date, apply_url,
        city_id, city_name, city_slug, plan_id, true, EXISTS (SELECT FROM unannounced) FROM job

@@ -1,0 +1,161 @@
+// Package outbound is the HTTP client for requests to addresses users
+// choose (webhook endpoints): http(s) only, a deadline on the whole request,
+// no redirects followed, a bounded read of the answer, and no private,
+// loopback, link-local, metadata or other special address, checked at dial
+// time on the address actually dialled, after DNS resolution (a name that
+// resolves, or re-resolves, to 127.0.0.1 is refused like the literal),
+// unless the operator allowlists it.
+package outbound
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Defaults of a Client.
+const (
+	DefaultTimeout = 10 * time.Second
+	DefaultMaxRead = 64 << 10
+)
+
+// ErrRefused is a target whose address is not allowed.
+var ErrRefused = errors.New("outbound: address not allowed")
+
+// Config says what a client may reach.
+type Config struct {
+	Timeout time.Duration // the whole request; 0: DefaultTimeout
+	MaxRead int64         // bytes of the answer read; 0: DefaultMaxRead
+	// Allow lists prefixes that may be dialled although special
+	// (127.0.0.0/8 for make run's local receiver).
+	Allow []netip.Prefix
+}
+
+// ParseAllow reads a comma-separated list of CIDR prefixes or addresses;
+// "loopback" stands for 127.0.0.0/8 and ::1.
+func ParseAllow(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		switch {
+		case f == "":
+			continue
+		case f == "loopback":
+			out = append(out, netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"))
+		case strings.Contains(f, "/"):
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				return nil, fmt.Errorf("outbound: %q is not a CIDR prefix", f)
+			}
+			out = append(out, p.Masked())
+		default:
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				return nil, fmt.Errorf("outbound: %q is not an address or prefix", f)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return out, nil
+}
+
+// special are the ranges no user-chosen request may reach unless
+// allowlisted: IANA's special-purpose registries, the cloud metadata
+// address among them (169.254.169.254, link-local).
+var special = func() []netip.Prefix {
+	var ps []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
+		"203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32",
+		"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23",
+		"2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "ff00::/8",
+	} {
+		ps = append(ps, netip.MustParsePrefix(s))
+	}
+	return ps
+}()
+
+// Allowed reports whether a may be dialled under allow.
+func Allowed(a netip.Addr, allow []netip.Prefix) bool {
+	a = a.Unmap()
+	for _, p := range allow {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	for _, p := range special {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return a.IsGlobalUnicast()
+}
+
+// Client sends requests under a Config.
+type Client struct {
+	http    *http.Client
+	maxRead int64
+}
+
+// New returns a client for cfg.
+func New(cfg Config) *Client {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxRead <= 0 {
+		cfg.MaxRead = DefaultMaxRead
+	}
+	allow := cfg.Allow
+	d := &net.Dialer{Timeout: cfg.Timeout, Control: func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil || !Allowed(ap.Addr(), allow) {
+			return fmt.Errorf("%w: %s", ErrRefused, address)
+		}
+		return nil
+	}}
+	tr := &http.Transport{
+		Proxy:                  nil, // a proxy would dial for us, unchecked
+		DialContext:            d.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    cfg.Timeout,
+		ResponseHeaderTimeout:  cfg.Timeout,
+		MaxResponseHeaderBytes: 16 << 10,
+	}
+	return &Client{maxRead: cfg.MaxRead, http: &http.Client{Transport: tr, Timeout: cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// Response is what came back: the status and at most MaxRead bytes.
+type Response struct {
+	Status int
+	Body   []byte
+}
+
+// Do sends req (http or https only) and reads the answer within the limits;
+// a redirect is answered as it is (its 3xx status), never followed.
+func (c *Client) Do(ctx context.Context, req *http.Request) (Response, error) {
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return Response{}, fmt.Errorf("%w: scheme %q", ErrRefused, req.URL.Scheme)
+	}
+	resp, err := c.http.Do(req.WithContext(ctx))
+	if err != nil {
+		return Response{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxRead))
+	if err != nil {
+		return Response{Status: resp.StatusCode, Body: body}, fmt.Errorf("read answer: %w", err)
+	}
+	return Response{Status: resp.StatusCode, Body: body}, nil
+}

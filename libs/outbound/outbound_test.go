@@ -1,0 +1,84 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAllowed(t *testing.T) {
+	for s, want := range map[string]bool{
+		"127.0.0.1": false, "10.1.2.3": false, "192.168.1.1": false, "172.16.5.4": false, "169.254.169.254": false,
+		"100.64.0.1": false, "0.0.0.0": false, "::1": false, "fe80::1": false, "fc00::1": false, "::ffff:127.0.0.1": false,
+		"224.0.0.1": false, "8.8.8.8": true, "2a00:1450:4001:80b::200e": true, "93.184.216.34": true,
+	} {
+		if got := Allowed(netip.MustParseAddr(s), nil); got != want {
+			t.Errorf("%s: %v, want %v", s, got, want)
+		}
+	}
+	allow, err := ParseAllow("loopback, 10.0.0.0/8")
+	if err != nil || !Allowed(netip.MustParseAddr("127.0.0.1"), allow) || !Allowed(netip.MustParseAddr("10.9.9.9"), allow) ||
+		Allowed(netip.MustParseAddr("192.168.0.1"), allow) {
+		t.Fatalf("allowlist: %v %v", allow, err)
+	}
+	if _, err := ParseAllow("10.0.0.0/99"); err == nil {
+		t.Fatal("a bad prefix parsed")
+	}
+}
+
+// The check is at dial time: a literal loopback address and a name that
+// resolves to one are refused alike; allowlisted, both go through.
+func TestDialRefusesSpecialAddresses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	ctx := context.Background()
+	for _, u := range []string{srv.URL, "http://localhost:" + port + "/"} {
+		req, _ := http.NewRequest("POST", u, nil)
+		if _, err := New(Config{}).Do(ctx, req); !errors.Is(err, ErrRefused) {
+			t.Fatalf("%s: %v, want refused", u, err)
+		}
+		allow, _ := ParseAllow("loopback")
+		req, _ = http.NewRequest("POST", u, nil)
+		if r, err := New(Config{Allow: allow}).Do(ctx, req); err != nil || r.Status != 200 || string(r.Body) != "ok" {
+			t.Fatalf("%s allowlisted: %+v %v", u, r, err)
+		}
+	}
+	req, _ := http.NewRequest("GET", "ftp://example.com/", nil)
+	if _, err := New(Config{}).Do(ctx, req); !errors.Is(err, ErrRefused) {
+		t.Fatalf("ftp: %v", err)
+	}
+}
+
+// No redirect is followed, the answer is read to the limit, and a slow
+// target ends at the deadline.
+func TestLimits(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/big", http.StatusFound) })
+	mux.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(strings.Repeat("x", 200<<10))) })
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, _ *http.Request) { time.Sleep(2 * time.Second) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	allow, _ := ParseAllow("loopback")
+	c := New(Config{Allow: allow, Timeout: 500 * time.Millisecond})
+	ctx := context.Background()
+	req, _ := http.NewRequest("POST", srv.URL+"/redirect", nil)
+	if r, err := c.Do(ctx, req); err != nil || r.Status != http.StatusFound {
+		t.Fatalf("redirect: %+v %v", r.Status, err)
+	}
+	req, _ = http.NewRequest("POST", srv.URL+"/big", nil)
+	if r, err := c.Do(ctx, req); err != nil || len(r.Body) != DefaultMaxRead {
+		t.Fatalf("big: %d bytes %v", len(r.Body), err)
+	}
+	req, _ = http.NewRequest("POST", srv.URL+"/slow", nil)
+	start := time.Now()
+	if _, err := c.Do(ctx, req); err == nil || time.Since(start) > 1500*time.Millisecond {
+		t.Fatalf("slow: %v after %v", err, time.Since(start))
+	}
+}

@@ -1,0 +1,181 @@
+package hookdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/coworkjobs/coworkjobs/libs/outbox"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
+)
+
+// dispatchSQL fans the next committed events ($1 limit) past the dispatch
+// position out to the enabled endpoints that subscribe to them, hear of
+// them and existed when they occurred, and moves the position; it reads
+// job_events as the changes feed does (below the commit horizon, in (xid,
+// seq) order), so no event is skipped however transactions commit.
+const dispatchSQL = `WITH pos AS (SELECT xid, seq FROM webhook_dispatch),
+evs AS (
+    SELECT e.* FROM job_events e, pos
+    WHERE (e.xid, e.seq) > (pos.xid, pos.seq) AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+    ORDER BY e.xid, e.seq LIMIT $1
+),
+new AS (
+    SELECT w.id AS endpoint_id, e.id AS event_id, e.id::text AS msg_id, e.type, e.job_id, e.version, e.occurred_at,
+           false AS replay, row_number() OVER (ORDER BY e.xid, e.seq, w.id) AS ord
+    FROM evs e JOIN webhook_endpoints w ON w.enabled AND e.type = ANY(w.events) AND e.occurred_at >= w.created_at
+         AND event_heard(w.space_id, w.key_id, e.space_id, e.key_id, e.status, e.prev_status)
+)` + queued + `, mv AS (
+    UPDATE webhook_dispatch SET xid = last.xid, seq = last.seq
+    FROM (SELECT xid, seq FROM evs ORDER BY xid DESC, seq DESC LIMIT 1) last
+)
+SELECT (SELECT count(*) FROM evs), (SELECT count(*) FROM ins)`
+
+// Dispatch runs one round of the fan-out and reports how many events it
+// read and deliveries it queued. The position's row lock makes rounds of
+// several workers take turns.
+func (s *Store) Dispatch(ctx context.Context, limit int) (events, deliveries int, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT FROM webhook_dispatch FOR UPDATE`); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, dispatchSQL, limit).Scan(&events, &deliveries)
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("dispatch job events: %w", err)
+	}
+	return events, deliveries, nil
+}
+
+// OutboxItem is one delivery handed to its workflow.
+type OutboxItem struct {
+	DeliveryID, EndpointID, JobID int64
+}
+
+// OutboxTable is webhook_outbox for outbox.Relay: each row wakes the
+// workflow of its (endpoint, job), which takes that pair's deliveries in id
+// order (NextPending), so a row retried late reorders nothing.
+func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
+	return outbox.Table[OutboxItem]{DB: s.pool, Name: "webhook_outbox", Due: "next_try_at",
+		Columns: []string{"delivery_id", "endpoint_id", "job_id"},
+		Payload: func(it *OutboxItem) []any { return []any{&it.DeliveryID, &it.EndpointID, &it.JobID} },
+		Key: func(it OutboxItem) string {
+			return strconv.FormatInt(it.EndpointID, 10) + ":" + strconv.FormatInt(it.JobID, 10)
+		}}
+}
+
+// Target is what one attempt needs: the delivery, its endpoint with both
+// secrets (the old one while it still signs), and whether it may go.
+type Target struct {
+	Delivery  hookbus.Delivery
+	Endpoint  hookbus.Endpoint
+	Secret    string
+	OldSecret string // "" when none signs beside Secret
+}
+
+// Target returns the delivery with its endpoint; ErrNotFound when either
+// is gone (the endpoint deleted).
+func (s *Store) Target(ctx context.Context, deliveryID int64) (Target, error) {
+	var t Target
+	var old *string
+	row := s.pool.QueryRow(ctx, `SELECT `+deliveryColumns+`, w.secret, CASE WHEN w.old_secret_until > now() THEN w.old_secret END,
+		`+endpointColumns+` FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = $1`, deliveryID)
+	d, e := &t.Delivery, &t.Endpoint
+	err := row.Scan(&d.ID, &d.EndpointID, &d.EventID, &d.MsgID, &d.Type, &d.JobID, &d.Version, &d.OccurredAt, &d.Replay,
+		&d.Status, &d.Attempts, &d.ResponseStatus, &d.ResponseBody, &d.LatencyMS, &d.LastError, &d.NextTryAt, &d.CreatedAt, &d.FinishedAt,
+		&t.Secret, &old,
+		&e.ID, &e.SpaceID, &e.KeyID, &e.URL, &e.Description, &e.Events, &e.Email, &e.Enabled,
+		&e.DisabledReason, &e.FailingSince, &e.OldSecretUntil, &e.CreatedAt, &e.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Target{}, hookbus.ErrNotFound
+	}
+	if err != nil {
+		return Target{}, fmt.Errorf("select webhook target: %w", err)
+	}
+	if old != nil {
+		t.OldSecret = *old
+	}
+	return t, nil
+}
+
+// Attempt is the outcome of one attempt as the log keeps it.
+type Attempt struct {
+	DeliveryID     int64
+	Status         string // pending (will retry), succeeded, failed, skipped
+	ResponseStatus *int
+	ResponseBody   *string
+	LatencyMS      *int
+	Error          *string
+	NextTryAt      *int64 // unix seconds; nil: no retry
+}
+
+// Record keeps an attempt's outcome on its delivery.
+func (s *Store) Record(ctx context.Context, a Attempt) error {
+	_, err := s.pool.Exec(ctx, `UPDATE webhook_deliveries SET status = $2, attempts = attempts + 1, response_status = $3,
+		response_body = $4, latency_ms = $5, last_error = $6, next_try_at = to_timestamp($7),
+		finished_at = CASE WHEN $2 <> 'pending' THEN now() END
+		WHERE id = $1`, a.DeliveryID, a.Status, a.ResponseStatus, a.ResponseBody, a.LatencyMS, a.Error, a.NextTryAt)
+	if err != nil {
+		return fmt.Errorf("record webhook attempt: %w", err)
+	}
+	return nil
+}
+
+// Skip marks a delivery that will not be tried (its endpoint disabled).
+func (s *Store) Skip(ctx context.Context, deliveryID int64, why string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'skipped', last_error = $2, next_try_at = NULL,
+		finished_at = now() WHERE id = $1 AND status = 'pending'`, deliveryID, why)
+	if err != nil {
+		return fmt.Errorf("skip webhook delivery: %w", err)
+	}
+	return nil
+}
+
+// Succeeded clears the endpoint's failing streak.
+func (s *Store) Succeeded(ctx context.Context, endpointID int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, endpointID)
+	if err != nil {
+		return fmt.Errorf("clear failing streak: %w", err)
+	}
+	return nil
+}
+
+// Failed starts (or continues) the endpoint's failing streak and reports
+// since when it fails.
+func (s *Store) Failed(ctx context.Context, endpointID int64) (since int64, err error) {
+	err = s.pool.QueryRow(ctx, `UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, now()) WHERE id = $1
+		RETURNING extract(epoch FROM failing_since)::bigint`, endpointID).Scan(&since)
+	if err != nil {
+		return 0, fmt.Errorf("failing streak: %w", err)
+	}
+	return since, nil
+}
+
+// Disable turns the endpoint off with the reason GET /v2/webhooks/{id}
+// shows; false when it was already off.
+func (s *Store) Disable(ctx context.Context, endpointID int64, reason string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
+		WHERE id = $1 AND enabled`, endpointID, reason)
+	if err != nil {
+		return false, fmt.Errorf("disable webhook endpoint: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// NextPending is the oldest pending delivery of an endpoint about a job:
+// ids follow the events' commit order, so this is the order they go in.
+func (s *Store) NextPending(ctx context.Context, endpointID, jobID int64) (int64, bool, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND job_id = $2 AND status = 'pending'
+		ORDER BY id LIMIT 1`, endpointID, jobID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("next webhook delivery: %w", err)
+	}
+	return id, true, nil
+}

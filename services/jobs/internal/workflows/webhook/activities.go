@@ -1,0 +1,227 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coworkjobs/coworkjobs/libs/mailer"
+	"github.com/coworkjobs/coworkjobs/libs/outbound"
+	"github.com/coworkjobs/coworkjobs/libs/stdwebhook"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+)
+
+// maxLogged is how much of an answer the delivery log keeps.
+const maxLogged = 1024
+
+// Activities are the webhook workflow's activities and what they need.
+type Activities struct {
+	Store  *hookdb.Store
+	Jobs   *jobbus.Business
+	Client *outbound.Client
+	Mail   mailer.Sender // nil: a disabled endpoint's owner is not mailed
+	Log    *slog.Logger
+	Now    func() time.Time // nil: time.Now
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// message is the body of a delivery (WebhookMessage in the document).
+type message struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// Body renders a delivery: the job as GET /v2/jobs/{id_job} shows it to the
+// endpoint's owner now, with the event.
+func (a *Activities) Body(ctx context.Context, t hookdb.Target) ([]byte, error) {
+	d := t.Delivery
+	data := json.RawMessage(`{}`)
+	if d.Type != hookbus.TypePing {
+		ev := jobbus.JobEvent{ID: d.MsgID, JobID: d.JobID, Type: d.Type, Version: d.Version, OccurredAt: d.OccurredAt}
+		if d.EventID != nil {
+			ev.ID = *d.EventID
+		}
+		who := jobbus.Caller{KeyID: t.Endpoint.KeyID, SpaceID: t.Endpoint.SpaceID}
+		ce, err := a.Jobs.Entry(ctx, who, ev)
+		if err != nil {
+			return nil, err
+		}
+		if data, err = jobapp.ChangeJSON(a.Jobs, ce, who); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(message{ID: d.MsgID, Type: d.Type, Timestamp: d.OccurredAt.UTC().Truncate(time.Millisecond), Data: data})
+}
+
+// Next returns the (endpoint, job)'s oldest pending delivery.
+func (a *Activities) Next(ctx context.Context, in Input) (Next, error) {
+	id, found, err := a.Store.NextPending(ctx, in.EndpointID, in.JobID)
+	return Next{DeliveryID: id, Found: found}, err
+}
+
+// Attempt makes one attempt of a delivery and records it.
+func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Outcome, error) {
+	t, err := a.Store.Target(ctx, in.DeliveryID)
+	switch {
+	case errors.Is(err, hookbus.ErrNotFound): // the endpoint was deleted
+		return Outcome{Done: true}, nil
+	case err != nil:
+		return Outcome{}, err
+	case t.Delivery.Status != "pending":
+		return Outcome{Done: true}, nil
+	case !t.Endpoint.Enabled:
+		why := "the endpoint is disabled"
+		if t.Endpoint.DisabledReason != nil {
+			why += ": " + *t.Endpoint.DisabledReason
+		}
+		return Outcome{Done: true}, a.Store.Skip(ctx, in.DeliveryID, why)
+	}
+	body, err := a.Body(ctx, t)
+	if err != nil {
+		return Outcome{}, err
+	}
+	secrets := []string{t.Secret}
+	if t.OldSecret != "" {
+		secrets = append(secrets, t.OldSecret)
+	}
+	sent := a.now()
+	hs, err := stdwebhook.Headers(t.Delivery.MsgID, sent, body, secrets...)
+	if err != nil {
+		return Outcome{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.Endpoint.URL, bytes.NewReader(body))
+	if err != nil {
+		return a.failed(ctx, t, in, Attempt{Error: "bad url: " + err.Error()})
+	}
+	for k, v := range hs {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "coworkjobs-webhooks/1")
+	start := time.Now()
+	resp, err := a.Client.Do(ctx, req)
+	ms := int(time.Since(start).Milliseconds())
+	at := Attempt{LatencyMS: &ms}
+	if err != nil {
+		at.Error = err.Error()
+		return a.failed(ctx, t, in, at)
+	}
+	at.Status, at.Body = &resp.Status, logged(resp.Body)
+	switch {
+	case resp.Status >= 200 && resp.Status < 300:
+		if err := a.record(ctx, in.DeliveryID, "succeeded", at, 0); err != nil {
+			return Outcome{}, err
+		}
+		return Outcome{Done: true}, a.Store.Succeeded(ctx, t.Endpoint.ID)
+	case resp.Status == http.StatusGone:
+		at.Error = "the endpoint answered 410 Gone: it is disabled"
+		if err := a.record(ctx, in.DeliveryID, "failed", at, 0); err != nil {
+			return Outcome{}, err
+		}
+		_, err := a.disable(ctx, t, "the endpoint answered 410 Gone at "+a.now().UTC().Format(time.RFC3339)+"; re-enable it with PATCH {\"enabled\": true}")
+		return Outcome{Done: true}, err
+	}
+	at.Error = "the endpoint answered " + strconv.Itoa(resp.Status)
+	return a.failed(ctx, t, in, at)
+}
+
+// Attempt is an attempt's outcome before it is recorded.
+type Attempt struct {
+	Status    *int
+	Body      *string
+	LatencyMS *int
+	Error     string
+}
+
+// failed records a failed attempt: retried after in.NextIn, unless it was
+// the last or the endpoint has now failed for DisableAfter (then disabled,
+// and its owner told when there is an address).
+func (a *Activities) failed(ctx context.Context, t hookdb.Target, in AttemptInput, at Attempt) (Outcome, error) {
+	since, err := a.Store.Failed(ctx, t.Endpoint.ID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	failingSince := time.Unix(since, 0)
+	if a.now().Sub(failingSince) >= DisableAfter {
+		if err := a.record(ctx, in.DeliveryID, "failed", at, 0); err != nil {
+			return Outcome{}, err
+		}
+		_, err := a.disable(ctx, t, fmt.Sprintf("every delivery failed from %s for %d days (last: %s); re-enable it with PATCH {\"enabled\": true}",
+			failingSince.UTC().Format(time.RFC3339), int(DisableAfter.Hours()/24), at.Error))
+		return Outcome{Done: true}, err
+	}
+	if in.NextIn == 0 {
+		at.Error += fmt.Sprintf("; given up after %d hours of retries", int(RetryFor.Hours()))
+		return Outcome{Done: true}, a.record(ctx, in.DeliveryID, "failed", at, 0)
+	}
+	return Outcome{}, a.record(ctx, in.DeliveryID, "pending", at, in.NextIn)
+}
+
+func (a *Activities) record(ctx context.Context, id int64, status string, at Attempt, next time.Duration) error {
+	r := hookdb.Attempt{DeliveryID: id, Status: status, ResponseStatus: at.Status, ResponseBody: at.Body, LatencyMS: at.LatencyMS}
+	if at.Error != "" {
+		e := truncate(at.Error, 1000)
+		r.Error = &e
+	}
+	if next > 0 {
+		u := a.now().Add(next).Unix()
+		r.NextTryAt = &u
+	}
+	return a.Store.Record(ctx, r)
+}
+
+// disable turns the endpoint off with reason and mails its owner (when it
+// has an address; a failed mail is logged, the endpoint stays off and GET
+// says why).
+func (a *Activities) disable(ctx context.Context, t hookdb.Target, reason string) (bool, error) {
+	changed, err := a.Store.Disable(ctx, t.Endpoint.ID, reason)
+	if err != nil || !changed || t.Endpoint.Email == nil || a.Mail == nil {
+		return changed, err
+	}
+	m := mailer.Message{To: *t.Endpoint.Email, Subject: "coworkjobs: your webhook endpoint was disabled",
+		Text: "The webhook endpoint " + t.Endpoint.URL + " (id " + strconv.FormatInt(t.Endpoint.ID, 10) + ") was disabled: " + reason +
+			".\n\nNo more events are sent to it until it is enabled again; POST /v2/webhooks/{id}/recover sends the events it missed.\n"}
+	if err := a.Mail.Send(ctx, m); err != nil && a.Log != nil {
+		a.Log.Warn("webhook disabled: owner not mailed", "endpoint", t.Endpoint.ID, "error", err)
+	}
+	return changed, nil
+}
+
+// logged is the part of an answer the log keeps: its first KiB as text.
+func logged(b []byte) *string {
+	if len(b) > maxLogged {
+		b = b[:maxLogged]
+	}
+	s := strings.ToValidUTF8(strings.ReplaceAll(string(b), "\x00", ""), "\uFFFD")
+	return &s
+}
+
+func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

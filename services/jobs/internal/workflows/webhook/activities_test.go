@@ -1,0 +1,348 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coworkjobs/coworkjobs/libs/mailer"
+	"github.com/coworkjobs/coworkjobs/libs/outbound"
+	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/libs/stdwebhook"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
+)
+
+var pool *pgxpool.Pool
+
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.MainMigrated(m, "jobs_webhook", pgtest.Schema{Name: "jobs", Migrations: migrations.FS, Pool: pg.Options{MaxConns: 5}}, pgtest.SetPool(&pool)))
+}
+
+// received is one request a test receiver got.
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+// receiver answers each request with the next status of answers (the
+// last one once they run out) and keeps what it got.
+type receiver struct {
+	mu      sync.Mutex
+	got     []received
+	answers []int
+	srv     *httptest.Server
+}
+
+func newReceiver(t *testing.T, answers ...int) *receiver {
+	r := &receiver{answers: answers}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.got = append(r.got, received{header: req.Header.Clone(), body: b})
+		status := r.answers[min(len(r.got)-1, len(r.answers)-1)]
+		r.mu.Unlock()
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(strings.Repeat("answer ", 400)))
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) last(t *testing.T) received {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.got) == 0 {
+		t.Fatal("the receiver got nothing")
+	}
+	return r.got[len(r.got)-1]
+}
+
+type sentMails struct {
+	mu sync.Mutex
+	m  []mailer.Message
+}
+
+func (s *sentMails) Send(_ context.Context, m mailer.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m = append(s.m, m)
+	return nil
+}
+
+// fixture is a job of space, an endpoint of space subscribed to
+// job.created at url, and the activities with loopback allowlisted.
+func fixture(t *testing.T, space int64, title, url string) (*Activities, hookbus.Endpoint, int64, *sentMails) {
+	t.Helper()
+	ctx := context.Background()
+	hooks := hookdb.New(pool)
+	bus := hookbus.New(hooks, hookbus.Config{AllowHTTP: true})
+	email := "ops@example.com"
+	ep, err := bus.Create(ctx, hookbus.Owner{SpaceID: space, KeyID: 1}, hookbus.Input{URL: &url, Events: &[]string{"job.created"}, Email: &email})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := jobdb.New(pool)
+	from, to, refresh := jobbus.UpdateMoves(false)
+	w, err := jobs.Upsert(ctx, jobbus.NewJob{Title: title, Company: "Hook Coworking", Description: "<p>Host</p>", JobType: "fulltime",
+		Tags: "community", Slug: "hook", City: jobbus.City{ID: 1, Name: "Berlin", Slug: "berlin"}, SpaceID: space, KeyID: 1,
+		Currency: "EUR", InvEmail: "a@b.example", Plan: jobbus.Plan{ID: 5, Name: "Free", ExpirationDays: 30}, Status: jobbus.StatusActive,
+		UpdateFrom: from, UpdateTo: to, Refresh: refresh, Fingerprint: jobbus.Fingerprint(title, "Hook", 1, ""),
+		HashIdentifier: jobbus.Fingerprint(title, "hash", 0, "")[:32]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, _ := outbound.ParseAllow("loopback")
+	mails := &sentMails{}
+	acts := &Activities{Store: hooks, Jobs: jobbus.New(jobs, nil, jobbus.Config{PublicBaseURL: "https://coworkjobs.example"}),
+		Client: outbound.New(outbound.Config{Allow: allow, Timeout: 2 * time.Second}), Mail: mails}
+	return acts, ep, w.JobID, mails
+}
+
+// dispatched runs the dispatch until ep has a delivery about job (the
+// horizon is the whole server's) and returns its id.
+func dispatched(t *testing.T, ep hookbus.Endpoint, job int64) int64 {
+	t.Helper()
+	ctx := context.Background()
+	relay := &Relay{Store: hookdb.New(pool)}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := relay.DispatchOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		err := pool.QueryRow(ctx, `SELECT d.id FROM webhook_deliveries d JOIN webhook_outbox o ON o.delivery_id = d.id
+			WHERE d.endpoint_id = $1 AND d.job_id = $2`, ep.ID, job).Scan(&id)
+		if err == nil {
+			return id
+		}
+	}
+	t.Fatal("the event was never dispatched")
+	return 0
+}
+
+func delivery(t *testing.T, id int64) (status string, code *int, body *string, next *time.Time) {
+	t.Helper()
+	if err := pool.QueryRow(context.Background(), `SELECT status, response_status, response_body, next_try_at FROM webhook_deliveries WHERE id = $1`, id).
+		Scan(&status, &code, &body, &next); err != nil {
+		t.Fatal(err)
+	}
+	return
+}
+
+// A delivery reaches the receiver signed the Standard Webhooks way (ours
+// and the npm library verify it), carries the job as its owner reads it,
+// is retried after a 500 (logged with the first KiB of the answer), and
+// during a rotation is signed by both secrets.
+func TestAttemptSignsRetriesAndRotates(t *testing.T) {
+	ctx := context.Background()
+	rcv := newReceiver(t, 500, 200)
+	acts, ep, job, _ := fixture(t, 7001, "Signed Host", rcv.srv.URL+"/hook")
+	other, _ := hookbus.New(hookdb.New(pool), hookbus.Config{AllowHTTP: true}).Create(ctx, hookbus.Owner{SpaceID: 7002, KeyID: 2},
+		hookbus.Input{URL: &rcv.srv.URL, Events: &[]string{"job.created"}})
+	id := dispatched(t, ep, job)
+	var foreign int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, other.ID).Scan(&foreign); err != nil || foreign != 0 {
+		t.Fatalf("another space's endpoint got %d deliveries of this job: %v", foreign, err)
+	}
+
+	// A redelivery queued behind it waits: the oldest pending goes first.
+	again, err := hookbus.New(hookdb.New(pool), hookbus.Config{}).Redeliver(ctx, hookbus.Owner{SpaceID: 7001, KeyID: 1}, ep.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next, err := acts.Next(ctx, Input{EndpointID: ep.ID, JobID: job}); err != nil || !next.Found || next.DeliveryID != id {
+		t.Fatalf("next: %+v %v, want %d", next, err, id)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'skipped' WHERE id = $1`, again.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := acts.Attempt(ctx, AttemptInput{DeliveryID: id, NextIn: time.Minute})
+	if err != nil || out.Done {
+		t.Fatalf("a 500 is retried: %+v %v", out, err)
+	}
+	status, code, body, next := delivery(t, id)
+	if status != "pending" || code == nil || *code != 500 || body == nil || len(*body) != maxLogged || next == nil {
+		t.Fatalf("the 500 logged: %s %v %v %v", status, code, next, body != nil)
+	}
+
+	out, err = acts.Attempt(ctx, AttemptInput{DeliveryID: id, NextIn: time.Minute})
+	if err != nil || !out.Done {
+		t.Fatalf("a 200 ends it: %+v %v", out, err)
+	}
+	if status, _, _, _ := delivery(t, id); status != "succeeded" {
+		t.Fatalf("status %s", status)
+	}
+	got := rcv.last(t)
+	h := got.header
+	if err := stdwebhook.Verify(ep.Secret, h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature"), got.body, time.Now()); err != nil {
+		t.Fatalf("our verifier: %v", err)
+	}
+	verifyWithNPM(t, ep.Secret, got)
+	var msg struct {
+		ID, Type string
+		Data     struct {
+			IDJob  int64  `json:"id_job"`
+			Title  string `json:"title"`
+			Status string `json:"status"`
+			Event  struct{ Type string }
+			Edit   *string `json:"edit_url"`
+		}
+	}
+	if err := json.Unmarshal(got.body, &msg); err != nil || msg.Type != "job.created" || msg.Data.IDJob != job || msg.Data.Title != "Signed Host" ||
+		msg.Data.Status != "active" || msg.Data.Event.Type != "job.created" || msg.Data.Edit != nil || msg.ID != h.Get("webhook-id") {
+		t.Fatalf("body: %v %s", err, got.body)
+	}
+
+	// Rotation: both secrets sign the next message.
+	hooks := hookbus.New(hookdb.New(pool), hookbus.Config{AllowHTTP: true})
+	rot, err := hooks.RotateSecret(ctx, hookbus.Owner{SpaceID: 7001, KeyID: 1}, ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ping, err := hooks.Ping(ctx, hookbus.Owner{SpaceID: 7001, KeyID: 1}, ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := acts.Attempt(ctx, AttemptInput{DeliveryID: ping.ID, NextIn: time.Minute}); err != nil || !out.Done {
+		t.Fatalf("ping: %+v %v", out, err)
+	}
+	got = rcv.last(t)
+	h = got.header
+	if n := len(strings.Fields(h.Get("webhook-signature"))); n != 2 {
+		t.Fatalf("%d signatures during a rotation", n)
+	}
+	for _, s := range []string{ep.Secret, rot.Secret} {
+		if err := stdwebhook.Verify(s, h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature"), got.body, time.Now()); err != nil {
+			t.Fatalf("secret %s…: %v", s[:10], err)
+		}
+	}
+	verifyWithNPM(t, rot.Secret, got)
+	// Once the overlap is over only the new secret signs.
+	if _, err := pool.Exec(ctx, `UPDATE webhook_endpoints SET old_secret_until = now() - interval '1 second' WHERE id = $1`, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	ping, _ = hooks.Ping(ctx, hookbus.Owner{SpaceID: 7001, KeyID: 1}, ep.ID)
+	if _, err := acts.Attempt(ctx, AttemptInput{DeliveryID: ping.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got = rcv.last(t); stdwebhook.Verify(ep.Secret, got.header.Get("webhook-id"), got.header.Get("webhook-timestamp"),
+		got.header.Get("webhook-signature"), got.body, time.Now()) == nil {
+		t.Fatal("the old secret still signs after the overlap")
+	}
+}
+
+// A 410 disables the endpoint at once (GET says why); what is queued for
+// it is then skipped.
+func TestAttempt410Disables(t *testing.T) {
+	ctx := context.Background()
+	rcv := newReceiver(t, http.StatusGone)
+	acts, ep, job, _ := fixture(t, 7003, "Gone Host", rcv.srv.URL)
+	id := dispatched(t, ep, job)
+	if out, err := acts.Attempt(ctx, AttemptInput{DeliveryID: id, NextIn: time.Minute}); err != nil || !out.Done {
+		t.Fatalf("410: %+v %v", out, err)
+	}
+	e, _ := hookdb.New(pool).Get(ctx, hookbus.Owner{SpaceID: 7003, KeyID: 1}, ep.ID)
+	if e.Enabled || e.DisabledReason == nil || !strings.Contains(*e.DisabledReason, "410") {
+		t.Fatalf("after a 410: %+v", e)
+	}
+	ping, _ := hookbus.New(hookdb.New(pool), hookbus.Config{}).Ping(ctx, hookbus.Owner{SpaceID: 7003, KeyID: 1}, ep.ID)
+	if out, err := acts.Attempt(ctx, AttemptInput{DeliveryID: ping.ID, NextIn: time.Minute}); err != nil || !out.Done {
+		t.Fatalf("a disabled endpoint's delivery: %+v %v", out, err)
+	}
+	if status, _, _, _ := delivery(t, ping.ID); status != "skipped" {
+		t.Fatalf("status %s", status)
+	}
+	if n := len(rcv.got); n != 1 {
+		t.Fatalf("a disabled endpoint was sent %d requests", n)
+	}
+}
+
+// An endpoint failing for 5 days is disabled and its owner mailed.
+func TestAttemptDisablesAfterFiveDaysOfFailures(t *testing.T) {
+	ctx := context.Background()
+	rcv := newReceiver(t, 503)
+	acts, ep, job, mails := fixture(t, 7004, "Failing Host", rcv.srv.URL)
+	id := dispatched(t, ep, job)
+	if _, err := pool.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = now() - interval '6 days' WHERE id = $1`, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := acts.Attempt(ctx, AttemptInput{DeliveryID: id, NextIn: time.Minute}); err != nil || !out.Done {
+		t.Fatalf("%+v %v", out, err)
+	}
+	e, _ := hookdb.New(pool).Get(ctx, hookbus.Owner{SpaceID: 7004, KeyID: 1}, ep.ID)
+	if e.Enabled || e.DisabledReason == nil || !strings.Contains(*e.DisabledReason, "5 days") {
+		t.Fatalf("after 5 days: %+v", e)
+	}
+	if len(mails.m) != 1 || mails.m[0].To != "ops@example.com" || !strings.Contains(mails.m[0].Text, rcv.srv.URL) {
+		t.Fatalf("mails: %+v", mails.m)
+	}
+}
+
+// Private targets are refused at dial time unless allowlisted: the
+// literal loopback address and a name resolving to it alike.
+func TestAttemptRefusesPrivateTargets(t *testing.T) {
+	ctx := context.Background()
+	rcv := newReceiver(t, 200)
+	port := rcv.srv.URL[strings.LastIndex(rcv.srv.URL, ":")+1:]
+	for i, url := range []string{rcv.srv.URL, "http://localhost:" + port + "/x"} {
+		acts, ep, job, _ := fixture(t, int64(7010+i), "SSRF Host "+itoa(i), url)
+		acts.Client = outbound.New(outbound.Config{})
+		id := dispatched(t, ep, job)
+		if out, err := acts.Attempt(ctx, AttemptInput{DeliveryID: id, NextIn: time.Minute}); err != nil || out.Done {
+			t.Fatalf("%s: %+v %v", url, out, err)
+		}
+		var lastErr string
+		if err := pool.QueryRow(ctx, `SELECT last_error FROM webhook_deliveries WHERE id = $1`, id).Scan(&lastErr); err != nil ||
+			!strings.Contains(lastErr, "not allowed") {
+			t.Fatalf("%s: %q %v", url, lastErr, err)
+		}
+	}
+	if len(rcv.got) != 0 {
+		t.Fatalf("a private target was reached %d times", len(rcv.got))
+	}
+}
+
+// verifyWithNPM checks a delivery with the npm standardwebhooks package
+// (tools/npm), as a receiver written in another language would.
+func verifyWithNPM(t *testing.T, secret string, got received) {
+	t.Helper()
+	modules, _ := filepath.Abs("../../../../../tools/npm/node_modules")
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(filepath.Join(modules, "standardwebhooks")); err != nil || serr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node or tools/npm/node_modules/standardwebhooks missing: npm ci --prefix tools/npm")
+		}
+		t.Log("skipping the npm standardwebhooks check: node or tools/npm/node_modules missing")
+		return
+	}
+	script := `const { Webhook } = require("standardwebhooks");
+const [secret, id, ts, sig, body] = process.argv.slice(1);
+new Webhook(secret).verify(body, {"webhook-id": id, "webhook-timestamp": ts, "webhook-signature": sig});
+console.log("verified");`
+	cmd := exec.Command(node, "-e", script, secret, got.header.Get("webhook-id"), got.header.Get("webhook-timestamp"),
+		got.header.Get("webhook-signature"), string(got.body))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "verified") {
+		t.Fatalf("npm standardwebhooks refused our delivery: %v %s", err, out)
+	}
+}
+
+func itoa(i int) string { return string(rune('a' + i)) }

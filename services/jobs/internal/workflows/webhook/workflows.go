@@ -1,0 +1,156 @@
+// Package webhook delivers job events to webhook endpoints through
+// Temporal: one workflow per (endpoint, job) takes that job's deliveries to
+// that endpoint one after another, so a receiver never hears of a job's
+// change before the one that preceded it, while every other (endpoint,
+// job) pair goes on beside it: a slow or failing endpoint delays only its
+// own messages. Each delivery is retried with exponential back-off and
+// jitter for RetryFor; the activity records every attempt in the delivery
+// log and disables an endpoint that answers 410 or has failed for
+// DisableAfter.
+package webhook
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// TaskQueue is the webhook workflows' queue, apart from the expiry's so
+// that a burst of deliveries never delays a timer.
+const TaskQueue = "jobs-webhooks"
+
+// SignalDelivery carries a delivery id to its workflow.
+const SignalDelivery = "delivery"
+
+// The retry rules.
+const (
+	MinBackoff   = 5 * time.Second
+	MaxBackoff   = 2 * time.Hour
+	RetryFor     = 72 * time.Hour
+	DisableAfter = 5 * 24 * time.Hour
+	// idle is how long a workflow with nothing to deliver waits for more
+	// before it ends (the next delivery starts it again).
+	idle = time.Minute
+	// perRun bounds the deliveries of one run before it continues as new,
+	// which keeps its history short.
+	perRun = 50
+)
+
+// WorkflowID names the workflow of an endpoint's deliveries about a job
+// (job 0: its pings), so that signal-with-start finds the running one.
+func WorkflowID(endpointID, jobID int64) string {
+	return fmt.Sprintf("webhook-%d-job-%d", endpointID, jobID)
+}
+
+// Input names a run's (endpoint, job).
+type Input struct {
+	EndpointID, JobID int64
+}
+
+// AttemptInput is one attempt; NextIn is the wait before the next one (0:
+// this is the last).
+type AttemptInput struct {
+	DeliveryID int64
+	NextIn     time.Duration
+}
+
+// Outcome says whether the delivery is over (delivered, or given up).
+type Outcome struct{ Done bool }
+
+// Next is the (endpoint, job)'s oldest delivery still pending.
+type Next struct {
+	DeliveryID int64
+	Found      bool
+}
+
+// DeliveryWorkflow delivers the (endpoint, job)'s pending deliveries
+// oldest first. A signal only wakes it: the order is the deliveries' ids
+// (assigned in the events' commit order), read from the database, so a
+// signal that arrives late or twice (the relay retries at least once)
+// changes nothing.
+func DeliveryWorkflow(ctx workflow.Context, in Input) error {
+	ch := workflow.GetSignalChannel(ctx, SignalDelivery)
+	drain := func() (woken bool) {
+		var id int64
+		for ch.ReceiveAsync(&id) {
+			woken = true
+		}
+		return woken
+	}
+	actx := workflow.WithActivityOptions(ctx, activityOptions)
+	for done := 0; ; {
+		drain()
+		var next Next
+		if err := workflow.ExecuteActivity(actx, (*Activities).Next, in).Get(ctx, &next); err != nil {
+			return err
+		}
+		if !next.Found {
+			more, err := workflow.AwaitWithTimeout(ctx, idle, func() bool { return ch.Len() > 0 })
+			if err != nil {
+				return err
+			}
+			if !more && !drain() {
+				return nil
+			}
+			continue
+		}
+		if err := deliver(ctx, next.DeliveryID); err != nil {
+			return err
+		}
+		if done++; done >= perRun {
+			drain()
+			return workflow.NewContinueAsNewError(ctx, DeliveryWorkflow, in)
+		}
+	}
+}
+
+var activityOptions = workflow.ActivityOptions{
+	// the request's own deadline, and the database around it
+	StartToCloseTimeout: 30 * time.Second,
+	// Retries of the activity itself are for its infrastructure (the
+	// database away, a worker killed mid-attempt); the receiver's failures
+	// are deliver's, with their own back-off and log.
+	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+}
+
+// deliver tries one delivery until it is over or RetryFor has passed.
+func deliver(ctx workflow.Context, id int64) error {
+	actx := workflow.WithActivityOptions(ctx, activityOptions)
+	start := workflow.Now(ctx)
+	for attempt := 0; ; attempt++ {
+		var jitter float64
+		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return randFloat() }).Get(&jitter); err != nil {
+			return err
+		}
+		wait := Backoff(attempt, jitter)
+		if workflow.Now(ctx).Sub(start)+wait > RetryFor {
+			wait = 0
+		}
+		var out Outcome
+		if err := workflow.ExecuteActivity(actx, (*Activities).Attempt, AttemptInput{DeliveryID: id, NextIn: wait}).Get(ctx, &out); err != nil {
+			return err
+		}
+		if out.Done || wait == 0 {
+			return nil
+		}
+		if err := workflow.Sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// Backoff is the wait after the attempt-th failure: MinBackoff doubled per
+// earlier failure, capped at MaxBackoff, drawn from [wait/2, wait] by
+// jitter in [0, 1) so that deliveries that failed together do not retry in
+// step.
+func Backoff(attempt int, jitter float64) time.Duration {
+	wait := MaxBackoff
+	if attempt < 20 {
+		if d := MinBackoff << attempt; d < MaxBackoff {
+			wait = d
+		}
+	}
+	return wait/2 + time.Duration(jitter*float64(wait/2))
+}
