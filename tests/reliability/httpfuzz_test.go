@@ -48,13 +48,19 @@ var validBodies = map[string]map[string]any{
 	"/v2/jobs/relist":    {"job_id": 999999999},
 	"/v2/jobs/close":     {"job_id": 999999999},
 	// Unsigned: refused before it is read as an event.
-	"/v2/payments/stripe/webhook": {"id": "evt_fuzz", "type": "checkout.session.completed", "data": map[string]any{"object": map[string]any{"id": "cs_fuzz"}}},
-	"/v2/feedback":                {"message": "hello", "email": "fuzz@example.org", "url": "https://e.example/", "category": "bug"},
-	"/v2/newsletters/subscribe":   {"email": "fuzz@example.org", "name": "Fuzz", "source": "test", "consent": true},
-	"/v2/newsletters/confirm":     {"token": "not-a-token"},
-	"/v2/newsletters/unsubscribe": {"token": "not-a-token"},
-	"/v2/keys":                    {"name": "fuzzed key", "scopes": []string{"jobs:read"}, "restricted": true, "rate_limit_per_minute": 10},
-	"/v2/keys/{id}/rotate":        {"grace_seconds": 60},
+	"/v2/payments/stripe/webhook":       {"id": "evt_fuzz", "type": "checkout.session.completed", "data": map[string]any{"object": map[string]any{"id": "cs_fuzz"}}},
+	"/v2/feedback":                      {"message": "hello", "email": "fuzz@example.org", "url": "https://e.example/", "category": "bug"},
+	"/v2/newsletters/subscribe":         {"email": "fuzz@example.org", "name": "Fuzz", "source": "test", "consent": true},
+	"/v2/newsletters/confirm":           {"token": "not-a-token"},
+	"/v2/newsletters/unsubscribe":       {"token": "not-a-token"},
+	"/v2/keys":                          {"name": "fuzzed key", "scopes": []string{"jobs:read"}, "restricted": true, "rate_limit_per_minute": 10},
+	"/v2/keys/{id}/rotate":              {"grace_seconds": 60},
+	"/v2/webhooks":                      {"url": "https://hooks.example/fuzz", "events": []string{"job.published"}, "description": "fuzz"},
+	"/v2/webhooks/{id_webhook}/recover": {"since": "2026-11-30T00:00:00Z"},
+	// These take no body: whatever is sent, the unknown id is a 4xx.
+	"/v2/webhooks/{id_webhook}/rotate-secret":                      {},
+	"/v2/webhooks/{id_webhook}/ping":                               {},
+	"/v2/webhooks/{id_webhook}/deliveries/{id_delivery}/redeliver": {},
 }
 
 // webhookPath is Stripe's webhook: no key, a signature instead.
@@ -216,7 +222,7 @@ func isDocument(what string) bool {
 func TestHostileInputEveryRoute(t *testing.T) {
 	gw := shared.URL["gateway"]
 	// keys:manage too, so that the key API reads the hostile bodies.
-	k := newKey(t, shared, "-scopes", "write,keys:manage", "-trusted-importer")
+	k := newKey(t, shared, "-scopes", "write,keys:manage,webhooks:manage", "-trusted-importer")
 	before := rowCounts(t)
 	table := routes(t, gw)
 	sent := 0
@@ -266,6 +272,9 @@ func TestHostileInputEveryRoute(t *testing.T) {
 					r = exchange(hostPort(gw), rawHead("POST", rt.Path, len(h.body), hdr...), h.body)
 				}
 				want := h.status
+				if len(valid) == 0 && want != 413 && want != 415 {
+					want = 0 // a route without a body: any 4xx
+				}
 				if rt.Path == webhookPath && want != 413 && want != 415 {
 					// The gateway's body checks first, then the signature,
 					// before the body is read as an event.

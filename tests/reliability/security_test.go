@@ -175,7 +175,7 @@ func TestSpaceKeysIsolatedEveryRoute(t *testing.T) {
 		if k, ok := managers[f.name]; ok {
 			return k
 		}
-		managers[f.name] = newKey(t, shared, "-space", strconv.FormatInt(spaceIDs[f.name], 10), "-scopes", "keys:manage,read,jobs:write")
+		managers[f.name] = newKey(t, shared, "-space", strconv.FormatInt(spaceIDs[f.name], 10), "-scopes", "keys:manage,read,jobs:write,webhooks:manage")
 		return managers[f.name]
 	}
 	type apiKey struct {
@@ -263,6 +263,71 @@ func TestSpaceKeysIsolatedEveryRoute(t *testing.T) {
 			if e.KeyID == k.ID || count(t, db, `SELECT count(*) FROM gateway.api_keys WHERE id = $1 AND space_id = $2`, e.KeyID, spaceIDs[own.name]) != 1 {
 				t.Fatalf("%s's manager sees an event of key %d", own.name, e.KeyID)
 			}
+		}
+	}
+	// The changes feed: a space's key hears of its own space's jobs only.
+	checks["GET /v2/jobs/changes"] = func(t *testing.T, own, other spaceFixture) {
+		r := do(t, "GET", gw+"/v2/jobs/changes?since=2020-01-01T00:00:00Z&limit=500", "", "X-API-Key", own.key)
+		if r.status != 200 && r.status != 410 {
+			t.Fatalf("%s's changes: %s", own.name, r)
+		}
+		if strings.Contains(r.String(), fmt.Sprintf(`"id_job":%d,`, other.job)) || strings.Contains(r.String(), fmt.Sprintf(`"id_job":%d}`, other.job)) {
+			t.Fatalf("%s's key hears of %s's job %d", own.name, other.name, other.job)
+		}
+	}
+	// Webhook endpoints: each space's manager against the other's endpoint.
+	type endpoint struct {
+		ID int64 `json:"id"`
+	}
+	otherHook := func(t *testing.T, other spaceFixture) endpoint {
+		r := do(t, "POST", gw+"/v2/webhooks", `{"url":"https://hooks.example/iso","events":["job.published"]}`, "X-API-Key", manager(t, other))
+		var e endpoint
+		r.into(t, &e)
+		if r.status != 201 || e.ID == 0 {
+			t.Fatalf("%s's manager creating an endpoint: %s", other.name, r)
+		}
+		return e
+	}
+	hookUntouched := func(t *testing.T, e endpoint) {
+		if n := count(t, db, `SELECT count(*) FROM jobs.webhook_endpoints WHERE id = $1 AND url = 'https://hooks.example/iso'`, e.ID); n != 1 {
+			t.Fatalf("endpoint %d of another space changed", e.ID)
+		}
+	}
+	checks["POST /v2/webhooks"] = func(t *testing.T, own, other spaceFixture) {
+		e := otherHook(t, own) // made by own: it must be own's, and other's manager must not see it
+		if r := do(t, "GET", gw+fmt.Sprintf("/v2/webhooks/%d", e.ID), "", "X-API-Key", manager(t, other)); r.status != 404 {
+			t.Fatalf("%s's manager reads %s's new endpoint: %s", other.name, own.name, r)
+		}
+	}
+	checks["GET /v2/webhooks"] = func(t *testing.T, own, other spaceFixture) {
+		e := otherHook(t, other)
+		r := do(t, "GET", gw+"/v2/webhooks", "", "X-API-Key", manager(t, own))
+		if r.status != 200 || strings.Contains(r.String(), fmt.Sprintf(`"id":%d,`, e.ID)) {
+			t.Fatalf("%s's manager lists %s's endpoint: %s", own.name, other.name, r)
+		}
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v2/webhooks/%d", ""},
+		{"PATCH", "/v2/webhooks/%d", `{"url":"https://evil.example/x"}`},
+		{"DELETE", "/v2/webhooks/%d", ""},
+		{"POST", "/v2/webhooks/%d/rotate-secret", ""},
+		{"POST", "/v2/webhooks/%d/ping", ""},
+		{"GET", "/v2/webhooks/%d/deliveries", ""},
+		{"POST", "/v2/webhooks/%d/recover", `{"since":"2026-11-30T00:00:00Z"}`},
+	} {
+		name := c.method + " " + strings.ReplaceAll(c.path, "%d", "{id_webhook}")
+		checks[name] = func(t *testing.T, own, other spaceFixture) {
+			e := otherHook(t, other)
+			if r := do(t, c.method, gw+fmt.Sprintf(c.path, e.ID), c.body, "X-API-Key", manager(t, own)); r.status != 404 {
+				t.Fatalf("%s's manager: %s on %s's endpoint: %s", own.name, name, other.name, r)
+			}
+			hookUntouched(t, e)
+		}
+	}
+	checks["POST /v2/webhooks/{id_webhook}/deliveries/{id_delivery}/redeliver"] = func(t *testing.T, own, other spaceFixture) {
+		e := otherHook(t, other)
+		if r := do(t, "POST", gw+fmt.Sprintf("/v2/webhooks/%d/deliveries/1/redeliver", e.ID), "", "X-API-Key", manager(t, own)); r.status != 404 {
+			t.Fatalf("%s's manager redelivering on %s's endpoint: %s", own.name, other.name, r)
 		}
 	}
 	// Routes that hold no space's private data, and why.
