@@ -2,6 +2,7 @@ package jobcache
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -55,11 +56,12 @@ func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, 
 }
 
 // Feed implements jobbus.Storer: a public read.
-func (s *Store) Feed(ctx context.Context, limit int) ([]jobbus.Job, error) {
+func (s *Store) Feed(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, time.Time, error) {
 	var jobs []jobbus.Job
+	var changed time.Time
 	err := s.read(ctx, jobbus.Reader{}, func(db *jobdb.Store) (err error) {
-		jobs, err = db.Feed(ctx, limit)
+		jobs, changed, err = db.Feed(ctx, f)
 		return err
 	})
-	return jobs, err
+	return jobs, changed, err
 }
