@@ -215,3 +215,14 @@ func TestAPIRootListsFeeds(t *testing.T) {
 		t.Fatalf("%+v", info)
 	}
 }
+
+// GET /robots.txt is the gateway's own: the poster's pages are off limits,
+// and the sitemap is named.
+func TestRobots(t *testing.T) {
+	g := startGateway(t, gatewayOpts{})
+	r := pageReq(t, "GET", g.base+"/robots.txt", "")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") ||
+		!strings.Contains(r.body, "Disallow: /jobs/edit\n") || !strings.Contains(r.body, "Sitemap: http://gateway.test/sitemap.xml\n") {
+		t.Fatalf("%d %v %q", r.status, r.header, r.body)
+	}
+}

@@ -50,6 +50,7 @@ func Routes(app *fiber.App, cfg Config) {
 	in := app.Group("/internal", cfg.Codec.Middleware(), identity.RequireKind(identity.KindService))
 	in.Get("/cities/resolve", h.resolveCity)
 	in.Get("/spaces/:id", h.spaceFacts)
+	in.Get("/spaces/by-slug/:slug", h.spaceBySlug)
 	in.Get("/catalog", h.catalog)
 }
 
@@ -157,6 +158,22 @@ func (h handlers) spaceFacts(c *fiber.Ctx) error {
 	f, err := h.bus.SpaceFacts(c.UserContext(), id)
 	if errors.Is(err, dirbus.ErrNotFound) {
 		return web.NotFound(fmt.Sprintf("Space %d not found", id))
+	}
+	if err != nil {
+		return err
+	}
+	return web.OK(c, http.StatusOK, dirapi.Space(f))
+}
+
+// GET /internal/spaces/by-slug/<slug>: the jobs' embed names a space by slug.
+func (h handlers) spaceBySlug(c *fiber.Ctx) error {
+	slug := strings.Clone(c.Params("slug"))
+	if slug == "" || len(slug) > MaxTextLen {
+		return web.Validation("Invalid path parameter", []string{fmt.Sprintf("slug must be 1 to %d characters", MaxTextLen)})
+	}
+	f, err := h.bus.SpaceBySlug(c.UserContext(), slug)
+	if errors.Is(err, dirbus.ErrNotFound) {
+		return web.NotFound("Space not found")
 	}
 	if err != nil {
 		return err

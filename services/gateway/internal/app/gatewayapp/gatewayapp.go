@@ -114,6 +114,7 @@ func Routes(app *fiber.App, cfg Config) (*App, error) {
 		"/v2/openapi.json": docs.ServeJSON,
 		"/v2/openapi.yaml": docs.ServeYAML,
 		"/v2/docs":         docs.ServeDocs,
+		"/robots.txt":      routes.Robots(cfg.PublicBaseURL),
 	}
 	for _, r := range slices.Concat(routes.Table, routes.Pages) {
 		var h fiber.Handler

@@ -60,6 +60,19 @@ func Feeds(base string) []Feed {
 		Feed{"Jobs for Jooble", "application/xml", base + "/feeds/jobs.xml?format=jooble"})
 }
 
+// Robots answers GET /robots.txt: crawlers may read everything but the
+// poster's pages (their links are capabilities), and the sitemap is named.
+func Robots(publicBaseURL string) fiber.Handler {
+	body := "User-agent: *\nDisallow: /jobs/edit\nDisallow: /jobs/unpublish\nDisallow: /jobs/pay\n" +
+		"Disallow: /jobs/publish\nDisallow: /jobs/pause\nDisallow: /jobs/resume\nDisallow: /jobs/relist\n\n" +
+		"Sitemap: " + strings.TrimRight(publicBaseURL, "/") + "/sitemap.xml\n"
+	return func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
+		c.Set(fiber.HeaderCacheControl, "public, max-age=86400")
+		return c.Status(http.StatusOK).SendString(body)
+	}
+}
+
 // DocPath writes a Fiber route path as the OpenAPI document does:
 // /v2/jobs/:id_job<int> is /v2/jobs/{id_job}.
 func DocPath(p string) string {
