@@ -2843,9 +2843,9 @@ type ClientInterface interface {
 
 	// GetEmbedScript A script that shows a space's active jobs on the space's own site
 	//
-	// Public, outside `/v2`. A space owner pastes
-	// `<script src="https://coworkjobs.example/embed/jobs.js?space=<slug>" async></script>` into
-	// their page: the script shows the space's active jobs (title, type, city, a link to the job's
+	// Public, outside `/v2`. A space owner pastes a script element whose `src` is this address
+	// (`https://coworkjobs.example/embed/jobs.js?space=<slug>`, with `async`) into their page:
+	// the script shows the space's active jobs (title, type, city, a link to the job's
 	// page; the newest 50) right after itself, or in the element its `data-target` attribute
 	// names (a CSS selector). The jobs travel inside the script: it makes no request, sets no
 	// cookie and loads nothing else. It renders into a shadow root in a neutral style that the
@@ -3764,9 +3764,9 @@ type ClientInterface interface {
 
 // GetEmbedScript A script that shows a space's active jobs on the space's own site
 //
-// Public, outside `/v2`. A space owner pastes
-// `<script src="https://coworkjobs.example/embed/jobs.js?space=<slug>" async></script>` into
-// their page: the script shows the space's active jobs (title, type, city, a link to the job's
+// Public, outside `/v2`. A space owner pastes a script element whose `src` is this address
+// (`https://coworkjobs.example/embed/jobs.js?space=<slug>`, with `async`) into their page:
+// the script shows the space's active jobs (title, type, city, a link to the job's
 // page; the newest 50) right after itself, or in the element its `data-target` attribute
 // names (a CSS selector). The jobs travel inside the script: it makes no request, sets no
 // cookie and loads nothing else. It renders into a shadow root in a neutral style that the
@@ -7378,9 +7378,9 @@ type ClientWithResponsesInterface interface {
 
 	// GetEmbedScriptWithResponse A script that shows a space's active jobs on the space's own site
 	//
-	// Public, outside `/v2`. A space owner pastes
-	// `<script src="https://coworkjobs.example/embed/jobs.js?space=<slug>" async></script>` into
-	// their page: the script shows the space's active jobs (title, type, city, a link to the job's
+	// Public, outside `/v2`. A space owner pastes a script element whose `src` is this address
+	// (`https://coworkjobs.example/embed/jobs.js?space=<slug>`, with `async`) into their page:
+	// the script shows the space's active jobs (title, type, city, a link to the job's
 	// page; the newest 50) right after itself, or in the element its `data-target` attribute
 	// names (a CSS selector). The jobs travel inside the script: it makes no request, sets no
 	// cookie and loads nothing else. It renders into a shadow root in a neutral style that the
@@ -14940,9 +14940,9 @@ func (r JobsFeedResponse) ContentType() string {
 
 // GetEmbedScriptWithResponse A script that shows a space's active jobs on the space's own site
 //
-// Public, outside `/v2`. A space owner pastes
-// `<script src="https://coworkjobs.example/embed/jobs.js?space=<slug>" async></script>` into
-// their page: the script shows the space's active jobs (title, type, city, a link to the job's
+// Public, outside `/v2`. A space owner pastes a script element whose `src` is this address
+// (`https://coworkjobs.example/embed/jobs.js?space=<slug>`, with `async`) into their page:
+// the script shows the space's active jobs (title, type, city, a link to the job's
 // page; the newest 50) right after itself, or in the element its `data-target` attribute
 // names (a CSS selector). The jobs travel inside the script: it makes no request, sets no
 // cookie and loads nothing else. It renders into a shadow root in a neutral style that the
