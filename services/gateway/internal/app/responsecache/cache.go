@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"io"
 	"strconv"
 	"strings"
@@ -210,7 +211,7 @@ func whole(contentType string, body []byte) bool {
 		depth, root := 0, false
 		for {
 			tok, err := d.RawToken()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				return root && depth == 0
 			}
 			if err != nil {
