@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -221,6 +222,21 @@ func (e HealthStatus) Valid() bool {
 	case Degraded:
 		return true
 	case Ok:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JSONFeedVersion.
+const (
+	HttpsjsonfeedOrgversion11 JSONFeedVersion = "https://jsonfeed.org/version/1.1"
+)
+
+// Valid indicates whether the value is a known member of the JSONFeedVersion enum.
+func (e JSONFeedVersion) Valid() bool {
+	switch e {
+	case HttpsjsonfeedOrgversion11:
 		return true
 	default:
 		return false
@@ -875,6 +891,45 @@ func (e WebhookReceivedReceived) Valid() bool {
 	}
 }
 
+// Defines values for FeedFormat.
+const (
+	FeedFormatAtom FeedFormat = "atom"
+	FeedFormatJson FeedFormat = "json"
+	FeedFormatRss  FeedFormat = "rss"
+)
+
+// Valid indicates whether the value is a known member of the FeedFormat enum.
+func (e FeedFormat) Valid() bool {
+	switch e {
+	case FeedFormatAtom:
+		return true
+	case FeedFormatJson:
+		return true
+	case FeedFormatRss:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAggregatorFeedParamsFormat.
+const (
+	Indeed GetAggregatorFeedParamsFormat = "indeed"
+	Jooble GetAggregatorFeedParamsFormat = "jooble"
+)
+
+// Valid indicates whether the value is a known member of the GetAggregatorFeedParamsFormat enum.
+func (e GetAggregatorFeedParamsFormat) Valid() bool {
+	switch e {
+	case Indeed:
+		return true
+	case Jooble:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListJobsParamsSort.
 const (
 	Distance  ListJobsParamsSort = "distance"
@@ -935,12 +990,110 @@ func (e UnsubscribeNewsletterPostFormdataBodyListUnsubscribe) Valid() bool {
 	}
 }
 
+// Defines values for GetBlogFeedParamsFormat.
+const (
+	GetBlogFeedParamsFormatAtom GetBlogFeedParamsFormat = "atom"
+	GetBlogFeedParamsFormatJson GetBlogFeedParamsFormat = "json"
+	GetBlogFeedParamsFormatRss  GetBlogFeedParamsFormat = "rss"
+)
+
+// Valid indicates whether the value is a known member of the GetBlogFeedParamsFormat enum.
+func (e GetBlogFeedParamsFormat) Valid() bool {
+	switch e {
+	case GetBlogFeedParamsFormatAtom:
+		return true
+	case GetBlogFeedParamsFormatJson:
+		return true
+	case GetBlogFeedParamsFormatRss:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetEventsFeedParamsFormat.
+const (
+	GetEventsFeedParamsFormatAtom GetEventsFeedParamsFormat = "atom"
+	GetEventsFeedParamsFormatJson GetEventsFeedParamsFormat = "json"
+	GetEventsFeedParamsFormatRss  GetEventsFeedParamsFormat = "rss"
+)
+
+// Valid indicates whether the value is a known member of the GetEventsFeedParamsFormat enum.
+func (e GetEventsFeedParamsFormat) Valid() bool {
+	switch e {
+	case GetEventsFeedParamsFormatAtom:
+		return true
+	case GetEventsFeedParamsFormatJson:
+		return true
+	case GetEventsFeedParamsFormatRss:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobsFeedParamsFormat.
+const (
+	JobsFeedParamsFormatAtom JobsFeedParamsFormat = "atom"
+	JobsFeedParamsFormatJson JobsFeedParamsFormat = "json"
+	JobsFeedParamsFormatRss  JobsFeedParamsFormat = "rss"
+)
+
+// Valid indicates whether the value is a known member of the JobsFeedParamsFormat enum.
+func (e JobsFeedParamsFormat) Valid() bool {
+	switch e {
+	case JobsFeedParamsFormatAtom:
+		return true
+	case JobsFeedParamsFormatJson:
+		return true
+	case JobsFeedParamsFormatRss:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobsFeedParamsRemote.
+const (
+	JobsFeedParamsRemoteFalse JobsFeedParamsRemote = "false"
+	JobsFeedParamsRemoteN0    JobsFeedParamsRemote = "0"
+	JobsFeedParamsRemoteN1    JobsFeedParamsRemote = "1"
+	JobsFeedParamsRemoteTrue  JobsFeedParamsRemote = "true"
+)
+
+// Valid indicates whether the value is a known member of the JobsFeedParamsRemote enum.
+func (e JobsFeedParamsRemote) Valid() bool {
+	switch e {
+	case JobsFeedParamsRemoteFalse:
+		return true
+	case JobsFeedParamsRemoteN0:
+		return true
+	case JobsFeedParamsRemoteN1:
+		return true
+	case JobsFeedParamsRemoteTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // ApiInfo defines model for ApiInfo.
 type ApiInfo struct {
+	// Feeds The public feeds in the standard formats, and the aggregators' job feeds.
+	Feeds []struct {
+		Title string `json:"title"`
+
+		// Type The media type.
+		Type string `json:"type"`
+		Url  string `json:"url"`
+	} `json:"feeds"`
 	Name       string      `json:"name"`
 	OpenapiUrl string      `json:"openapi_url"`
 	Routes     []RouteInfo `json:"routes"`
-	Version    string      `json:"version"`
+
+	// SitemapUrl The sitemap index of the public job pages.
+	SitemapUrl string `json:"sitemap_url"`
+	Version    string `json:"version"`
 }
 
 // ApiKey An API key as its managers see it; never its secret or hash.
@@ -978,6 +1131,9 @@ type ApiKey struct {
 	// Status `active`, `expiring` (rotated, working until `revoked_at`) or `revoked`.
 	Status string `json:"status"`
 }
+
+// AtomDocument An Atom 1.0 feed document (RFC 4287).
+type AtomDocument = string
 
 // BlogAuthor defines model for BlogAuthor.
 type BlogAuthor struct {
@@ -1424,6 +1580,31 @@ type HealthStatus string
 // Examples: 1
 type IdText = string
 
+// JSONFeed A JSON Feed 1.1 document (https://www.jsonfeed.org/version/1.1/).
+type JSONFeed struct {
+	Description *string `json:"description,omitempty"`
+	FeedUrl     string  `json:"feed_url"`
+	HomePageUrl string  `json:"home_page_url"`
+	Items       []struct {
+		Authors *[]struct {
+			Name string `json:"name"`
+		} `json:"authors,omitempty"`
+		ContentHtml   string     `json:"content_html"`
+		DateModified  *time.Time `json:"date_modified,omitempty"`
+		DatePublished time.Time  `json:"date_published"`
+		Id            string     `json:"id"`
+		Summary       *string    `json:"summary,omitempty"`
+		Tags          *[]string  `json:"tags,omitempty"`
+		Title         string     `json:"title"`
+		Url           string     `json:"url"`
+	} `json:"items"`
+	Title   string          `json:"title"`
+	Version JSONFeedVersion `json:"version"`
+}
+
+// JSONFeedVersion defines model for JSONFeed.Version.
+type JSONFeedVersion string
+
 // Job A listed job.
 type Job struct {
 	// ApplyUrl Application link; empty when none.
@@ -1845,6 +2026,9 @@ type Pagination struct {
 	TotalPages int `json:"total_pages"`
 }
 
+// RSSDocument An RSS 2.0 document (https://www.rssboard.org/rss-specification) with an `atom:link` to itself.
+type RSSDocument = string
+
 // RateLimitEnvelope 429 `rate_limit_exceeded`; `details` says the budget and when to retry.
 type RateLimitEnvelope struct {
 	Error struct {
@@ -2173,6 +2357,12 @@ type WebhookUpdateRequest struct {
 // DirectoryCitySlug defines model for DirectoryCitySlug.
 type DirectoryCitySlug = string
 
+// FeedFormat defines model for FeedFormat.
+type FeedFormat string
+
+// IfModifiedSince defines model for IfModifiedSince.
+type IfModifiedSince = string
+
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
@@ -2223,6 +2413,44 @@ type UnsupportedMediaType = ErrorEnvelope
 
 // Validation 422 `validation_error`; `details` lists every problem found, one message each.
 type Validation = ValidationErrorEnvelope
+
+// GetEmbedScriptParams defines parameters for GetEmbedScript.
+type GetEmbedScriptParams struct {
+	// Space The space's slug.
+	Space string `form:"space" json:"space"`
+
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// IfModifiedSince An HTTP date (a `Last-Modified` received); without `If-None-Match`, an answer unchanged since then is 304 with no body.
+	IfModifiedSince *IfModifiedSince `json:"If-Modified-Since,omitempty"`
+}
+
+// GetAggregatorFeedParams defines parameters for GetAggregatorFeed.
+type GetAggregatorFeedParams struct {
+	Format GetAggregatorFeedParamsFormat `form:"format" json:"format"`
+
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// IfModifiedSince An HTTP date (a `Last-Modified` received); without `If-None-Match`, an answer unchanged since then is 304 with no body.
+	IfModifiedSince *IfModifiedSince `json:"If-Modified-Since,omitempty"`
+}
+
+// GetAggregatorFeedParamsFormat defines parameters for GetAggregatorFeed.
+type GetAggregatorFeedParamsFormat string
+
+// GetSitemapParams defines parameters for GetSitemap.
+type GetSitemapParams struct {
+	// Part The part to answer, from 1; absent, the index.
+	Part *int `form:"part,omitempty" json:"part,omitempty"`
+
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// IfModifiedSince An HTTP date (a `Last-Modified` received); without `If-None-Match`, an answer unchanged since then is 304 with no body.
+	IfModifiedSince *IfModifiedSince `json:"If-Modified-Since,omitempty"`
+}
 
 // GetBlogParams defines parameters for GetBlog.
 type GetBlogParams struct {
@@ -2427,26 +2655,67 @@ type GetBlogFeedParams struct {
 	// Limit Number of items.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
+	// Format `rss` (RSS 2.0), `atom` (Atom 1.0) or `json` (JSON Feed 1.1); absent: the `vine/1` envelope. Anything else answers 422.
+	Format *GetBlogFeedParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// IfModifiedSince An HTTP date (a `Last-Modified` received); without `If-None-Match`, an answer unchanged since then is 304 with no body.
+	IfModifiedSince *IfModifiedSince `json:"If-Modified-Since,omitempty"`
+
 	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
+
+// GetBlogFeedParamsFormat defines parameters for GetBlogFeed.
+type GetBlogFeedParamsFormat string
 
 // GetEventsFeedParams defines parameters for GetEventsFeed.
 type GetEventsFeedParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
+	// Format `rss` (RSS 2.0), `atom` (Atom 1.0) or `json` (JSON Feed 1.1); absent: the `vine/1` envelope. Anything else answers 422.
+	Format *GetEventsFeedParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// IfModifiedSince An HTTP date (a `Last-Modified` received); without `If-None-Match`, an answer unchanged since then is 304 with no body.
+	IfModifiedSince *IfModifiedSince `json:"If-Modified-Since,omitempty"`
+
 	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
+
+// GetEventsFeedParamsFormat defines parameters for GetEventsFeed.
+type GetEventsFeedParamsFormat string
 
 // JobsFeedParams defines parameters for JobsFeed.
 type JobsFeedParams struct {
 	// Limit Items to return, 1–50; anything else answers 422.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
+	// Format `rss` (RSS 2.0), `atom` (Atom 1.0) or `json` (JSON Feed 1.1); absent: the `vine/1` envelope. Anything else answers 422.
+	Format *JobsFeedParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// Q Words to find, as `GET /v2/jobs` reads them.
+	Q       *string  `form:"q,omitempty" json:"q,omitempty"`
+	Tag     *string  `form:"tag,omitempty" json:"tag,omitempty"`
+	JobType *JobType `form:"job_type,omitempty" json:"job_type,omitempty"`
+
+	// Remote `1` or `true`: remote only. `0` or `false`: no filter.
+	Remote *JobsFeedParamsRemote `form:"remote,omitempty" json:"remote,omitempty"`
+
+	// City City slug.
+	City *string `form:"city,omitempty" json:"city,omitempty"`
+
+	// IfModifiedSince An HTTP date (a `Last-Modified` received); without `If-None-Match`, an answer unchanged since then is 304 with no body.
+	IfModifiedSince *IfModifiedSince `json:"If-Modified-Since,omitempty"`
+
 	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
+
+// JobsFeedParamsFormat defines parameters for JobsFeed.
+type JobsFeedParamsFormat string
+
+// JobsFeedParamsRemote defines parameters for JobsFeed.
+type JobsFeedParamsRemote string
 
 // ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
 type ListWebhookDeliveriesParams struct {
@@ -3230,6 +3499,62 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// GetEmbedScript A script that shows a space's active jobs on the space's own site
+	//
+	// Public, outside `/v2`. A space owner pastes a script element whose `src` is this address
+	// (`https://coworkjobs.example/embed/jobs.js?space=<slug>`, with `async`) into their page:
+	// the script shows the space's active jobs (title, type, city, a link to the job's
+	// page; the newest 50) right after itself, or in the element its `data-target` attribute
+	// names (a CSS selector). The jobs travel inside the script: it makes no request, sets no
+	// cookie and loads nothing else. It renders into a shadow root in a neutral style that the
+	// host page themes with CSS variables: `--cwj-font`, `--cwj-color`, `--cwj-muted`,
+	// `--cwj-link`, `--cwj-background`, `--cwj-border`, `--cwj-radius`, `--cwj-gap`. Answered
+	// with `Cross-Origin-Resource-Policy: cross-origin` and `Access-Control-Allow-Origin: *` (any
+	// site may load it), `ETag`, `Last-Modified` and 304.
+	//
+	// Corresponds with GET /embed/jobs.js (the `GetEmbedScript` operationId).
+	GetEmbedScript(ctx context.Context, params *GetEmbedScriptParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAggregatorFeed Every active job for a job aggregator
+	//
+	// Public, outside `/v2`: every active job in the XML an aggregator reads, streamed.
+	// `format=indeed` follows Indeed's XML feed reference (`source`, `job` with `title`,
+	// `date`, `referencenumber`, `requisitionid`, `url`, `company`, `sourcename`, `city`,
+	// `country`, `description`, `salary`, `jobtype`, `expirationdate`, `remotetype`);
+	// `format=jooble` Jooble's XML feed specification (`jobs`, `job id=`, `link`, `name`,
+	// `region`, `salary`, `description`, `company`, `pubdate`, `updated`, `expire` as
+	// DD.MM.YYYY, `jobtype`). Values are CDATA sections. `url`/`link` is the job's public page
+	// (neither format has an element for an apply address elsewhere; the page's Apply button
+	// leads there). The operator may limit the feed to some plans (`JOBS_AGGREGATOR_PLANS`,
+	// e.g. the paid ones). `ETag`, `Last-Modified` and 304 as for the sitemap.
+	//
+	// Corresponds with GET /feeds/jobs.xml (the `GetAggregatorFeed` operationId).
+	GetAggregatorFeed(ctx context.Context, params *GetAggregatorFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRobots Crawling rules, naming the sitemap
+	//
+	// Public, answered by the gateway: every crawler may read the site except the poster's
+	// pages (their links are capabilities), and the sitemap is `/sitemap.xml`.
+	//
+	// Corresponds with GET /robots.txt (the `GetRobots` operationId).
+	GetRobots(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSitemap Sitemap of the public job pages
+	//
+	// Public (no key), outside `/v2`: the sitemap protocol (https://www.sitemaps.org/protocol.html)
+	// for search engines, named in `/robots.txt`. Without `part`, the sitemap index: one
+	// `<sitemap>` per part holding active jobs, with its `lastmod`. With `part=N`, that part: the
+	// public page of every active job whose id is in ((N-1)·50 000, N·50 000], with `lastmod`
+	// from the job's last change; at most 50 000 URLs and well under 50 MB a part, streamed. A
+	// job that stops being active (paused, closed, unpublished, expired) leaves at once. Only
+	// job pages are listed: spaces and blog posts have no public pages. Answers carry a weak
+	// `ETag` and `Last-Modified` (when any job last changed) and answer a matching
+	// `If-None-Match` or `If-Modified-Since` with 304; the gateway names and caches them under
+	// the jobs' change versions like the lists.
+	//
+	// Corresponds with GET /sitemap.xml (the `GetSitemap` operationId).
+	GetSitemap(ctx context.Context, params *GetSitemapParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetApiInfo API information and the list of routes
 	//
@@ -4158,6 +4483,13 @@ type ClientInterface interface {
 	// minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read
 	// budget.
 	//
+	// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+	// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+	// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+	// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+	// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+	// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
+	//
 	// Corresponds with GET /v2/vine/blog (the `GetBlogFeed` operationId).
 	GetBlogFeed(ctx context.Context, params *GetBlogFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4171,6 +4503,13 @@ type ClientInterface interface {
 	// and every minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends
 	// no read budget.
 	//
+	// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+	// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+	// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+	// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+	// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+	// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
+	//
 	// Corresponds with GET /v2/vine/events (the `GetEventsFeed` operationId).
 	GetEventsFeed(ctx context.Context, params *GetEventsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4181,6 +4520,17 @@ type ClientInterface interface {
 	// `Cache-Control: public, max-age=60`; a matching `If-None-Match` answers 304 with no body.
 	// With the gateway's response cache on, the gateway's own `ETag` (moved by any job write)
 	// and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read budget.
+	//
+	// Filters, validated as on `GET /v2/jobs` (a bad value is a 422 naming the parameter):
+	// `q` (the search's grammar; the feed stays newest first), `tag`, `job_type`, `remote`,
+	// `city`.
+	//
+	// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+	// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+	// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+	// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+	// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+	// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
 	//
 	// Corresponds with GET /v2/vine/jobs (the `JobsFeed` operationId).
 	JobsFeed(ctx context.Context, params *JobsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4306,6 +4656,102 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v2/webhooks/{id_webhook}/rotate-secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecret(ctx context.Context, idWebhook int, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetEmbedScript A script that shows a space's active jobs on the space's own site
+//
+// Public, outside `/v2`. A space owner pastes a script element whose `src` is this address
+// (`https://coworkjobs.example/embed/jobs.js?space=<slug>`, with `async`) into their page:
+// the script shows the space's active jobs (title, type, city, a link to the job's
+// page; the newest 50) right after itself, or in the element its `data-target` attribute
+// names (a CSS selector). The jobs travel inside the script: it makes no request, sets no
+// cookie and loads nothing else. It renders into a shadow root in a neutral style that the
+// host page themes with CSS variables: `--cwj-font`, `--cwj-color`, `--cwj-muted`,
+// `--cwj-link`, `--cwj-background`, `--cwj-border`, `--cwj-radius`, `--cwj-gap`. Answered
+// with `Cross-Origin-Resource-Policy: cross-origin` and `Access-Control-Allow-Origin: *` (any
+// site may load it), `ETag`, `Last-Modified` and 304.
+//
+// Corresponds with GET /embed/jobs.js (the `GetEmbedScript` operationId).
+func (c *Client) GetEmbedScript(ctx context.Context, params *GetEmbedScriptParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEmbedScriptRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAggregatorFeed Every active job for a job aggregator
+//
+// Public, outside `/v2`: every active job in the XML an aggregator reads, streamed.
+// `format=indeed` follows Indeed's XML feed reference (`source`, `job` with `title`,
+// `date`, `referencenumber`, `requisitionid`, `url`, `company`, `sourcename`, `city`,
+// `country`, `description`, `salary`, `jobtype`, `expirationdate`, `remotetype`);
+// `format=jooble` Jooble's XML feed specification (`jobs`, `job id=`, `link`, `name`,
+// `region`, `salary`, `description`, `company`, `pubdate`, `updated`, `expire` as
+// DD.MM.YYYY, `jobtype`). Values are CDATA sections. `url`/`link` is the job's public page
+// (neither format has an element for an apply address elsewhere; the page's Apply button
+// leads there). The operator may limit the feed to some plans (`JOBS_AGGREGATOR_PLANS`,
+// e.g. the paid ones). `ETag`, `Last-Modified` and 304 as for the sitemap.
+//
+// Corresponds with GET /feeds/jobs.xml (the `GetAggregatorFeed` operationId).
+func (c *Client) GetAggregatorFeed(ctx context.Context, params *GetAggregatorFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAggregatorFeedRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRobots Crawling rules, naming the sitemap
+//
+// Public, answered by the gateway: every crawler may read the site except the poster's
+// pages (their links are capabilities), and the sitemap is `/sitemap.xml`.
+//
+// Corresponds with GET /robots.txt (the `GetRobots` operationId).
+func (c *Client) GetRobots(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRobotsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSitemap Sitemap of the public job pages
+//
+// Public (no key), outside `/v2`: the sitemap protocol (https://www.sitemaps.org/protocol.html)
+// for search engines, named in `/robots.txt`. Without `part`, the sitemap index: one
+// `<sitemap>` per part holding active jobs, with its `lastmod`. With `part=N`, that part: the
+// public page of every active job whose id is in ((N-1)·50 000, N·50 000], with `lastmod`
+// from the job's last change; at most 50 000 URLs and well under 50 MB a part, streamed. A
+// job that stops being active (paused, closed, unpublished, expired) leaves at once. Only
+// job pages are listed: spaces and blog posts have no public pages. Answers carry a weak
+// `ETag` and `Last-Modified` (when any job last changed) and answer a matching
+// `If-None-Match` or `If-Modified-Since` with 304; the gateway names and caches them under
+// the jobs' change versions like the lists.
+//
+// Corresponds with GET /sitemap.xml (the `GetSitemap` operationId).
+func (c *Client) GetSitemap(ctx context.Context, params *GetSitemapParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSitemapRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetApiInfo API information and the list of routes
@@ -5745,6 +6191,13 @@ func (c *Client) ListSpaces(ctx context.Context, params *ListSpacesParams, reqEd
 // minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read
 // budget.
 //
+// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
+//
 // Corresponds with GET /v2/vine/blog (the `GetBlogFeed` operationId).
 func (c *Client) GetBlogFeed(ctx context.Context, params *GetBlogFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBlogFeedRequest(c.Server, params)
@@ -5768,6 +6221,13 @@ func (c *Client) GetBlogFeed(ctx context.Context, params *GetBlogFeedParams, req
 // and every minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends
 // no read budget.
 //
+// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
+//
 // Corresponds with GET /v2/vine/events (the `GetEventsFeed` operationId).
 func (c *Client) GetEventsFeed(ctx context.Context, params *GetEventsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetEventsFeedRequest(c.Server, params)
@@ -5788,6 +6248,17 @@ func (c *Client) GetEventsFeed(ctx context.Context, params *GetEventsFeedParams,
 // `Cache-Control: public, max-age=60`; a matching `If-None-Match` answers 304 with no body.
 // With the gateway's response cache on, the gateway's own `ETag` (moved by any job write)
 // and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read budget.
+//
+// Filters, validated as on `GET /v2/jobs` (a bad value is a 422 naming the parameter):
+// `q` (the search's grammar; the feed stays newest first), `tag`, `job_type`, `remote`,
+// `city`.
+//
+// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
 //
 // Corresponds with GET /v2/vine/jobs (the `JobsFeed` operationId).
 func (c *Client) JobsFeed(ctx context.Context, params *JobsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6052,6 +6523,265 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, idWebhook int, reqEdit
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetEmbedScriptRequest constructs an http.Request for the GetEmbedScript method
+func NewGetEmbedScriptRequest(server string, params *GetEmbedScriptParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/embed/jobs.js")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "space", params.Space, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.IfModifiedSince != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Modified-Since", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetAggregatorFeedRequest constructs an http.Request for the GetAggregatorFeed method
+func NewGetAggregatorFeedRequest(server string, params *GetAggregatorFeedParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/feeds/jobs.xml")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.IfModifiedSince != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Modified-Since", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetRobotsRequest constructs an http.Request for the GetRobots method
+func NewGetRobotsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/robots.txt")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSitemapRequest constructs an http.Request for the GetSitemap method
+func NewGetSitemapRequest(server string, params *GetSitemapParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sitemap.xml")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Part != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "part", *params.Part, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.IfModifiedSince != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Modified-Since", headerParam1)
+		}
+
+	}
+
+	return req, nil
 }
 
 // NewGetApiInfoRequest constructs an http.Request for the GetApiInfo method
@@ -8000,6 +8730,18 @@ func NewGetBlogFeedRequest(server string, params *GetBlogFeedParams) (*http.Requ
 
 		}
 
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -8013,15 +8755,26 @@ func NewGetBlogFeedRequest(server string, params *GetBlogFeedParams) (*http.Requ
 
 	if params != nil {
 
-		if params.IfNoneMatch != nil {
+		if params.IfModifiedSince != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("If-None-Match", headerParam0)
+			req.Header.Set("If-Modified-Since", headerParam0)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
 		}
 
 	}
@@ -8069,6 +8822,18 @@ func NewGetEventsFeedRequest(server string, params *GetEventsFeedParams) (*http.
 
 		}
 
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -8082,15 +8847,26 @@ func NewGetEventsFeedRequest(server string, params *GetEventsFeedParams) (*http.
 
 	if params != nil {
 
-		if params.IfNoneMatch != nil {
+		if params.IfModifiedSince != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("If-None-Match", headerParam0)
+			req.Header.Set("If-Modified-Since", headerParam0)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
 		}
 
 	}
@@ -8138,6 +8914,78 @@ func NewJobsFeedRequest(server string, params *JobsFeedParams) (*http.Request, e
 
 		}
 
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tag != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tag", *params.Tag, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.JobType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "job_type", *params.JobType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Remote != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "remote", *params.Remote, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.City != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "city", *params.City, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -8151,15 +8999,26 @@ func NewJobsFeedRequest(server string, params *JobsFeedParams) (*http.Request, e
 
 	if params != nil {
 
-		if params.IfNoneMatch != nil {
+		if params.IfModifiedSince != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("If-None-Match", headerParam0)
+			req.Header.Set("If-Modified-Since", headerParam0)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
 		}
 
 	}
@@ -8621,6 +9480,70 @@ func WithBaseURL(baseURL string) ClientOption {
 
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
+
+	// GetEmbedScriptWithResponse A script that shows a space's active jobs on the space's own site
+	//
+	// Public, outside `/v2`. A space owner pastes a script element whose `src` is this address
+	// (`https://coworkjobs.example/embed/jobs.js?space=<slug>`, with `async`) into their page:
+	// the script shows the space's active jobs (title, type, city, a link to the job's
+	// page; the newest 50) right after itself, or in the element its `data-target` attribute
+	// names (a CSS selector). The jobs travel inside the script: it makes no request, sets no
+	// cookie and loads nothing else. It renders into a shadow root in a neutral style that the
+	// host page themes with CSS variables: `--cwj-font`, `--cwj-color`, `--cwj-muted`,
+	// `--cwj-link`, `--cwj-background`, `--cwj-border`, `--cwj-radius`, `--cwj-gap`. Answered
+	// with `Cross-Origin-Resource-Policy: cross-origin` and `Access-Control-Allow-Origin: *` (any
+	// site may load it), `ETag`, `Last-Modified` and 304.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /embed/jobs.js (the `GetEmbedScript` operationId).
+	GetEmbedScriptWithResponse(ctx context.Context, params *GetEmbedScriptParams, reqEditors ...RequestEditorFn) (*GetEmbedScriptResponse, error)
+
+	// GetAggregatorFeedWithResponse Every active job for a job aggregator
+	//
+	// Public, outside `/v2`: every active job in the XML an aggregator reads, streamed.
+	// `format=indeed` follows Indeed's XML feed reference (`source`, `job` with `title`,
+	// `date`, `referencenumber`, `requisitionid`, `url`, `company`, `sourcename`, `city`,
+	// `country`, `description`, `salary`, `jobtype`, `expirationdate`, `remotetype`);
+	// `format=jooble` Jooble's XML feed specification (`jobs`, `job id=`, `link`, `name`,
+	// `region`, `salary`, `description`, `company`, `pubdate`, `updated`, `expire` as
+	// DD.MM.YYYY, `jobtype`). Values are CDATA sections. `url`/`link` is the job's public page
+	// (neither format has an element for an apply address elsewhere; the page's Apply button
+	// leads there). The operator may limit the feed to some plans (`JOBS_AGGREGATOR_PLANS`,
+	// e.g. the paid ones). `ETag`, `Last-Modified` and 304 as for the sitemap.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /feeds/jobs.xml (the `GetAggregatorFeed` operationId).
+	GetAggregatorFeedWithResponse(ctx context.Context, params *GetAggregatorFeedParams, reqEditors ...RequestEditorFn) (*GetAggregatorFeedResponse, error)
+
+	// GetRobotsWithResponse Crawling rules, naming the sitemap
+	//
+	// Public, answered by the gateway: every crawler may read the site except the poster's
+	// pages (their links are capabilities), and the sitemap is `/sitemap.xml`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /robots.txt (the `GetRobots` operationId).
+	GetRobotsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetRobotsResponse, error)
+
+	// GetSitemapWithResponse Sitemap of the public job pages
+	//
+	// Public (no key), outside `/v2`: the sitemap protocol (https://www.sitemaps.org/protocol.html)
+	// for search engines, named in `/robots.txt`. Without `part`, the sitemap index: one
+	// `<sitemap>` per part holding active jobs, with its `lastmod`. With `part=N`, that part: the
+	// public page of every active job whose id is in ((N-1)·50 000, N·50 000], with `lastmod`
+	// from the job's last change; at most 50 000 URLs and well under 50 MB a part, streamed. A
+	// job that stops being active (paused, closed, unpublished, expired) leaves at once. Only
+	// job pages are listed: spaces and blog posts have no public pages. Answers carry a weak
+	// `ETag` and `Last-Modified` (when any job last changed) and answer a matching
+	// `If-None-Match` or `If-Modified-Since` with 304; the gateway names and caches them under
+	// the jobs' change versions like the lists.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /sitemap.xml (the `GetSitemap` operationId).
+	GetSitemapWithResponse(ctx context.Context, params *GetSitemapParams, reqEditors ...RequestEditorFn) (*GetSitemapResponse, error)
 
 	// GetApiInfoWithResponse API information and the list of routes
 	//
@@ -9587,6 +10510,13 @@ type ClientWithResponsesInterface interface {
 	// minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read
 	// budget.
 	//
+	// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+	// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+	// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+	// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+	// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+	// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v2/vine/blog (the `GetBlogFeed` operationId).
@@ -9602,6 +10532,13 @@ type ClientWithResponsesInterface interface {
 	// and every minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends
 	// no read budget.
 	//
+	// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+	// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+	// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+	// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+	// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+	// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v2/vine/events (the `GetEventsFeed` operationId).
@@ -9614,6 +10551,17 @@ type ClientWithResponsesInterface interface {
 	// `Cache-Control: public, max-age=60`; a matching `If-None-Match` answers 304 with no body.
 	// With the gateway's response cache on, the gateway's own `ETag` (moved by any job write)
 	// and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read budget.
+	//
+	// Filters, validated as on `GET /v2/jobs` (a bad value is a 422 naming the parameter):
+	// `q` (the search's grammar; the feed stays newest first), `tag`, `job_type`, `remote`,
+	// `city`.
+	//
+	// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+	// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+	// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+	// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+	// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+	// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9755,6 +10703,569 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v2/webhooks/{id_webhook}/rotate-secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecretWithResponse(ctx context.Context, idWebhook int, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+}
+
+// GetEmbedScriptResponse200Headers the declared response headers of an HTTP 200 response for GetEmbedScript
+type GetEmbedScriptResponse200Headers struct {
+	CacheControl        *string
+	ETag                *string
+	LastModified        *string
+	RateLimit           *string
+	RateLimitPolicy     *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetEmbedScriptResponse304Headers the declared response headers of an HTTP 304 response for GetEmbedScript
+type GetEmbedScriptResponse304Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	Vary                       *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetEmbedScriptResponse404Headers the declared response headers of an HTTP 404 response for GetEmbedScript
+type GetEmbedScriptResponse404Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetEmbedScriptResponse422Headers the declared response headers of an HTTP 422 response for GetEmbedScript
+type GetEmbedScriptResponse422Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetEmbedScriptResponse429Headers the declared response headers of an HTTP 429 response for GetEmbedScript
+type GetEmbedScriptResponse429Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	RetryAfter                 *int
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetEmbedScriptResponse500Headers the declared response headers of an HTTP 500 response for GetEmbedScript
+type GetEmbedScriptResponse500Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetEmbedScriptResponse503Headers the declared response headers of an HTTP 503 response for GetEmbedScript
+type GetEmbedScriptResponse503Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetEmbedScriptResponse504Headers the declared response headers of an HTTP 504 response for GetEmbedScript
+type GetEmbedScriptResponse504Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+type GetEmbedScriptResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Validation
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetEmbedScriptResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetEmbedScriptResponse304Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetEmbedScriptResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetEmbedScriptResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetEmbedScriptResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetEmbedScriptResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetEmbedScriptResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *GetEmbedScriptResponse504Headers
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetEmbedScriptResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetEmbedScriptResponse) GetJSON422() *Validation {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetEmbedScriptResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetEmbedScriptResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetEmbedScriptResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetEmbedScriptResponse) GetJSON504() *Timeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEmbedScriptResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEmbedScriptResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEmbedScriptResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEmbedScriptResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAggregatorFeedResponse200Headers the declared response headers of an HTTP 200 response for GetAggregatorFeed
+type GetAggregatorFeedResponse200Headers struct {
+	CacheControl        *string
+	ETag                *string
+	LastModified        *string
+	RateLimit           *string
+	RateLimitPolicy     *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetAggregatorFeedResponse304Headers the declared response headers of an HTTP 304 response for GetAggregatorFeed
+type GetAggregatorFeedResponse304Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	Vary                       *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetAggregatorFeedResponse422Headers the declared response headers of an HTTP 422 response for GetAggregatorFeed
+type GetAggregatorFeedResponse422Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetAggregatorFeedResponse429Headers the declared response headers of an HTTP 429 response for GetAggregatorFeed
+type GetAggregatorFeedResponse429Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	RetryAfter                 *int
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetAggregatorFeedResponse500Headers the declared response headers of an HTTP 500 response for GetAggregatorFeed
+type GetAggregatorFeedResponse500Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetAggregatorFeedResponse503Headers the declared response headers of an HTTP 503 response for GetAggregatorFeed
+type GetAggregatorFeedResponse503Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetAggregatorFeedResponse504Headers the declared response headers of an HTTP 504 response for GetAggregatorFeed
+type GetAggregatorFeedResponse504Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+type GetAggregatorFeedResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// XML200 the response for an HTTP 200 `application/xml` response
+	XML200 *string
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Validation
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAggregatorFeedResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetAggregatorFeedResponse304Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetAggregatorFeedResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAggregatorFeedResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetAggregatorFeedResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAggregatorFeedResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *GetAggregatorFeedResponse504Headers
+}
+
+// GetXML200 returns the response for an HTTP 200 `application/xml` response
+func (r GetAggregatorFeedResponse) GetXML200() *string {
+	return r.XML200
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetAggregatorFeedResponse) GetJSON422() *Validation {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAggregatorFeedResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAggregatorFeedResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAggregatorFeedResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetAggregatorFeedResponse) GetJSON504() *Timeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAggregatorFeedResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAggregatorFeedResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAggregatorFeedResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAggregatorFeedResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetRobotsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRobotsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRobotsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRobotsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRobotsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSitemapResponse200Headers the declared response headers of an HTTP 200 response for GetSitemap
+type GetSitemapResponse200Headers struct {
+	CacheControl        *string
+	ETag                *string
+	LastModified        *string
+	RateLimit           *string
+	RateLimitPolicy     *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetSitemapResponse304Headers the declared response headers of an HTTP 304 response for GetSitemap
+type GetSitemapResponse304Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	Vary                       *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetSitemapResponse422Headers the declared response headers of an HTTP 422 response for GetSitemap
+type GetSitemapResponse422Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetSitemapResponse429Headers the declared response headers of an HTTP 429 response for GetSitemap
+type GetSitemapResponse429Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	RetryAfter                 *int
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetSitemapResponse500Headers the declared response headers of an HTTP 500 response for GetSitemap
+type GetSitemapResponse500Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetSitemapResponse503Headers the declared response headers of an HTTP 503 response for GetSitemap
+type GetSitemapResponse503Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetSitemapResponse504Headers the declared response headers of an HTTP 504 response for GetSitemap
+type GetSitemapResponse504Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+type GetSitemapResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// XML200 the response for an HTTP 200 `application/xml` response
+	XML200 *string
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Validation
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSitemapResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetSitemapResponse304Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetSitemapResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSitemapResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetSitemapResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSitemapResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *GetSitemapResponse504Headers
+}
+
+// GetXML200 returns the response for an HTTP 200 `application/xml` response
+func (r GetSitemapResponse) GetXML200() *string {
+	return r.XML200
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetSitemapResponse) GetJSON422() *Validation {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetSitemapResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSitemapResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSitemapResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetSitemapResponse) GetJSON504() *Timeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSitemapResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSitemapResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSitemapResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSitemapResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetApiInfoResponse200Headers the declared response headers of an HTTP 200 response for GetApiInfo
@@ -16730,6 +18241,7 @@ type GetBlogFeedResponse200Headers struct {
 	AccessControlExposeHeaders *string
 	CacheControl               *string
 	ETag                       *string
+	LastModified               *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
 	XRateLimitLimit            *int
@@ -16810,6 +18322,8 @@ type GetBlogFeedResponse504Headers struct {
 type GetBlogFeedResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationfeedJSON200 the response for an HTTP 200 `application/feed+json` response
+	ApplicationfeedJSON200 *JSONFeed
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
 		// Data The shared shape of the public feeds (vine/1, modelled on JSON Feed 1.1) with blog items.
@@ -16844,6 +18358,11 @@ type GetBlogFeedResponse struct {
 	Headers503 *GetBlogFeedResponse503Headers
 	// Headers504 the parsed response headers for an HTTP 504 response
 	Headers504 *GetBlogFeedResponse504Headers
+}
+
+// GetApplicationfeedJSON200 returns the response for an HTTP 200 `application/feed+json` response
+func (r GetBlogFeedResponse) GetApplicationfeedJSON200() *JSONFeed {
+	return r.ApplicationfeedJSON200
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16919,6 +18438,7 @@ type GetEventsFeedResponse200Headers struct {
 	AccessControlExposeHeaders *string
 	CacheControl               *string
 	ETag                       *string
+	LastModified               *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
 	XRateLimitLimit            *int
@@ -16999,6 +18519,8 @@ type GetEventsFeedResponse504Headers struct {
 type GetEventsFeedResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationfeedJSON200 the response for an HTTP 200 `application/feed+json` response
+	ApplicationfeedJSON200 *JSONFeed
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
 		Data  EventFeed `json:"data"`
@@ -17032,6 +18554,11 @@ type GetEventsFeedResponse struct {
 	Headers503 *GetEventsFeedResponse503Headers
 	// Headers504 the parsed response headers for an HTTP 504 response
 	Headers504 *GetEventsFeedResponse504Headers
+}
+
+// GetApplicationfeedJSON200 returns the response for an HTTP 200 `application/feed+json` response
+func (r GetEventsFeedResponse) GetApplicationfeedJSON200() *JSONFeed {
+	return r.ApplicationfeedJSON200
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17106,6 +18633,7 @@ type JobsFeedResponse200Headers struct {
 	AccessControlExposeHeaders *string
 	CacheControl               *string
 	ETag                       *string
+	LastModified               *string
 	RateLimit                  *string
 	RateLimitPolicy            *string
 	XRateLimitLimit            *int
@@ -17186,6 +18714,8 @@ type JobsFeedResponse504Headers struct {
 type JobsFeedResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationfeedJSON200 the response for an HTTP 200 `application/feed+json` response
+	ApplicationfeedJSON200 *JSONFeed
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
 		Data  JobFeed `json:"data"`
@@ -17219,6 +18749,11 @@ type JobsFeedResponse struct {
 	Headers503 *JobsFeedResponse503Headers
 	// Headers504 the parsed response headers for an HTTP 504 response
 	Headers504 *JobsFeedResponse504Headers
+}
+
+// GetApplicationfeedJSON200 returns the response for an HTTP 200 `application/feed+json` response
+func (r JobsFeedResponse) GetApplicationfeedJSON200() *JSONFeed {
+	return r.ApplicationfeedJSON200
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -19887,6 +21422,94 @@ func (r RotateWebhookSecretResponse) ContentType() string {
 	return ""
 }
 
+// GetEmbedScriptWithResponse A script that shows a space's active jobs on the space's own site
+//
+// Public, outside `/v2`. A space owner pastes a script element whose `src` is this address
+// (`https://coworkjobs.example/embed/jobs.js?space=<slug>`, with `async`) into their page:
+// the script shows the space's active jobs (title, type, city, a link to the job's
+// page; the newest 50) right after itself, or in the element its `data-target` attribute
+// names (a CSS selector). The jobs travel inside the script: it makes no request, sets no
+// cookie and loads nothing else. It renders into a shadow root in a neutral style that the
+// host page themes with CSS variables: `--cwj-font`, `--cwj-color`, `--cwj-muted`,
+// `--cwj-link`, `--cwj-background`, `--cwj-border`, `--cwj-radius`, `--cwj-gap`. Answered
+// with `Cross-Origin-Resource-Policy: cross-origin` and `Access-Control-Allow-Origin: *` (any
+// site may load it), `ETag`, `Last-Modified` and 304.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /embed/jobs.js (the `GetEmbedScript` operationId).
+func (c *ClientWithResponses) GetEmbedScriptWithResponse(ctx context.Context, params *GetEmbedScriptParams, reqEditors ...RequestEditorFn) (*GetEmbedScriptResponse, error) {
+	rsp, err := c.GetEmbedScript(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEmbedScriptResponse(rsp)
+}
+
+// GetAggregatorFeedWithResponse Every active job for a job aggregator
+//
+// Public, outside `/v2`: every active job in the XML an aggregator reads, streamed.
+// `format=indeed` follows Indeed's XML feed reference (`source`, `job` with `title`,
+// `date`, `referencenumber`, `requisitionid`, `url`, `company`, `sourcename`, `city`,
+// `country`, `description`, `salary`, `jobtype`, `expirationdate`, `remotetype`);
+// `format=jooble` Jooble's XML feed specification (`jobs`, `job id=`, `link`, `name`,
+// `region`, `salary`, `description`, `company`, `pubdate`, `updated`, `expire` as
+// DD.MM.YYYY, `jobtype`). Values are CDATA sections. `url`/`link` is the job's public page
+// (neither format has an element for an apply address elsewhere; the page's Apply button
+// leads there). The operator may limit the feed to some plans (`JOBS_AGGREGATOR_PLANS`,
+// e.g. the paid ones). `ETag`, `Last-Modified` and 304 as for the sitemap.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /feeds/jobs.xml (the `GetAggregatorFeed` operationId).
+func (c *ClientWithResponses) GetAggregatorFeedWithResponse(ctx context.Context, params *GetAggregatorFeedParams, reqEditors ...RequestEditorFn) (*GetAggregatorFeedResponse, error) {
+	rsp, err := c.GetAggregatorFeed(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAggregatorFeedResponse(rsp)
+}
+
+// GetRobotsWithResponse Crawling rules, naming the sitemap
+//
+// Public, answered by the gateway: every crawler may read the site except the poster's
+// pages (their links are capabilities), and the sitemap is `/sitemap.xml`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /robots.txt (the `GetRobots` operationId).
+func (c *ClientWithResponses) GetRobotsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetRobotsResponse, error) {
+	rsp, err := c.GetRobots(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRobotsResponse(rsp)
+}
+
+// GetSitemapWithResponse Sitemap of the public job pages
+//
+// Public (no key), outside `/v2`: the sitemap protocol (https://www.sitemaps.org/protocol.html)
+// for search engines, named in `/robots.txt`. Without `part`, the sitemap index: one
+// `<sitemap>` per part holding active jobs, with its `lastmod`. With `part=N`, that part: the
+// public page of every active job whose id is in ((N-1)·50 000, N·50 000], with `lastmod`
+// from the job's last change; at most 50 000 URLs and well under 50 MB a part, streamed. A
+// job that stops being active (paused, closed, unpublished, expired) leaves at once. Only
+// job pages are listed: spaces and blog posts have no public pages. Answers carry a weak
+// `ETag` and `Last-Modified` (when any job last changed) and answer a matching
+// `If-None-Match` or `If-Modified-Since` with 304; the gateway names and caches them under
+// the jobs' change versions like the lists.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /sitemap.xml (the `GetSitemap` operationId).
+func (c *ClientWithResponses) GetSitemapWithResponse(ctx context.Context, params *GetSitemapParams, reqEditors ...RequestEditorFn) (*GetSitemapResponse, error) {
+	rsp, err := c.GetSitemap(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSitemapResponse(rsp)
+}
+
 // GetApiInfoWithResponse API information and the list of routes
 //
 // Public. Lists every route with the access it needs, from the same table the gateway enforces.
@@ -21158,6 +22781,13 @@ func (c *ClientWithResponses) ListSpacesWithResponse(ctx context.Context, params
 // minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read
 // budget.
 //
+// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v2/vine/blog (the `GetBlogFeed` operationId).
@@ -21179,6 +22809,13 @@ func (c *ClientWithResponses) GetBlogFeedWithResponse(ctx context.Context, param
 // and every minute) and `Cache-Control: public, no-cache` apply instead, and its 304 spends
 // no read budget.
 //
+// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v2/vine/events (the `GetEventsFeed` operationId).
@@ -21197,6 +22834,17 @@ func (c *ClientWithResponses) GetEventsFeedWithResponse(ctx context.Context, par
 // `Cache-Control: public, max-age=60`; a matching `If-None-Match` answers 304 with no body.
 // With the gateway's response cache on, the gateway's own `ETag` (moved by any job write)
 // and `Cache-Control: public, no-cache` apply instead, and its 304 spends no read budget.
+//
+// Filters, validated as on `GET /v2/jobs` (a bad value is a 422 naming the parameter):
+// `q` (the search's grammar; the feed stays newest first), `tag`, `job_type`, `remote`,
+// `city`.
+//
+// **Standard formats** (`format`): `rss` (RSS 2.0, `application/rss+xml`), `atom` (Atom 1.0,
+// `application/atom+xml`) or `json` (JSON Feed 1.1, `application/feed+json`) for feed
+// readers; without it the `vine/1` envelope. Each item links to its public page and carries
+// the sanitised HTML as its content; its id is an absolute URL that never changes. These
+// answers also carry `Last-Modified` (when anything the feed shows last changed) and answer
+// a matching `If-Modified-Since` (sent without `If-None-Match`) with 304.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21421,6 +23069,1472 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseRotateWebhookSecretResponse(rsp)
+}
+
+// ParseGetEmbedScriptResponse parses an HTTP response from a GetEmbedScriptWithResponse call
+func ParseGetEmbedScriptResponse(rsp *http.Response) (*GetEmbedScriptResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEmbedScriptResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Validation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetEmbedScriptResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetEmbedScriptResponse304Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetEmbedScriptResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetEmbedScriptResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetEmbedScriptResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetEmbedScriptResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetEmbedScriptResponse503Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers GetEmbedScriptResponse504Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAggregatorFeedResponse parses an HTTP response from a GetAggregatorFeedWithResponse call
+func ParseGetAggregatorFeedResponse(rsp *http.Response) (*GetAggregatorFeedResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAggregatorFeedResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "xml") && rsp.StatusCode == 200:
+		var dest string
+		if err := xml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.XML200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Validation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAggregatorFeedResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetAggregatorFeedResponse304Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetAggregatorFeedResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAggregatorFeedResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetAggregatorFeedResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetAggregatorFeedResponse503Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers GetAggregatorFeedResponse504Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRobotsResponse parses an HTTP response from a GetRobotsWithResponse call
+func ParseGetRobotsResponse(rsp *http.Response) (*GetRobotsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRobotsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseGetSitemapResponse parses an HTTP response from a GetSitemapWithResponse call
+func ParseGetSitemapResponse(rsp *http.Response) (*GetSitemapResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSitemapResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "xml") && rsp.StatusCode == 200:
+		var dest string
+		if err := xml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.XML200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Validation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSitemapResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetSitemapResponse304Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetSitemapResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSitemapResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetSitemapResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSitemapResponse503Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers GetSitemapResponse504Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetApiInfoResponse parses an HTTP response from a GetApiInfoWithResponse call
@@ -38201,7 +41315,14 @@ func ParseGetBlogFeedResponse(rsp *http.Response) (*GetBlogFeedResponse, error) 
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case rsp.Header.Get("Content-Type") == "application/feed+json" && rsp.StatusCode == 200:
+		var dest JSONFeed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfeedJSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 200:
 		var dest struct {
 			// Data The shared shape of the public feeds (vine/1, modelled on JSON Feed 1.1) with blog items.
 			Data  BlogFeed `json:"data"`
@@ -38254,6 +41375,9 @@ func ParseGetBlogFeedResponse(rsp *http.Response) (*GetBlogFeedResponse, error) 
 		}
 		response.JSON504 = &dest
 
+	case rsp.StatusCode == 200:
+		// Content-type (application/rss+xml) unsupported
+
 	}
 
 	switch {
@@ -38286,6 +41410,13 @@ func ParseGetBlogFeedResponse(rsp *http.Response) (*GetBlogFeedResponse, error) 
 				return nil, err
 			}
 			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
 		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
@@ -38682,7 +41813,14 @@ func ParseGetEventsFeedResponse(rsp *http.Response) (*GetEventsFeedResponse, err
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case rsp.Header.Get("Content-Type") == "application/feed+json" && rsp.StatusCode == 200:
+		var dest JSONFeed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfeedJSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 200:
 		var dest struct {
 			Data  EventFeed `json:"data"`
 			Error *Error    `json:"error,omitempty"`
@@ -38734,6 +41872,9 @@ func ParseGetEventsFeedResponse(rsp *http.Response) (*GetEventsFeedResponse, err
 		}
 		response.JSON504 = &dest
 
+	case rsp.StatusCode == 200:
+		// Content-type (application/rss+xml) unsupported
+
 	}
 
 	switch {
@@ -38766,6 +41907,13 @@ func ParseGetEventsFeedResponse(rsp *http.Response) (*GetEventsFeedResponse, err
 				return nil, err
 			}
 			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
 		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
@@ -39162,7 +42310,14 @@ func ParseJobsFeedResponse(rsp *http.Response) (*JobsFeedResponse, error) {
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case rsp.Header.Get("Content-Type") == "application/feed+json" && rsp.StatusCode == 200:
+		var dest JSONFeed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfeedJSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 200:
 		var dest struct {
 			Data  JobFeed `json:"data"`
 			Error *Error  `json:"error,omitempty"`
@@ -39214,6 +42369,9 @@ func ParseJobsFeedResponse(rsp *http.Response) (*JobsFeedResponse, error) {
 		}
 		response.JSON504 = &dest
 
+	case rsp.StatusCode == 200:
+		// Content-type (application/rss+xml) unsupported
+
 	}
 
 	switch {
@@ -39246,6 +42404,13 @@ func ParseJobsFeedResponse(rsp *http.Response) (*JobsFeedResponse, error) {
 				return nil, err
 			}
 			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
 		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string

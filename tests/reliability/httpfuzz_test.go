@@ -207,9 +207,11 @@ func rawHead(method, path string, n int, hdr ...string) string {
 }
 
 // isDocument reports whether a request description names a document route,
-// whose successful answer is the document itself.
+// whose successful answer is the document itself: the OpenAPI document, the
+// reference page, and the reach's XML, text and script outside /v2.
 func isDocument(what string) bool {
-	for _, p := range []string{" /v2/openapi.json ", " /v2/openapi.yaml ", " /v2/docs "} {
+	for _, p := range []string{" /v2/openapi.json ", " /v2/openapi.yaml ", " /v2/docs ", " /robots.txt ", " /sitemap.xml ",
+		" /feeds/jobs.xml ", " /embed/jobs.js "} {
 		if strings.Contains(what+" ", p) {
 			return true
 		}

@@ -350,6 +350,10 @@ func TestSpaceKeysIsolatedEveryRoute(t *testing.T) {
 		"POST /v2/newsletters/confirm":     "token-addressed, owned by no space",
 		"GET /v2/newsletters/unsubscribe":  "token-addressed, owned by no space",
 		"POST /v2/newsletters/unsubscribe": "token-addressed, owned by no space",
+		"GET /robots.txt":                  "public crawling rules",
+		"GET /sitemap.xml":                 "public pages of active (published) jobs",
+		"GET /feeds/jobs.xml":              "public feed of active (published) jobs",
+		"GET /embed/jobs.js":               "a space's active (published) jobs, public on their pages already",
 	}
 	for _, rt := range routes(t, gw) {
 		name := rt.Method + " " + rt.Path
@@ -510,6 +514,10 @@ func TestStoredDescriptionCarriesNoScript(t *testing.T) {
 	t.Fatalf("job %d not in the feed", cr.JobID)
 }
 
+// publicEverywhere are the reach routes outside /v2: the same public
+// answer for every caller, key or none, so shared caches may keep them.
+var publicEverywhere = map[string]bool{"/robots.txt": true, "/sitemap.xml": true, "/feeds/jobs.xml": true, "/embed/jobs.js": true}
+
 // Security headers are set on every route's answer, errors included; CORS
 // answers preflights deliberately: the allowed methods and headers (keys,
 // idempotency), exposed rate-limit and replay headers, never credentials.
@@ -535,7 +543,8 @@ func TestSecurityHeadersAndCORS(t *testing.T) {
 				t.Errorf("GET %s (%d): no Cache-Control", p, r.status)
 			}
 			if hdr != nil && r.status == 200 && r.header.Get("Cache-Control") != "no-store" && !strings.HasPrefix(r.header.Get("Cache-Control"), "private") &&
-				!strings.HasPrefix(p, "/v2/vine/") && !strings.HasPrefix(p, "/v2/openapi") && p != "/v2/docs" && p != "/v2" && p != "/v2/blog" {
+				!strings.HasPrefix(p, "/v2/vine/") && !strings.HasPrefix(p, "/v2/openapi") && p != "/v2/docs" && p != "/v2" && p != "/v2/blog" &&
+				!publicEverywhere[p] {
 				t.Errorf("GET %s with a key is cacheable by shared caches: %q", p, r.header.Get("Cache-Control"))
 			}
 		}

@@ -52,6 +52,10 @@ func app() *fiber.App {
 	srv.App.Get("/ok", func(c *fiber.Ctx) error { return web.OK(c, 200, fiber.Map{"n": 1}) })
 	srv.App.Get("/invalid", func(*fiber.Ctx) error { return web.Validation("Validation failed", []string{"a", "b"}) })
 	srv.App.Get("/text", func(c *fiber.Ctx) error { return c.SendString("not json") })
+	srv.App.Get("/feed", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, "application/rss+xml; charset=utf-8")
+		return c.SendString(`<rss version="2.0"></rss>`)
+	})
 	return srv.App
 }
 
@@ -88,6 +92,16 @@ func TestDoFailsOnABodyThatIsNotAnEnvelope(t *testing.T) {
 	r := run(func(r *recorder) { webtest.Do(r, a, checker{}, httptest.NewRequest("GET", "/text", nil)) })
 	if len(r.fatals) != 1 {
 		t.Fatalf("fatals %v: want one", r.fatals)
+	}
+}
+
+// A feed, a sitemap or a script is read as it is.
+func TestDoReadsADocument(t *testing.T) {
+	a := app()
+	var got webtest.Reply
+	r := run(func(r *recorder) { got = webtest.Do(r, a, checker{}, httptest.NewRequest("GET", "/feed", nil)) })
+	if len(r.fatals)+len(r.errors) != 0 || string(got.Body) != `<rss version="2.0"></rss>` {
+		t.Fatalf("fatals %v errors %v body %q", r.fatals, r.errors, got.Body)
 	}
 }
 

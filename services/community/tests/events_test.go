@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/app/eventapp"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/eventbus/stores/eventdb"
@@ -229,6 +231,32 @@ func TestEventsFeed(t *testing.T) {
 			header: map[string]string{"If-None-Match": r.Header.Get("ETag")}})
 		if r2.Status != http.StatusNotModified || len(r2.Body) != 0 {
 			t.Fatalf("status %d: %s", r2.Status, r2.Body)
+		}
+	})
+	t.Run("feed200StandardFormats", func(t *testing.T) {
+		for _, format := range []string{"rss", "atom", "json"} {
+			r := do(t, req{method: "GET", path: "/v2/vine/events?limit=3&format=" + format, id: &public})
+			if r.Status != http.StatusOK || r.Header.Get("Last-Modified") == "" || r.Header.Get("ETag") == "" {
+				t.Fatalf("%s: %d %v", format, r.Status, r.Header)
+			}
+			f, err := webtest.CheckFeed(format, r.Body)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", format, err, r.Body)
+			}
+			if len(f.Items) != 3 || f.Items[0].Link != baseURL+"/events/berlin-1" ||
+				!strings.Contains(f.Items[0].Content+f.Items[0].Description, "Berlin") {
+				t.Fatalf("%s: items %s", format, r.Body)
+			}
+			for _, h := range [][2]string{{"If-None-Match", r.Header.Get("ETag")}, {"If-Modified-Since", r.Header.Get("Last-Modified")}} {
+				r2 := do(t, req{method: "GET", path: "/v2/vine/events?limit=3&format=" + format, id: &public, header: map[string]string{h[0]: h[1]}})
+				if r2.Status != http.StatusNotModified {
+					t.Fatalf("%s %s: %d", format, h[0], r2.Status)
+				}
+			}
+		}
+		if r := do(t, req{method: "GET", path: "/v2/vine/events?format=yaml", id: &public}); r.Status != 422 ||
+			!contains(r.Env.Problems(t), "format must be one of rss, atom, json") {
+			t.Fatalf("format=yaml: %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("feed422Limit", func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 )
 
 // feedItem is a blog feed item: the fields every feed item has and the
@@ -126,5 +127,42 @@ func TestFeedETag304(t *testing.T) {
 	resp = get(t, "/v2/vine/blog?limit=2")
 	if resp.Header.Get("ETag") == etag {
 		t.Error("different feed contents share an ETag")
+	}
+}
+
+// The standard formats parse with gofeed and keep their formats' rules; the
+// items are the vine feed's posts with their sanitised bodies, and both
+// validators answer 304.
+func TestStandardFeeds(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{"rss", "atom", "json"} {
+		r := get(t, "/v2/vine/blog?format="+format)
+		if r.Status != 200 || r.Header.Get("Last-Modified") == "" {
+			t.Fatalf("%s: %d %v", format, r.Status, r.Header)
+		}
+		f, err := webtest.CheckFeed(format, r.Body)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", format, err, r.Body)
+		}
+		var got []string
+		for _, it := range f.Items {
+			got = append(got, strings.TrimPrefix(it.Link, baseURL+"/blog/"))
+			if strings.Contains(it.Content+it.Description, "<script") {
+				t.Fatalf("%s: unsanitised body %q", format, it.Content+it.Description)
+			}
+		}
+		if want := []string{"alpha", "bravo", "delta", "charlie", "unsafe"}; !slices.Equal(got, want) {
+			t.Errorf("%s: posts = %v, want %v", format, got, want)
+		}
+		for _, h := range [][2]string{{"If-None-Match", r.Header.Get("ETag")}, {"If-Modified-Since", r.Header.Get("Last-Modified")}} {
+			again := svc.Do(t, webtest.Request{Method: http.MethodGet, Target: "/v2/vine/blog?format=" + format, Identity: &public,
+				Header: map[string]string{h[0]: h[1]}})
+			if again.Status != 304 {
+				t.Errorf("%s %s: %d", format, h[0], again.Status)
+			}
+		}
+	}
+	if r := get(t, "/v2/vine/blog?format=xml"); r.Status != 422 {
+		t.Fatalf("format=xml: %d %s", r.Status, r.Body)
 	}
 }

@@ -153,6 +153,9 @@ func TestSpaceFacts(t *testing.T) {
 		{"facts404Unknown", "/internal/spaces/4242", 404, "", "not_found"},
 		{"facts422NotInteger", "/internal/spaces/abc", 422, "", "validation_error"},
 		{"facts422Zero", "/internal/spaces/0", 422, "", "validation_error"},
+		{"bySlug200", "/internal/spaces/by-slug/spree-loft", 200,
+			`{"id":1,"name":"Spree Loft","slug":"spree-loft","confirmed":true,"is_pro":true,"city_id":1}`, ""},
+		{"bySlug404Unknown", "/internal/spaces/by-slug/nowhere", 404, "", "not_found"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

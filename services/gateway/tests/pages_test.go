@@ -193,3 +193,36 @@ func TestPageBackendDownIsHTML(t *testing.T) {
 		t.Fatalf("the failure is not logged:\n%s", g.logs.String())
 	}
 }
+
+// GET /v2 points feed readers and crawlers to the feeds and the sitemap.
+func TestAPIRootListsFeeds(t *testing.T) {
+	g := startGateway(t, gatewayOpts{})
+	var info struct {
+		SitemapURL string `json:"sitemap_url"`
+		Feeds      []struct{ Title, Type, URL string }
+	}
+	do(t, "GET", g.base+"/v2", "", nil).data(t, &info)
+	var types []string
+	for _, f := range info.Feeds {
+		if strings.HasSuffix(f.URL, "/v2/vine/jobs?format=rss") && f.Type == "application/rss+xml" {
+			types = append(types, f.Type)
+		}
+		if !strings.HasPrefix(f.URL, "http") {
+			t.Fatalf("feed url %q is not absolute", f.URL)
+		}
+	}
+	if len(types) != 1 || len(info.Feeds) != 11 || !strings.HasSuffix(info.SitemapURL, "/sitemap.xml") {
+		t.Fatalf("%+v", info)
+	}
+}
+
+// GET /robots.txt is the gateway's own: the poster's pages are off limits,
+// and the sitemap is named.
+func TestRobots(t *testing.T) {
+	g := startGateway(t, gatewayOpts{})
+	r := pageReq(t, "GET", g.base+"/robots.txt", "")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") ||
+		!strings.Contains(r.body, "Disallow: /jobs/edit\n") || !strings.Contains(r.body, "Sitemap: http://gateway.test/sitemap.xml\n") {
+		t.Fatalf("%d %v %q", r.status, r.header, r.body)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/hookapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/reachapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -47,6 +48,7 @@ var (
 	dirURL    string
 	appFlat   *fiber.App // JOBS_PAGINATION_ENABLED=false
 	appPaged  *fiber.App // JOBS_PAGINATION_ENABLED=true
+	appReach  *fiber.App // sitemaps, aggregator feeds, embed
 	testLog   = slog.New(slog.NewTextHandler(io.Discard, nil))
 	bgContext = context.Background()
 	checker   = contract.MustNew()
@@ -68,6 +70,7 @@ func setup(db pgtest.Migrated) error {
 		return err
 	}
 	appFlat = newApp(false, dirURL)
+	appReach = reachOn(newBus(baseURL, dirURL), reachapp.Config{SitemapPartSize: reachPartSize})
 	appPaged = newApp(true, dirURL)
 	return nil
 }
@@ -93,6 +96,20 @@ func appOn(bus *jobbus.Business, paginated bool) *fiber.App {
 	srv := web.New(webtest.Config(), testLog, "jobs")
 	jobapp.Routes(srv.App, jobapp.Config{Log: testLog, Bus: bus, Codec: codec, PaginationEnabled: paginated})
 	hookapp.Routes(srv.App, hookapp.Config{Bus: hookbus.New(hookdb.New(pool), hookbus.Config{}), Codec: codec})
+	srv.Fallback()
+	return srv.App
+}
+
+// reachPartSize makes the sitemap's parts small enough for the tests' jobs
+// to fill several.
+const reachPartSize = 40
+
+// reachOn is the sitemaps, aggregators' feeds and embed over bus.
+func reachOn(bus *jobbus.Business, cfg reachapp.Config) *fiber.App {
+	srv := web.New(webtest.Config(), testLog, "jobs")
+	cfg.Log, cfg.Bus, cfg.Codec = testLog, bus, codec
+	cfg.Spaces = dirclient.New(dirURL, codec, dirclient.Options{Timeout: 2 * time.Second})
+	reachapp.Routes(srv.App, cfg)
 	srv.Fallback()
 	return srv.App
 }
@@ -196,6 +213,22 @@ func startDirectoryFixture() (string, error) {
 		}
 		sort.Slice(prefix, func(i, j int) bool { return prefix[i].Name < prefix[j].Name })
 		return web.OK(c, 200, fiber.Map{"result": "ambiguous", "candidates": prefix})
+	})
+	internal.Get("/spaces/by-slug/:slug", func(c *fiber.Ctx) error {
+		slug := c.Params("slug")
+		for _, id := range []int64{10, 11, 12} {
+			if sp, _ := spaceByID(id); sp.Slug == slug {
+				return web.OK(c, 200, sp)
+			}
+		}
+		for _, prefix := range []string{"pro-", "space-"} {
+			if n, err := strconv.ParseInt(strings.TrimPrefix(slug, prefix), 10, 64); strings.HasPrefix(slug, prefix) && err == nil {
+				if sp, ok := spaceByID(n); ok && sp.Slug == slug {
+					return web.OK(c, 200, sp)
+				}
+			}
+		}
+		return web.NotFound("Space not found")
 	})
 	internal.Get("/spaces/:id", func(c *fiber.Ctx) error {
 		id, err := strconv.ParseInt(c.Params("id"), 10, 64)

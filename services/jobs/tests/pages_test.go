@@ -332,8 +332,10 @@ func TestJobPageShowsJobWithJSONLD(t *testing.T) {
 	}
 }
 
-// Unknown, draft and paused jobs are 404; expired, closed and past-date
-// jobs are 410; a wrong slug is a 301 to the canonical address.
+// Unknown and draft jobs are 404; paused, expired, closed and past-date
+// jobs (once public) are 410 with noindex and no JSON-LD; a wrong slug is a
+// 301 to the canonical address. The poster's edit page of a gone job still
+// works. An active job's page points feed readers to the feeds.
 func TestJobPageStatuses(t *testing.T) {
 	t.Parallel()
 	pro, space := liveKey(1710, 1710), liveKey(1711, 2710)
@@ -367,7 +369,7 @@ func TestJobPageStatuses(t *testing.T) {
 		{"zeroID404", "/jobs/x-0", 404, "", "Job not found"},
 		{"hugeID404", "/jobs/x-99999999999999999999", 404, "", "Job not found"},
 		{"draft404", "/jobs/" + draft.PageURL, 404, "", "Job not found"},
-		{"paused404", "/jobs/" + paused.PageURL, 404, "", "Job not found"},
+		{"paused410", "/jobs/" + paused.PageURL, 410, "", "no longer available"},
 		{"expired410", "/jobs/" + expired.PageURL, 410, "", "no longer available"},
 		{"closed410", "/jobs/" + closed.PageURL, 410, "", "no longer available"},
 		{"pastDate410", "/jobs/" + pastDate.PageURL, 410, "", "no longer available"},
@@ -385,8 +387,30 @@ func TestJobPageStatuses(t *testing.T) {
 			if tc.status >= 400 && strings.Contains(r.Body, "application/ld+json") {
 				t.Error("an error page carries a JobPosting")
 			}
+			if tc.status == 410 && (!strings.Contains(r.Body, `<meta name="robots" content="noindex`) || r.Header.Get("X-Robots-Tag") != "noindex") {
+				t.Errorf("a gone job's page is indexable: %v\n%s", r.Header, r.Body)
+			}
+			if tc.status == 200 {
+				for _, want := range []string{
+					`<link rel="alternate" type="application/rss+xml" title="coworkjobs: latest jobs (RSS)" href="` + baseURL + `/v2/vine/jobs?format=rss">`,
+					`<link rel="alternate" type="application/atom+xml"`, `<link rel="alternate" type="application/feed+json"`,
+					`href="` + baseURL + `/v2/vine/jobs?format=rss&amp;city=city-1710"`,
+				} {
+					// html/template writes + as &#43; in attributes: the same value.
+					if !strings.Contains(strings.ReplaceAll(r.Body, "&#43;", "+"), want) {
+						t.Errorf("page lacks %s\n%s", want, r.Body)
+					}
+				}
+			}
 		})
 	}
+	t.Run("goneJobsEditPage200", func(t *testing.T) {
+		for _, cr := range []createResult{paused, closed} {
+			if r := pageDo(t, appPages(), http.MethodGet, "/jobs/edit?job="+cr.HashIdentifier, nil); r.Status != 200 {
+				t.Fatalf("edit page of a gone job: %d\n%s", r.Status, r.Body)
+			}
+		}
+	})
 	t.Run("head200WithoutBody", func(t *testing.T) {
 		r := pageDo(t, appPages(), http.MethodHead, "/jobs/"+active.PageURL, nil)
 		if r.Status != 200 || r.Body != "" || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {

@@ -1,5 +1,6 @@
-// Command jobs serves GET and POST /v2/jobs, POST /v2/jobs/unpublish and the
-// public feed GET /v2/vine/jobs. Expiry is handed to Temporal by jobs-worker
+// Command jobs serves GET and POST /v2/jobs, POST /v2/jobs/unpublish, the
+// public feed GET /v2/vine/jobs, the job pages, the sitemaps, the
+// aggregators' feeds and the embed. Expiry is handed to Temporal by jobs-worker
 // through the outbox this service writes with each job.
 package main
 
@@ -16,6 +17,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobpages"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/payapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/reachapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -57,6 +59,8 @@ func main() {
 		payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
 		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP}), Codec: p.Codec})
 		jobpages.Routes(app, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret)})
+		reachapp.Routes(app, reachapp.Config{Log: log, Bus: bus, Codec: p.Codec, Spaces: dir,
+			AggregatorPlans: cfg.AggregatorPlans, StreamTimeout: cfg.StreamTimeout})
 		return nil
 	})
 }
@@ -77,6 +81,9 @@ type appConfig struct {
 	// WebhooksAllowHTTP lets webhook endpoints use plain http (make run's
 	// local receiver); off, https only.
 	WebhooksAllowHTTP bool `env:"WEBHOOKS_ALLOW_HTTP" envDefault:"false"`
+	// AggregatorPlans limits GET /feeds/jobs.xml to jobs of these plans
+	// (comma-separated plan ids, e.g. the paid ones); empty: every plan.
+	AggregatorPlans []int `env:"JOBS_AGGREGATOR_PLANS" envSeparator:","`
 
 	// Stripe Checkout for paid plans, with its webhook; without them paid
 	// plans are invoiced (jobs-admin mark-paid). STRIPE_API_BASE points at
@@ -96,6 +103,12 @@ func (c appConfig) Validate() error {
 	}
 	if c.StripeAPIBase != "" && c.StripeSecretKey == "" {
 		errs = append(errs, errors.New("STRIPE_API_BASE needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET"))
+	}
+	for _, id := range c.AggregatorPlans {
+		if id <= 0 {
+			errs = append(errs, errors.New("JOBS_AGGREGATOR_PLANS must list plan ids (positive integers)"))
+			break
+		}
 	}
 	if c.DirectoryTimeout <= 0 || c.StreamTimeout <= 0 {
 		errs = append(errs, errors.New("DIRECTORY_TIMEOUT and JOBS_STREAM_TIMEOUT must be positive"))

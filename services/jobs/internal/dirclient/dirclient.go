@@ -36,6 +36,7 @@ type Client struct {
 	expiry time.Time
 	cities map[int64]cached[jobbus.City]
 	spaces map[int64]cached[jobbus.Space]
+	slugs  map[string]cached[int64] // space slug -> id
 }
 
 type cached[T any] struct {
@@ -68,6 +69,7 @@ func New(baseURL string, codec *identity.Codec, opt Options) *Client {
 		ttl:    opt.CacheTTL,
 		cities: map[int64]cached[jobbus.City]{},
 		spaces: map[int64]cached[jobbus.Space]{},
+		slugs:  map[string]cached[int64]{},
 	}
 }
 
@@ -208,6 +210,39 @@ func (c *Client) Space(ctx context.Context, id int64) (jobbus.Space, bool, error
 	sp := jobbus.Space(d)
 	store(c, c.spaces, id, cached[jobbus.Space]{v: sp, ok: true})
 	return sp, true, nil
+}
+
+// SpaceBySlug implements reachapp.SpaceFinder (the embed's look-up), cached
+// like the look-ups by id.
+func (c *Client) SpaceBySlug(ctx context.Context, slug string) (jobbus.Space, bool, error) {
+	c.mu.Lock()
+	id, known := c.slugs[slug]
+	c.mu.Unlock()
+	if known && time.Now().Before(id.until) {
+		if !id.ok {
+			return jobbus.Space{}, false, nil
+		}
+		return c.Space(ctx, id.v)
+	}
+	var d dirapi.Space
+	err := c.get(ctx, "/internal/spaces/by-slug/"+url.PathEscape(slug), &d)
+	if err != nil && !errors.Is(err, errNotFound) {
+		return jobbus.Space{}, false, err
+	}
+	found := err == nil
+	sp := jobbus.Space(d)
+	if c.ttl > 0 {
+		if found {
+			store(c, c.spaces, sp.ID, cached[jobbus.Space]{v: sp, ok: true})
+		}
+		c.mu.Lock()
+		if len(c.slugs) > 50000 {
+			clear(c.slugs)
+		}
+		c.slugs[slug] = cached[int64]{v: sp.ID, ok: found, until: time.Now().Add(c.ttl)}
+		c.mu.Unlock()
+	}
+	return sp, found, nil
 }
 
 // Catalog reads the directory's catalog (seeders and generators).

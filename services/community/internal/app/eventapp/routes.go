@@ -54,8 +54,12 @@ func (h handlers) list(c *fiber.Ctx) error {
 func (h handlers) feed(c *fiber.Ctx) error {
 	q := web.Params(c)
 	limit := q.Int("limit", DefaultFeed, 1, MaxFeed)
+	format := web.FeedFormat(q)
 	if err := q.Err(); err != nil {
 		return err
+	}
+	if format != web.FormatVine {
+		return h.standardFeed(c, format, limit)
 	}
 	events, err := h.cfg.Events.Upcoming(c.UserContext(), limit)
 	if err != nil {

@@ -79,6 +79,9 @@ type Storer interface {
 	Query(ctx context.Context, f Filter, offset, limit int) ([]Event, error)
 	Count(ctx context.Context, f Filter) (int, error)
 	Upsert(ctx context.Context, e Event) (Event, error)
+	// Changed is when the upcoming events as of now last changed: an event
+	// was written, or one ended and left them.
+	Changed(ctx context.Context, now time.Time) (time.Time, error)
 }
 
 // Business applies the event rules.
@@ -124,6 +127,21 @@ func (b *Business) Upcoming(ctx context.Context, limit int) ([]Event, error) {
 		return nil, fmt.Errorf("upcoming events: %w", err)
 	}
 	return events, nil
+}
+
+// Feed returns the upcoming events, soonest first, and when they last
+// changed (the feeds' Last-Modified).
+func (b *Business) Feed(ctx context.Context, limit int) ([]Event, time.Time, error) {
+	now := b.now()
+	events, err := b.store.Query(ctx, Filter{Now: now}, 0, limit)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("upcoming events: %w", err)
+	}
+	changed, err := b.store.Changed(ctx, now)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("events changed: %w", err)
+	}
+	return events, changed, nil
 }
 
 // Save creates or updates an event by slug (the seed uses it).

@@ -120,6 +120,9 @@ type Storer interface {
 	// Upsert writes a post keyed by its slug with its authors, categories and
 	// tags (created when new), and returns its id.
 	Upsert(ctx context.Context, p StorePost) (int64, error)
+	// Changed is when the public posts as of now last changed: a post was
+	// written, or one scheduled for later came out.
+	Changed(ctx context.Context, now time.Time) (time.Time, error)
 }
 
 // Business is the blog's entry point for handlers and commands.
@@ -147,6 +150,24 @@ func (b *Business) List(ctx context.Context, f Filter) (Page, error) {
 		return Page{}, fmt.Errorf("list posts: %w", err)
 	}
 	return Page{Posts: posts, Total: total}, nil
+}
+
+// Feed returns the latest public posts with their bodies sanitised for
+// display, and when the public posts last changed (the feeds' Last-Modified).
+func (b *Business) Feed(ctx context.Context, limit int) ([]Post, time.Time, error) {
+	now := b.now()
+	page, err := b.List(ctx, Filter{Limit: limit})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	changed, err := b.store.Changed(ctx, now)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("posts changed: %w", err)
+	}
+	for i := range page.Posts {
+		page.Posts[i].BodyHTML = SanitizeHTML(page.Posts[i].BodyHTML)
+	}
+	return page.Posts, changed, nil
 }
 
 // BySlug returns one public post with its body sanitised for display.

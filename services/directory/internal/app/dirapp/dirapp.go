@@ -50,6 +50,7 @@ func Routes(app *fiber.App, cfg Config) {
 	in := app.Group("/internal", cfg.Codec.Middleware(), identity.RequireKind(identity.KindService))
 	in.Get("/cities/resolve", h.resolveCity)
 	in.Get("/spaces/:id", h.spaceFacts)
+	in.Get("/spaces/by-slug/:slug", h.spaceBySlug)
 	in.Get("/catalog", h.catalog)
 	in.Get("/admins/spaces", h.adminSpaces)
 }
@@ -184,6 +185,22 @@ func (h handlers) adminSpaces(c *fiber.Ctx) error {
 		out = append(out, dirapi.AdminSpace{Space: dirapi.Space(s.SpaceFacts), Role: s.Role})
 	}
 	return web.OK(c, http.StatusOK, dirapi.AdminSpaces{Spaces: out})
+}
+
+// GET /internal/spaces/by-slug/<slug>: the jobs' embed names a space by slug.
+func (h handlers) spaceBySlug(c *fiber.Ctx) error {
+	slug := strings.Clone(c.Params("slug"))
+	if slug == "" || len(slug) > MaxTextLen {
+		return web.Validation("Invalid path parameter", []string{fmt.Sprintf("slug must be 1 to %d characters", MaxTextLen)})
+	}
+	f, err := h.bus.SpaceBySlug(c.UserContext(), slug)
+	if errors.Is(err, dirbus.ErrNotFound) {
+		return web.NotFound("Space not found")
+	}
+	if err != nil {
+		return err
+	}
+	return web.OK(c, http.StatusOK, dirapi.Space(f))
 }
 
 // GET /internal/catalog

@@ -138,6 +138,8 @@ type Storer interface {
 	// AdminSpaces lists the spaces email administers (compared without
 	// regard to case), by space id.
 	AdminSpaces(ctx context.Context, email string) ([]AdminSpace, error)
+	// SpaceBySlug returns a space's facts by its slug, or ErrNotFound.
+	SpaceBySlug(ctx context.Context, slug string) (SpaceFacts, error)
 	Catalog(ctx context.Context) (Catalog, error)
 }
 
@@ -221,6 +223,15 @@ func (c *Business) SpaceFacts(ctx context.Context, id int64) (SpaceFacts, error)
 	f, err := c.store.SpaceFacts(ctx, id)
 	if err != nil {
 		return SpaceFacts{}, fmt.Errorf("space facts: %w", err)
+	}
+	return f, nil
+}
+
+// SpaceBySlug returns a space's facts by its slug, or ErrNotFound.
+func (c *Business) SpaceBySlug(ctx context.Context, slug string) (SpaceFacts, error) {
+	f, err := c.store.SpaceBySlug(ctx, slug)
+	if err != nil {
+		return SpaceFacts{}, fmt.Errorf("space by slug: %w", err)
 	}
 	return f, nil
 }

@@ -119,6 +119,7 @@ func Routes(app *fiber.App, cfg Config) (*App, error) {
 		"GET /v2/openapi.json": docs.ServeJSON,
 		"GET /v2/openapi.yaml": docs.ServeYAML,
 		"GET /v2/docs":         docs.ServeDocs,
+		"GET /robots.txt":      routes.Robots(cfg.PublicBaseURL),
 	}
 	maps.Copy(local, keyapp.New(cfg.Keys).Handlers())
 	if cfg.Dashboard != nil {

@@ -69,6 +69,12 @@ func SecurityHeaders(c *fiber.Ctx) error {
 	if len(h.Peek(fiber.HeaderCacheControl)) == 0 {
 		h.SetCanonical(headerNoStore[0], headerNoStore[1])
 	}
+	if strings.HasPrefix(c.Path(), "/embed/") {
+		// Other sites load the embed: set here, so that an answer from
+		// the response cache (type and body only) carries them too.
+		h.Set("Cross-Origin-Resource-Policy", "cross-origin")
+		h.Set(fiber.HeaderAccessControlAllowOrigin, "*")
+	}
 	return err
 }
 

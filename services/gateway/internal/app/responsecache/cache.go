@@ -10,9 +10,14 @@
 package responsecache
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -184,13 +189,42 @@ func (rc *Cache) Store(c *fiber.Ctx, r routes.Route, n *Request, replica bool) {
 func (rc *Cache) MaxEntry() int { return rc.maxEntry }
 
 // TakeWhole keeps a streamed answer of n once it has been relayed entirely,
-// if Store found it storable and it is a complete JSON document: a backend
-// that fails in the middle of a stream ends it early, and what it sent is
-// then not an answer to keep.
+// if Store found it storable and it is a complete JSON or XML document: a
+// backend that fails in the middle of a stream ends it early, and what it
+// sent is then not an answer to keep.
 func (rc *Cache) TakeWhole(n *Request) func(body []byte) {
 	return func(body []byte) {
-		if n.storable && json.Valid(body) {
+		if n.storable && whole(n.contentType, body) {
 			rc.store.Put(n, n.contentType, body)
 		}
 	}
+}
+
+// whole reports whether body is a complete document of its type (JSON, or
+// XML: the sitemaps and aggregator feeds); any other type is never kept.
+func whole(contentType string, body []byte) bool {
+	switch mt, _, _ := strings.Cut(contentType, ";"); {
+	case strings.HasSuffix(mt, "json"):
+		return json.Valid(body)
+	case strings.HasSuffix(mt, "xml"):
+		d := xml.NewDecoder(bytes.NewReader(body))
+		depth, root := 0, false
+		for {
+			tok, err := d.RawToken()
+			if errors.Is(err, io.EOF) {
+				return root && depth == 0
+			}
+			if err != nil {
+				return false
+			}
+			switch tok.(type) {
+			case xml.StartElement:
+				depth++
+				root = true
+			case xml.EndElement:
+				depth--
+			}
+		}
+	}
+	return false
 }

@@ -17,3 +17,23 @@ func TestFNV64a(t *testing.T) {
 		}
 	}
 }
+
+// A streamed answer is kept only when it is a whole document of its type.
+func TestWholeDocuments(t *testing.T) {
+	for _, tc := range []struct {
+		contentType, body string
+		want              bool
+	}{
+		{"application/json", `{"a":[1]}`, true},
+		{"application/json", `{"a":[1`, false},
+		{"application/xml; charset=utf-8", `<?xml version="1.0"?><urlset><url><loc>x</loc></url></urlset>`, true},
+		{"application/xml; charset=utf-8", `<?xml version="1.0"?><urlset><url><loc>x</loc></url>`, false},
+		{"application/xml", `<?xml version="1.0"?>`, false},
+		{"application/rss+xml", `<rss><channel></channel></rss>`, true},
+		{"text/javascript", `(function(){})()`, false},
+	} {
+		if got := whole(tc.contentType, []byte(tc.body)); got != tc.want {
+			t.Errorf("%s %q: %v", tc.contentType, tc.body, got)
+		}
+	}
+}

@@ -21,6 +21,7 @@ func Info(version, publicBaseURL string, limited func(Route) bool) fiber.Handler
 		RateLimited bool     `json:"rate_limited"`
 	}
 	base := strings.TrimRight(publicBaseURL, "/")
+	feeds := Feeds(base)
 	return func(c *fiber.Ctx) error {
 		list := make([]routeInfo, 0, len(Table))
 		for _, r := range Table {
@@ -33,7 +34,42 @@ func Info(version, publicBaseURL string, limited func(Route) bool) fiber.Handler
 		return web.OK(c, http.StatusOK, fiber.Map{
 			"name": "coworkjobs API", "version": version,
 			"openapi_url": base + "/v2/openapi.json", "routes": list,
+			"feeds": feeds, "sitemap_url": base + "/sitemap.xml",
 		})
+	}
+}
+
+// Feed is one public feed in one format, as GET /v2 lists it.
+type Feed struct {
+	Title string `json:"title"`
+	Type  string `json:"type"` // the media type, as <link rel="alternate"> says it
+	URL   string `json:"url"`
+}
+
+// Feeds are the public feeds in the standard formats, and the aggregators'.
+func Feeds(base string) []Feed {
+	var out []Feed
+	for _, f := range []struct{ path, title string }{{"/v2/vine/jobs", "Jobs"}, {"/v2/vine/events", "Events"}, {"/v2/vine/blog", "Blog"}} {
+		out = append(out,
+			Feed{f.title + " (RSS)", "application/rss+xml", base + f.path + "?format=rss"},
+			Feed{f.title + " (Atom)", "application/atom+xml", base + f.path + "?format=atom"},
+			Feed{f.title + " (JSON Feed)", "application/feed+json", base + f.path + "?format=json"})
+	}
+	return append(out,
+		Feed{"Jobs for Indeed", "application/xml", base + "/feeds/jobs.xml?format=indeed"},
+		Feed{"Jobs for Jooble", "application/xml", base + "/feeds/jobs.xml?format=jooble"})
+}
+
+// Robots answers GET /robots.txt: crawlers may read everything but the
+// poster's pages (their links are capabilities), and the sitemap is named.
+func Robots(publicBaseURL string) fiber.Handler {
+	body := "User-agent: *\nDisallow: /jobs/edit\nDisallow: /jobs/unpublish\nDisallow: /jobs/pay\n" +
+		"Disallow: /jobs/publish\nDisallow: /jobs/pause\nDisallow: /jobs/resume\nDisallow: /jobs/relist\n\n" +
+		"Sitemap: " + strings.TrimRight(publicBaseURL, "/") + "/sitemap.xml\n"
+	return func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
+		c.Set(fiber.HeaderCacheControl, "public, max-age=86400")
+		return c.Status(http.StatusOK).SendString(body)
 	}
 }
 

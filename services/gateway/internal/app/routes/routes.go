@@ -155,6 +155,14 @@ var Table = []Route{
 	{Method: "POST", Path: "/v2/newsletters/confirm", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Confirm a subscription"},
 	{Method: "GET", Path: "/v2/newsletters/unsubscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Unsubscribe (link form)"},
 	{Method: "POST", Path: "/v2/newsletters/unsubscribe", Backend: BackendCommunity, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Unsubscribe"},
+
+	// Outside /v2, for crawlers, aggregators and space websites: machine
+	// answers (XML, a script) with the API's errors, named by the jobs'
+	// versions like the feed.
+	{Method: "GET", Path: "/robots.txt", Backend: Local, Scopes: publicRoute, Summary: "Crawling rules, naming the sitemap"},
+	{Method: "GET", Path: "/sitemap.xml", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Sitemap of the job pages", Cache: cacheJob},
+	{Method: "GET", Path: "/feeds/jobs.xml", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Jobs for aggregators (Indeed, Jooble)", Cache: cacheJob},
+	{Method: "GET", Path: "/embed/jobs.js", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "A space's jobs for its own website", Cache: cacheJob},
 }
 
 // Pages are the HTML pages behind a job's links (docs/job-lifecycle.md),

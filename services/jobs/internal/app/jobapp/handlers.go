@@ -93,33 +93,7 @@ func toWebError(err error) error {
 // reported (422), none is silently ignored.
 func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, error) {
 	var f jobbus.ListFilter
-	var p []string
-	if q := c.Query("q"); strings.TrimSpace(q) != "" {
-		n := utf8.RuneCountInString(strings.TrimSpace(q))
-		// What is searched is letters and digits; the rest separates words.
-		letters := strings.Count(strings.Map(func(r rune) rune {
-			if unicode.IsLetter(r) || unicode.IsDigit(r) {
-				return 'x'
-			}
-			return -1
-		}, q), "x")
-		switch {
-		case !utf8.ValidString(q):
-			p = append(p, "q must be valid UTF-8 text")
-		case n > MaxQueryLen:
-			p = append(p, fmt.Sprintf("q must be at most %d characters", MaxQueryLen))
-		case letters < MinQueryLen:
-			p = append(p, fmt.Sprintf("q must contain at least %d letters or digits", MinQueryLen))
-		default:
-			s, _ := jobbus.ParseSearch(q)
-			switch {
-			case s.Terms() > jobbus.MaxSearchTerms:
-				p = append(p, fmt.Sprintf("q must contain at most %d words", jobbus.MaxSearchTerms))
-			default:
-				f.Search = s
-			}
-		}
-	}
+	p := parseFilters(c, &f)
 	if n, ok, problems := geo.Parse(c.Query("near"), c.Query("radius_km")); ok {
 		f.Near = &n
 	} else {
@@ -156,6 +130,58 @@ func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, er
 			f.SalaryMin = &n
 		}
 	}
+	if v := c.Query("posted_since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			p = append(p, "posted_since must be an RFC 3339 date-time, e.g. 2026-11-01T00:00:00Z")
+		}
+		f.PostedSince = t
+	}
+	page, perPage := 1, DefaultPerPage
+	if h.cfg.PaginationEnabled {
+		q := web.Params(c)
+		page = q.Int("page", 1, 1, MaxPage)
+		perPage = q.Int("per_page", DefaultPerPage, 1, MaxPerPage)
+		p = append(p, q.Problems()...)
+		f.Limit, f.Offset = perPage, (page-1)*perPage
+	}
+	if len(p) > 0 {
+		return f, 0, 0, web.Validation("Validation failed", p)
+	}
+	f.SpaceID = identity.From(c).SpaceID
+	return f, page, perPage, nil
+}
+
+// parseFilters reads the filters GET /v2/jobs and the jobs feeds share (q,
+// tag, job_type, remote, city) into f, and returns their problems.
+func parseFilters(c *fiber.Ctx, f *jobbus.ListFilter) []string {
+	var p []string
+	if q := c.Query("q"); strings.TrimSpace(q) != "" {
+		n := utf8.RuneCountInString(strings.TrimSpace(q))
+		// What is searched is letters and digits; the rest separates words.
+		letters := strings.Count(strings.Map(func(r rune) rune {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				return 'x'
+			}
+			return -1
+		}, q), "x")
+		switch {
+		case !utf8.ValidString(q):
+			p = append(p, "q must be valid UTF-8 text")
+		case n > MaxQueryLen:
+			p = append(p, fmt.Sprintf("q must be at most %d characters", MaxQueryLen))
+		case letters < MinQueryLen:
+			p = append(p, fmt.Sprintf("q must contain at least %d letters or digits", MinQueryLen))
+		default:
+			s, _ := jobbus.ParseSearch(q)
+			switch {
+			case s.Terms() > jobbus.MaxSearchTerms:
+				p = append(p, fmt.Sprintf("q must contain at most %d words", jobbus.MaxSearchTerms))
+			default:
+				f.Search = s
+			}
+		}
+	}
 	if v := c.Query("tag"); v != "" {
 		tags := jobbus.NormalizeTags(v)
 		if len(tags) != 1 || utf8.RuneCountInString(tags[0]) > jobbus.MaxTagLen {
@@ -163,13 +189,6 @@ func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, er
 		} else {
 			f.Tag = tags[0]
 		}
-	}
-	if v := c.Query("posted_since"); v != "" {
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			p = append(p, "posted_since must be an RFC 3339 date-time, e.g. 2026-11-01T00:00:00Z")
-		}
-		f.PostedSince = t
 	}
 	if t := c.Query("job_type"); t != "" {
 		if !jobbus.ValidJobType(t) {
@@ -190,19 +209,7 @@ func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, er
 		}
 		f.CitySlug = city
 	}
-	page, perPage := 1, DefaultPerPage
-	if h.cfg.PaginationEnabled {
-		q := web.Params(c)
-		page = q.Int("page", 1, 1, MaxPage)
-		perPage = q.Int("per_page", DefaultPerPage, 1, MaxPerPage)
-		p = append(p, q.Problems()...)
-		f.Limit, f.Offset = perPage, (page-1)*perPage
-	}
-	if len(p) > 0 {
-		return f, 0, 0, web.Validation("Validation failed", p)
-	}
-	f.SpaceID = identity.From(c).SpaceID
-	return f, page, perPage, nil
+	return p
 }
 
 // list answers GET /v2/jobs. Unpaginated, the rows are streamed to the
@@ -370,39 +377,4 @@ func renderCreated(r jobbus.CreateResult) (int, []byte, error) {
 func sendJSON(c *fiber.Ctx, status int, body []byte) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Status(status).Send(body)
-}
-
-// feed answers GET /v2/vine/jobs: the latest active jobs in the shared feed
-// shape, cacheable with an ETag.
-func (h *handlers) feed(c *fiber.Ctx) error {
-	q := web.Params(c)
-	limit := q.Int("limit", FeedDefault, 1, FeedMax)
-	if err := q.Err(); err != nil {
-		return err
-	}
-	jobs, err := h.bus.Feed(c.UserContext(), limit)
-	if err != nil {
-		return err
-	}
-	base := h.bus.BaseURL()
-	items := make([]feedItemDTO, 0, len(jobs))
-	for _, j := range jobs {
-		tags := []string{}
-		if j.Tags != "" {
-			tags = strings.Split(j.Tags, ",")
-		}
-		items = append(items, feedItemDTO{
-			FeedItem: web.FeedItem{
-				ID:      "job:" + strconv.FormatInt(j.ID, 10),
-				URL:     h.bus.JobURL(jobbus.PageURL(j.Slug, j.ID)),
-				Title:   j.Title,
-				Summary: jobbus.Summary(j.Description, FeedSummaryLen),
-				// What encoding/json writes for a time.Time.
-				DatePublished: j.DateAdded.UTC().Format(time.RFC3339Nano),
-				Tags:          tags,
-			},
-			Job: feedJobDTO{Company: j.Company, CityName: j.CityName, JobType: j.JobType, IsRemote: j.IsRemote},
-		})
-	}
-	return web.SendCacheable(c, web.NewFeed("coworkjobs: latest jobs", base+"/v2/vine/jobs", base+"/jobs", items), 60)
 }

@@ -25,6 +25,8 @@ type view struct {
 	JSONLD    template.JS
 	Canonical string
 	Noindex   bool
+	// Feeds are the <link rel="alternate"> of a public page.
+	Feeds []feedLink
 
 	// The poster's pages.
 	csrf        string // the session's token (csrfSession)
@@ -46,6 +48,21 @@ type view struct {
 }
 
 type option struct{ Value, Label string }
+
+type feedLink struct{ Type, Title, URL string }
+
+// feedLinks are the jobs feeds a public page points feed readers to: every
+// job, and the jobs in the page's city.
+func (p *pages) feedLinks(d jobbus.Detail) []feedLink {
+	base := p.bus.BaseURL() + "/v2/vine/jobs?format="
+	city := "&city=" + url.QueryEscape(d.CitySlug)
+	return []feedLink{
+		{"application/rss+xml", "coworkjobs: latest jobs (RSS)", base + "rss"},
+		{"application/atom+xml", "coworkjobs: latest jobs (Atom)", base + "atom"},
+		{"application/feed+json", "coworkjobs: latest jobs (JSON Feed)", base + "json"},
+		{"application/rss+xml", "coworkjobs: jobs in " + d.CityName + " (RSS)", base + "rss" + city},
+	}
+}
 
 // Token is the CSRF field of the page's form posting to /jobs/{form}.
 func (v view) Token(form string) string {
@@ -257,10 +274,13 @@ func (p *pages) job(c *fiber.Ctx) error {
 	}
 	switch {
 	case p.bus.Visible(d):
-	case d.Status == jobbus.StatusDraft || d.Status == jobbus.StatusPaused:
-		return errNoJob // not public, and never was or will be again as is
+	case d.Status == jobbus.StatusDraft:
+		return errNoJob // never public: its existence is not told
 	default:
-		return errGone // expired, closed, or active past its date
+		// Paused, expired, closed, or active past its date: it was public,
+		// and search engines must drop it now (410, noindex, no JSON-LD).
+		c.Set("X-Robots-Tag", "noindex")
+		return errGone
 	}
 	canonical := jobbus.PageURL(d.Slug, d.ID)
 	if slug != d.Slug {
@@ -272,7 +292,8 @@ func (p *pages) job(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return p.render(c, http.StatusOK, "job", view{Title: d.Title + " at " + d.Company, Canonical: public, JSONLD: ld, Job: p.jobView(d)})
+	return p.render(c, http.StatusOK, "job", view{Title: d.Title + " at " + d.Company, Canonical: public, JSONLD: ld, Job: p.jobView(d),
+		Feeds: p.feedLinks(d)})
 }
 
 // parsePage splits "{slug}-{id}"; a bare id has an empty slug (and is

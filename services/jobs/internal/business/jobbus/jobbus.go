@@ -44,8 +44,15 @@ type Storer interface {
 	List(ctx context.Context, f ListFilter) (JobRows, error)
 	// Page returns one page of matching active jobs and their total.
 	Page(ctx context.Context, f ListFilter) ([]Job, int, error)
-	// Feed returns the latest active jobs with their descriptions.
-	Feed(ctx context.Context, limit int) ([]Job, error)
+	// Feed returns the latest active jobs of f (f.Limit of them) with their
+	// descriptions, and when the public set of jobs last changed.
+	Feed(ctx context.Context, f ListFilter) ([]Job, time.Time, error)
+	// Active returns a batch of active jobs in id order (reach.go).
+	Active(ctx context.Context, w ActiveWalk) ([]Detail, error)
+	// SitemapParts lists the sitemap parts of size holding active jobs.
+	SitemapParts(ctx context.Context, size int64) ([]SitemapPart, error)
+	// Changed is when the public set of jobs last changed.
+	Changed(ctx context.Context) (time.Time, error)
 
 	// StoredResponse returns the recorded answer of an idempotency key
 	// created after since, ErrNotFound when there is none.
@@ -238,7 +245,9 @@ func (b *Business) Page(ctx context.Context, caller Caller, f ListFilter) ([]Job
 	return b.store.Page(ctx, f)
 }
 
-// Feed returns the latest active jobs: a public read.
-func (b *Business) Feed(ctx context.Context, limit int) ([]Job, error) {
-	return b.store.Feed(ctx, limit)
+// Feed returns the latest active jobs of f, newest first whatever f's sort,
+// and when the public set of jobs last changed: a public read.
+func (b *Business) Feed(ctx context.Context, f ListFilter) ([]Job, time.Time, error) {
+	f.Sort, f.Offset, f.Reader = SortNewest, 0, Reader{}
+	return b.store.Feed(ctx, f)
 }

@@ -312,7 +312,8 @@ type Job struct {
 	SalMin         *int64
 	SalMax         *int64
 	Currency       string
-	Description    string // the feed and one job only
+	Description    string    // the feeds and one job only
+	UpdatedAt      time.Time // the feeds and one job only
 	// DistanceKm is the distance of the job's city to ListFilter.Near.
 	DistanceKm *float64
 }
@@ -328,7 +329,6 @@ type Detail struct {
 	SpaceID        int64 // 0: the job belongs to no space
 	KeyID          int64 // the key that created it
 	Status         string
-	UpdatedAt      time.Time
 	Plan           Plan
 	IsPaid         bool
 	PausedAt       *time.Time

@@ -105,6 +105,20 @@ func where(f eventbus.Filter) *pg.Where {
 }
 
 // Count counts the events that match f.
+// Changed implements eventbus.Storer. Events are never deleted: the list
+// moves with a write or when an event ends.
+func (s *Store) Changed(ctx context.Context, now time.Time) (time.Time, error) {
+	var t time.Time
+	err := s.db.Read(ctx, func(db *pgxpool.Pool) error {
+		return db.QueryRow(ctx, `SELECT least($1::timestamptz, greatest(coalesce(max(updated_at), 'epoch'),
+			coalesce(max(ends_at) FILTER (WHERE ends_at <= $1), 'epoch'))) FROM events`, now).Scan(&t)
+	})
+	if err != nil {
+		return t, fmt.Errorf("events changed: %w", err)
+	}
+	return t, nil
+}
+
 func (s *Store) Count(ctx context.Context, f eventbus.Filter) (int, error) {
 	w := where(f)
 	var n int

@@ -147,6 +147,17 @@ func list(ctx context.Context, db *pgxpool.Pool, now time.Time, f postbus.Filter
 	return posts, total, nil
 }
 
+// Changed implements postbus.Storer. Posts are never deleted, so the latest
+// write or publication date passed is when the public list last changed.
+func (s *Store) Changed(ctx context.Context, now time.Time) (time.Time, error) {
+	var t time.Time
+	err := s.db.Read(ctx, func(db *pgxpool.Pool) error {
+		return db.QueryRow(ctx, `SELECT least($1::timestamptz, greatest(coalesce(max(updated_at), 'epoch'),
+			coalesce(max(published_at) FILTER (WHERE status = 'published' AND published_at <= $1), 'epoch'))) FROM posts`, now).Scan(&t)
+	})
+	return t, err
+}
+
 // BySlug implements postbus.Storer.
 func (s *Store) BySlug(ctx context.Context, now time.Time, slug string) (postbus.Post, error) {
 	var r postRow

@@ -182,6 +182,20 @@ func (s *Store) AdminSpaces(ctx context.Context, email string) ([]dirbus.AdminSp
 	})
 }
 
+// SpaceBySlug implements dirbus.Storer.
+func (s *Store) SpaceBySlug(ctx context.Context, slug string) (dirbus.SpaceFacts, error) {
+	var f dirbus.SpaceFacts
+	err := s.pool.QueryRow(ctx, `SELECT id, name, slug, confirmed, is_pro, city_id FROM spaces WHERE slug = $1`, slug).
+		Scan(&f.ID, &f.Name, &f.Slug, &f.Confirmed, &f.IsPro, &f.CityID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return dirbus.SpaceFacts{}, dirbus.ErrNotFound
+	}
+	if err != nil {
+		return dirbus.SpaceFacts{}, fmt.Errorf("select space by slug: %w", err)
+	}
+	return f, nil
+}
+
 // Catalog returns every city and space ordered by id, in one snapshot.
 func (s *Store) Catalog(ctx context.Context) (dirbus.Catalog, error) {
 	var cat dirbus.Catalog

@@ -2,6 +2,7 @@ package jobcache
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -55,11 +56,43 @@ func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, 
 }
 
 // Feed implements jobbus.Storer: a public read.
-func (s *Store) Feed(ctx context.Context, limit int) ([]jobbus.Job, error) {
+func (s *Store) Feed(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, time.Time, error) {
 	var jobs []jobbus.Job
+	var changed time.Time
 	err := s.read(ctx, jobbus.Reader{}, func(db *jobdb.Store) (err error) {
-		jobs, err = db.Feed(ctx, limit)
+		jobs, changed, err = db.Feed(ctx, f)
+		return err
+	})
+	return jobs, changed, err
+}
+
+// Active implements jobbus.Storer: a public read.
+func (s *Store) Active(ctx context.Context, w jobbus.ActiveWalk) ([]jobbus.Detail, error) {
+	var jobs []jobbus.Detail
+	err := s.read(ctx, jobbus.Reader{}, func(db *jobdb.Store) (err error) {
+		jobs, err = db.Active(ctx, w)
 		return err
 	})
 	return jobs, err
+}
+
+// SitemapParts implements jobbus.Storer: a public read.
+func (s *Store) SitemapParts(ctx context.Context, size int64) ([]jobbus.SitemapPart, error) {
+	var parts []jobbus.SitemapPart
+	err := s.read(ctx, jobbus.Reader{}, func(db *jobdb.Store) (err error) {
+		parts, err = db.SitemapParts(ctx, size)
+		return err
+	})
+	return parts, err
+}
+
+// Changed implements jobbus.Storer: a public read, on the replica whose
+// jobs the other public reads show.
+func (s *Store) Changed(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := s.read(ctx, jobbus.Reader{}, func(db *jobdb.Store) (err error) {
+		t, err = db.Changed(ctx)
+		return err
+	})
+	return t, err
 }

@@ -181,6 +181,6 @@ func (s *Store) Page(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, in
 }
 
 // Feed implements jobbus.Storer.
-func (s *Store) Feed(ctx context.Context, limit int) ([]jobbus.Job, error) {
-	return jobsearch.Latest(ctx, s.db, limit)
+func (s *Store) Feed(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, time.Time, error) {
+	return jobsearch.Latest(ctx, s.db, f)
 }

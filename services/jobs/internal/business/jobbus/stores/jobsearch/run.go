@@ -173,26 +173,58 @@ func count(ctx context.Context, db DB, f listing) (Total, error) {
 	return t, nil
 }
 
-// Latest are the newest active jobs with their descriptions (the feed).
-func Latest(ctx context.Context, db DB, limit int) ([]jobbus.Job, error) {
-	r, err := db.Query(ctx, `SELECT `+listColumns+`, description FROM jobs
-		WHERE status = 'active' AND expiration_date > now() ORDER BY date_added DESC, id DESC LIMIT $1`, limit)
+// Latest are the newest active jobs of f (its filters and search, newest
+// first, f.Limit of them) with their descriptions, and when the jobs last
+// changed (Changed), read in the same round trip: the feeds.
+func Latest(ctx context.Context, db DB, f jobbus.ListFilter) ([]jobbus.Job, time.Time, error) {
+	with, from, w := where(planned(f, nil), false)
+	q := with + `SELECT ` + listColumns + `, description, updated_at` + from + ` ORDER BY date_added DESC, id DESC LIMIT ` + w.Arg(f.Limit)
+	batch := &pgx.Batch{}
+	batch.Queue(q, w.Args()...)
+	batch.Queue(changedSQL)
+	br := db.SendBatch(ctx, batch)
+	defer br.Close()
+	r, err := br.Query()
 	if err != nil {
-		return nil, fmt.Errorf("feed jobs: %w", err)
+		return nil, time.Time{}, fmt.Errorf("feed jobs: %w", err)
 	}
-	defer r.Close()
-	jobs := make([]jobbus.Job, 0, limit)
+	jobs := make([]jobbus.Job, 0, f.Limit)
 	for r.Next() {
 		var j jobbus.Job
 		if err := r.Scan(&j.ID, &j.Title, &j.Company, &j.JobType, &j.Tags, &j.IsRemote, &j.Slug, &j.ExternalURL,
 			&j.ApplyURL, &j.CompanyLogo, &j.DateAdded, &j.ExpirationDate, &j.CityName, &j.CitySlug, &j.SpaceName,
-			&j.SalMin, &j.SalMax, &j.Currency, &j.Description); err != nil {
-			return nil, fmt.Errorf("scan feed job: %w", err)
+			&j.SalMin, &j.SalMax, &j.Currency, &j.Description, &j.UpdatedAt); err != nil {
+			r.Close()
+			return nil, time.Time{}, fmt.Errorf("scan feed job: %w", err)
 		}
 		jobs = append(jobs, j)
 	}
+	r.Close()
 	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("feed jobs: %w", err)
+		return nil, time.Time{}, fmt.Errorf("feed jobs: %w", err)
 	}
-	return jobs, nil
+	var changed time.Time
+	if err := br.QueryRow().Scan(&changed); err != nil {
+		return nil, time.Time{}, fmt.Errorf("jobs changed: %w", err)
+	}
+	return jobs, changed, nil
+}
+
+// changedSQL is when the public set of jobs last changed: the latest write
+// to any job (every write sets updated_at), or the latest expiry already
+// past that the sweep has not yet written (such a job left the listings
+// when its date passed). Both are one index probe (jobs_updated_at_idx,
+// jobs_active_expiry_idx). Never later than now, so that Last-Modified is a
+// valid date.
+const changedSQL = `SELECT least(now(), greatest(
+	coalesce((SELECT max(updated_at) FROM jobs), 'epoch'),
+	coalesce((SELECT max(expiration_date) FROM jobs WHERE status = 'active' AND expiration_date <= now()), 'epoch')))`
+
+// Changed is when the public set of jobs last changed (changedSQL).
+func Changed(ctx context.Context, db DB) (time.Time, error) {
+	var t time.Time
+	if err := db.QueryRow(ctx, changedSQL).Scan(&t); err != nil {
+		return t, fmt.Errorf("jobs changed: %w", err)
+	}
+	return t, nil
 }
