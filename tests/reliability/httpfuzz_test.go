@@ -110,6 +110,13 @@ func withRaw(m map[string]any, field string, raw string) []byte {
 // hostileBodies mutates a valid body every way the issue lists: malformed
 // JSON, wrong types, huge strings, deep nesting, bad UTF-8, NUL, duplicate
 // keys, other top-level values, odd content types and encodings.
+func firstOr(s []string, def string) string {
+	if len(s) == 0 {
+		return def
+	}
+	return s[0]
+}
+
 func hostileBodies(valid map[string]any) []hostile {
 	ok := marshal(valid, "", nil)
 	var out []hostile
@@ -141,7 +148,7 @@ func hostileBodies(valid map[string]any) []hostile {
 		out = append(out, hostile{name: "deepNesting-" + f, body: withRaw(valid, f, strings.Repeat("[", 20000)+strings.Repeat("]", 20000)), status: 400})
 	}
 	out = append(out,
-		hostile{name: "tooLarge", body: marshal(valid, fields[0], strings.Repeat("a", 1_100_000)), status: 413},
+		hostile{name: "tooLarge", body: marshal(valid, firstOr(fields, "x"), strings.Repeat("a", 1_100_000)), status: 413},
 		hostile{name: "formNotJSON", body: []byte("title=x&message=%ff"), ctype: "text/plain"},
 		hostile{name: "xml", body: []byte(`<job><title>x</title></job>`), ctype: "application/xml"},
 		hostile{name: "utf16", body: utf16(string(ok)), ctype: "application/json; charset=utf-16"},
