@@ -406,6 +406,23 @@ func (a *App) membership(c *fiber.Ctx, s *dashbus.Session) (dashbus.Membership, 
 	return m, err
 }
 
+// spaceForm is a form posted by a signed-in user about the path's space:
+// the session's token checked, then the user's membership of the space.
+func (a *App) spaceForm(c *fiber.Ctx) (*dashbus.Session, *web.Fields, dashbus.Membership, error) {
+	s, f, err := a.signedInForm(c)
+	if err != nil {
+		return nil, nil, dashbus.Membership{}, err
+	}
+	m, err := a.membership(c, s)
+	return s, f, m, err
+}
+
+// showNewKey renders a key just created or replaced, its secret this once.
+func (a *App) showNewKey(c *fiber.Ctx, s *dashbus.Session, m dashbus.Membership, k keybus.Key, raw string) error {
+	return a.render(c, http.StatusCreated, "newkey", view{Title: "Your new key", Session: s, CSRF: dashbus.CSRFToken(*s), Space: m,
+		NewKey: keyapp.ToKey(k, time.Now()), Secret: raw})
+}
+
 func (a *App) actor(c *fiber.Ctx, s *dashbus.Session, m dashbus.Membership) keybus.Actor {
 	return keybus.DashboardActor(s.Email, m.SpaceID, m.Role, m.IsPro, clientIP(c))
 }
@@ -467,11 +484,7 @@ var notices = map[string]string{
 // POST /dashboard/spaces/:id/jobs/:job/:action: the job's transition, by
 // the jobs service's rules, as the space's key would send it.
 func (a *App) jobAction(c *fiber.Ctx) error {
-	s, _, err := a.signedInForm(c)
-	if err != nil {
-		return err
-	}
-	m, err := a.membership(c, s)
+	s, _, m, err := a.spaceForm(c)
 	if err != nil {
 		return err
 	}
@@ -520,18 +533,12 @@ func (a *App) keyProblem(c *fiber.Ctx, s *dashbus.Session, m dashbus.Membership,
 
 // POST /dashboard/spaces/:id/keys
 func (a *App) createKey(c *fiber.Ctx) error {
-	s, f, err := a.signedInForm(c)
-	if err != nil {
-		return err
-	}
-	m, err := a.membership(c, s)
+	s, f, m, err := a.spaceForm(c)
 	if err != nil {
 		return err
 	}
 	r := keybus.KeyRequest{Name: f.String("name"), Scopes: f.Strings("scopes"), Restricted: f.Bool("restricted")}
-	if v := f.OptInt("rate_limit_per_minute"); v != nil {
-		r.RateLimitPerMinute, r.RateLimitGiven = int(max(min(*v, 1<<31-1), -1)), true
-	}
+	r.SetRateLimit(f.OptInt("rate_limit_per_minute"))
 	if probs := f.Problems(nil); len(probs) > 0 {
 		return a.keyProblem(c, s, m, keybus.Problems(probs))
 	}
@@ -539,17 +546,12 @@ func (a *App) createKey(c *fiber.Ctx) error {
 	if err != nil {
 		return a.keyProblem(c, s, m, err)
 	}
-	return a.render(c, http.StatusCreated, "newkey", view{Title: "Your new key", Session: s, CSRF: dashbus.CSRFToken(*s), Space: m,
-		NewKey: keyapp.ToKey(k, time.Now()), Secret: raw})
+	return a.showNewKey(c, s, m, k, raw)
 }
 
 // POST /dashboard/spaces/:id/keys/:key/revoke
 func (a *App) revokeKey(c *fiber.Ctx) error {
-	s, _, err := a.signedInForm(c)
-	if err != nil {
-		return err
-	}
-	m, err := a.membership(c, s)
+	s, _, m, err := a.spaceForm(c)
 	if err != nil {
 		return err
 	}
@@ -562,11 +564,7 @@ func (a *App) revokeKey(c *fiber.Ctx) error {
 
 // POST /dashboard/spaces/:id/keys/:key/replace
 func (a *App) replaceKey(c *fiber.Ctx) error {
-	s, f, err := a.signedInForm(c)
-	if err != nil {
-		return err
-	}
-	m, err := a.membership(c, s)
+	s, f, m, err := a.spaceForm(c)
 	if err != nil {
 		return err
 	}
@@ -585,8 +583,7 @@ func (a *App) replaceKey(c *fiber.Ctx) error {
 	if err != nil {
 		return a.keyProblem(c, s, m, err)
 	}
-	return a.render(c, http.StatusCreated, "newkey", view{Title: "Your new key", Session: s, CSRF: dashbus.CSRFToken(*s), Space: m,
-		NewKey: keyapp.ToKey(k, time.Now()), Secret: raw})
+	return a.showNewKey(c, s, m, k, raw)
 }
 
 func subtleEqual(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }

@@ -146,9 +146,7 @@ func (a *App) create(c *fiber.Ctx) error {
 		return err
 	}
 	r := keybus.KeyRequest{Name: f.String("name"), Scopes: f.Strings("scopes"), Restricted: f.Bool("restricted")}
-	if v := f.OptInt("rate_limit_per_minute"); v != nil {
-		r.RateLimitPerMinute, r.RateLimitGiven = int(max(min(*v, 1<<31-1), -1)), true
-	}
+	r.SetRateLimit(f.OptInt("rate_limit_per_minute"))
 	if err := f.Err(nil); err != nil {
 		return err
 	}

@@ -149,6 +149,14 @@ type KeyRequest struct {
 	RateLimitGiven bool
 }
 
+// SetRateLimit takes rate_limit_per_minute as sent (nil: not sent), out of
+// int's range kept out of range so that the rules refuse it.
+func (r *KeyRequest) SetRateLimit(v *int64) {
+	if v != nil {
+		r.RateLimitPerMinute, r.RateLimitGiven = int(max(min(*v, 1<<31-1), -1)), true
+	}
+}
+
 // Rules of key management that depend on the deployment.
 type Rules struct {
 	// MaxRateLimit is the operator's ceiling on a key's rate_limit_per_minute.
