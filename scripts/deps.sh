@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Ensures the local PostgreSQL and Redis that tests and `make run` use are
-# installed and running (`deps.sh test` also installs Chromium for the tests). Does nothing when DATABASE_URL / REDIS_URL point
-# elsewhere and answer. Needs root (or sudo) only when it has to install.
+# installed and running. `deps.sh test` also installs what the tests drive
+# (Chromium, and the bench harness's wrk, pgbench and nginx, whose own tests run
+# in make test); `deps.sh bench` installs the bench's tools only. Does nothing
+# when DATABASE_URL / REDIS_URL point elsewhere and answer. Needs root (or
+# sudo) only when it has to install.
 set -euo pipefail
 
 log() { printf 'deps: %s\n' "$*" >&2; }
@@ -62,5 +65,28 @@ fi
 if [ "${1:-}" = "test" ] && ! command -v chromium >/dev/null 2>&1; then
   log "installing chromium (for the reference page test)"
   apt_install chromium
+fi
+# The bench harness (tests/bench) drives wrk and pgbench and runs nginx as row
+# a's peer; its tests run in make test. Installing nginx must not start the
+# package's system service: invoke-rc.d is told no (a policy-rc.d exiting 101,
+# Debian's mechanism) while it installs; the harness runs its own instance.
+if [ "${1:-}" = test ] || [ "${1:-}" = bench ]; then
+  missing=()
+  command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+  command -v pgbench >/dev/null 2>&1 || missing+=(postgresql-client)
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]} (for the bench harness)"
+    apt_install "${missing[@]}"
+  fi
+  if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+    log "installing nginx (its service stays stopped; the bench runs its own)"
+    policy=/usr/sbin/policy-rc.d
+    own_policy=0
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null && as_root chmod 755 "$policy" && own_policy=1
+    fi
+    apt_install nginx || log "nginx could not be installed"
+    if [ "$own_policy" = 1 ]; then as_root rm -f "$policy"; fi
+  fi
 fi
 log "postgresql and redis are up"
