@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/browsertest"
 
 	"github.com/chromedp/chromedp"
 
@@ -44,39 +44,12 @@ func serveJobs(t *testing.T) string {
 	return base
 }
 
-// browser starts headless Chromium with a fresh profile; it is stopped when
-// the test ends. Without Chromium the test is skipped, except in CI.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is required in CI (scripts/deps.sh test installs it)")
-		}
-		t.Skip("chromium not installed; scripts/deps.sh test installs it")
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelBrowser(); cancelAlloc() })
-	return ctx
-}
-
 // A poster's whole way through the pages in a real browser: publish a draft
 // through its edit link, see the public page with its JobPosting, unpublish
 // through its link, and the public page is gone (410).
 func TestPagesInChromium(t *testing.T) {
 	t.Parallel()
-	ctx := browser(t)
+	ctx := browsertest.New(t)
 	base := serveJobs(t)
 
 	// A draft of a non-Pro space, created through the API.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkjobs/coworkjobs/libs/browsertest"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
@@ -59,7 +61,7 @@ func serveReach(t *testing.T) (string, func() []string) {
 // variables, sets no cookie and asks for nothing but itself.
 func TestEmbedInChromium(t *testing.T) {
 	t.Parallel()
-	ctx := browser(t)
+	ctx := browsertest.New(t)
 	key := liveKey(1795, 1795) // space pro-1795
 	var ids []int64
 	for _, title := range []string{"Embed Host", "Embed Barista", "Embed Paused"} {

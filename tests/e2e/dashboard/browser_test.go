@@ -1,51 +1,22 @@
 package dashboard
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/browsertest"
 
 	"github.com/chromedp/chromedp"
 )
-
-// browser starts headless Chromium with a fresh profile, stopped when the
-// test ends. Without Chromium the test is skipped, except in CI.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is required in CI (scripts/deps.sh test installs it)")
-		}
-		t.Skip("chromium not installed; scripts/deps.sh test installs it")
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 120*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelBrowser(); cancelAlloc() })
-	return ctx
-}
 
 // An owner in a real browser: asks for a link, signs in from the mail's
 // link, creates a key and sees it once, the key works against the API, the
 // owner revokes it and the API refuses it. The pages log nothing (a script
 // or style the CSP refused would be a console message).
 func TestDashboardInChromium(t *testing.T) {
-	ctx := browser(t)
+	ctx := browsertest.New(t)
 	email := addAdmin(t, 1, "owner")
 	base := sys.URL["gateway"]
 
