@@ -3,7 +3,11 @@
 // of them (the job's distribution record).
 package indexbus
 
-import "time"
+import (
+	"context"
+	"slices"
+	"time"
+)
 
 // The two notices the Indexing API takes.
 const (
@@ -57,4 +61,44 @@ type Announced struct {
 	QueuedAt  time.Time  `json:"queued_at"`
 	SentAt    *time.Time `json:"sent_at"`
 	LastError *string    `json:"last_error"`
+}
+
+// Distribution is where a job is announced and listed, as its poster (and
+// only its poster) reads it.
+type Distribution struct {
+	// Indexing is the latest search-engine notice of the job; nil when none
+	// was made (a draft, or notices are off).
+	Indexing *Announced `json:"indexing"`
+	// ListedIn names where the job is listed now: "sitemap" and "feeds"
+	// (/sitemap.xml, GET /v2/vine/jobs in every format) while active, and
+	// "aggregators" (GET /feeds/jobs.xml) when its plan is one they take.
+	ListedIn []string `json:"listed_in"`
+}
+
+// Announcements is where a job's latest notice is read (indexdb.Store).
+type Announcements interface {
+	Latest(ctx context.Context, jobID int64) (Announced, bool, error)
+}
+
+// Record builds a job's distribution record; aggregatorPlans are the plans
+// the aggregators' feeds take (empty: every plan).
+func Record(ctx context.Context, src Announcements, jobID int64, status string, planID int, aggregatorPlans []int) (Distribution, error) {
+	d := Distribution{ListedIn: []string{}}
+	if status == "active" {
+		d.ListedIn = append(d.ListedIn, "sitemap", "feeds")
+		if len(aggregatorPlans) == 0 || slices.Contains(aggregatorPlans, planID) {
+			d.ListedIn = append(d.ListedIn, "aggregators")
+		}
+	}
+	if src == nil {
+		return d, nil
+	}
+	a, ok, err := src.Latest(ctx, jobID)
+	if err != nil {
+		return Distribution{}, err
+	}
+	if ok {
+		d.Indexing = &a
+	}
+	return d, nil
 }

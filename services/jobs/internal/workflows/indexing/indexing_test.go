@@ -28,8 +28,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
@@ -37,6 +35,8 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 var dbURL string
@@ -91,7 +91,7 @@ func (f *fake) credential() []byte {
 		f.t.Fatal(err)
 	}
 	b, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": "p", "private_key_id": "k1",
-		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
 		"client_email": "notices@p.iam.gserviceaccount.com", "client_id": "1", "token_uri": f.srv.URL + "/token"})
 	return b
 }
@@ -227,7 +227,7 @@ type clock struct {
 	now time.Time
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *clock) add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 type env struct {
@@ -367,6 +367,19 @@ func TestOneNoticePerURLAndVersionNoneForDrafts(t *testing.T) {
 	}
 	if e.fake.calls != 2 {
 		t.Fatalf("%d calls, want 2 batches", e.fake.calls)
+	}
+	// the poster's distribution record: the latest notice, sent, and none for the draft
+	dist, err := indexbus.Record(ctx, r.Store, a.JobID, jobbus.StatusPaused, 5, nil)
+	if err != nil || dist.Indexing == nil || dist.Indexing.Type != "URL_DELETED" || dist.Indexing.Status != "sent" ||
+		dist.Indexing.SentAt == nil || dist.Indexing.URL != pageURL(e.job(t, a.JobID)) || len(dist.ListedIn) != 0 {
+		t.Fatalf("a's record %+v %v", dist, err)
+	}
+	if dist, err := indexbus.Record(ctx, r.Store, draft.JobID, jobbus.StatusDraft, 5, nil); err != nil || dist.Indexing != nil {
+		t.Fatalf("the draft's record %+v %v", dist, err)
+	}
+	if dist, err := indexbus.Record(ctx, r.Store, b.JobID, jobbus.StatusActive, 5, []int{6}); err != nil ||
+		fmt.Sprint(dist.ListedIn) != "[sitemap feeds]" || dist.Indexing == nil || dist.Indexing.Type != "URL_UPDATED" {
+		t.Fatalf("b's record (its plan not the aggregators') %+v %v", dist, err)
 	}
 }
 
