@@ -348,6 +348,66 @@ func (e JobDetailCurrency) Valid() bool {
 	}
 }
 
+// Defines values for JobDistributionIndexingStatus.
+const (
+	JobDistributionIndexingStatusFailed  JobDistributionIndexingStatus = "failed"
+	JobDistributionIndexingStatusPending JobDistributionIndexingStatus = "pending"
+	JobDistributionIndexingStatusSent    JobDistributionIndexingStatus = "sent"
+)
+
+// Valid indicates whether the value is a known member of the JobDistributionIndexingStatus enum.
+func (e JobDistributionIndexingStatus) Valid() bool {
+	switch e {
+	case JobDistributionIndexingStatusFailed:
+		return true
+	case JobDistributionIndexingStatusPending:
+		return true
+	case JobDistributionIndexingStatusSent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobDistributionIndexingType.
+const (
+	URLDELETED JobDistributionIndexingType = "URL_DELETED"
+	URLUPDATED JobDistributionIndexingType = "URL_UPDATED"
+)
+
+// Valid indicates whether the value is a known member of the JobDistributionIndexingType enum.
+func (e JobDistributionIndexingType) Valid() bool {
+	switch e {
+	case URLDELETED:
+		return true
+	case URLUPDATED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobDistributionListedIn.
+const (
+	Aggregators JobDistributionListedIn = "aggregators"
+	Feeds       JobDistributionListedIn = "feeds"
+	Sitemap     JobDistributionListedIn = "sitemap"
+)
+
+// Valid indicates whether the value is a known member of the JobDistributionListedIn enum.
+func (e JobDistributionListedIn) Valid() bool {
+	switch e {
+	case Aggregators:
+		return true
+	case Feeds:
+		return true
+	case Sitemap:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobEventType.
 const (
 	JobClosed      JobEventType = "job.closed"
@@ -1814,6 +1874,9 @@ type JobDetail struct {
 	// DistanceKm Only with near=: the great-circle distance to the job's city, km, rounded to 10 m.
 	DistanceKm *float32 `json:"distance_km,omitempty"`
 
+	// Distribution Where a job is announced and listed; sent only to a key that may change the job (never to other readers).
+	Distribution *JobDistribution `json:"distribution,omitempty"`
+
 	// EditUrl The poster's page; sent only to a key that may change the job.
 	EditUrl        *string   `json:"edit_url,omitempty"`
 	ExpirationDate time.Time `json:"expiration_date"`
@@ -1867,6 +1930,38 @@ type JobDetail struct {
 
 // JobDetailCurrency Always upper case (see CurrencyInput).
 type JobDetailCurrency string
+
+// JobDistribution Where a job is announced and listed; sent only to a key that may change the job (never to other readers).
+type JobDistribution struct {
+	// Indexing The job's latest notice to Google's Indexing API (URL_UPDATED when it was published, updated while active, resumed or relisted; URL_DELETED when it stopped being active); null when none was made (a draft, or notices are off on this deployment).
+	Indexing *struct {
+		LastError *string    `json:"last_error"`
+		QueuedAt  time.Time  `json:"queued_at"`
+		SentAt    *time.Time `json:"sent_at"`
+
+		// Status pending: queued, retried or waiting for the next day's quota.
+		Status JobDistributionIndexingStatus `json:"status"`
+		Type   JobDistributionIndexingType   `json:"type"`
+
+		// Url The public page announced.
+		Url string `json:"url"`
+
+		// Version The job's version the notice is about.
+		Version int64 `json:"version"`
+	} `json:"indexing"`
+
+	// ListedIn Where the job is listed now: `sitemap` (/sitemap.xml) and `feeds` (GET /v2/vine/jobs in every format) while it is active, and `aggregators` (GET /feeds/jobs.xml) when its plan is one the aggregators' feeds take; empty otherwise.
+	ListedIn []JobDistributionListedIn `json:"listed_in"`
+}
+
+// JobDistributionIndexingStatus pending: queued, retried or waiting for the next day's quota.
+type JobDistributionIndexingStatus string
+
+// JobDistributionIndexingType defines model for JobDistribution.Indexing.Type.
+type JobDistributionIndexingType string
+
+// JobDistributionListedIn defines model for JobDistribution.ListedIn.
+type JobDistributionListedIn string
 
 // JobEvent What happened to a job.
 type JobEvent struct {
@@ -4132,7 +4227,8 @@ type ClientInterface interface {
 	// another space's publicly listed job; a key without a space also the jobs it created itself.
 	// Anything else (another poster's draft, paused, expired or closed job), and an unknown id,
 	// 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
-	// carry the job's edit capability and are sent only to a key that may change the job.
+	// carry the job's edit capability and are sent only to a key that may change the job, as is its
+	// `distribution` record: where the job is listed now and its latest search-engine notice.
 	//
 	// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
 	// any job write), `Cache-Control: private, no-cache` and `Vary`, and a matching
@@ -5590,7 +5686,8 @@ func (c *Client) UnpublishJob(ctx context.Context, body UnpublishJobJSONRequestB
 // another space's publicly listed job; a key without a space also the jobs it created itself.
 // Anything else (another poster's draft, paused, expired or closed job), and an unknown id,
 // 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
-// carry the job's edit capability and are sent only to a key that may change the job.
+// carry the job's edit capability and are sent only to a key that may change the job, as is its
+// `distribution` record: where the job is listed now and its latest search-engine notice.
 //
 // With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
 // any job write), `Cache-Control: private, no-cache` and `Vary`, and a matching
@@ -10139,7 +10236,8 @@ type ClientWithResponsesInterface interface {
 	// another space's publicly listed job; a key without a space also the jobs it created itself.
 	// Anything else (another poster's draft, paused, expired or closed job), and an unknown id,
 	// 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
-	// carry the job's edit capability and are sent only to a key that may change the job.
+	// carry the job's edit capability and are sent only to a key that may change the job, as is its
+	// `distribution` record: where the job is listed now and its latest search-engine notice.
 	//
 	// With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
 	// any job write), `Cache-Control: private, no-cache` and `Vary`, and a matching
@@ -22260,7 +22358,8 @@ func (c *ClientWithResponses) UnpublishJobWithResponse(ctx context.Context, body
 // another space's publicly listed job; a key without a space also the jobs it created itself.
 // Anything else (another poster's draft, paused, expired or closed job), and an unknown id,
 // 404 `not_found`. The poster's links (`edit_url`, `unpublish_url`, `payment_url`)
-// carry the job's edit capability and are sent only to a key that may change the job.
+// carry the job's edit capability and are sent only to a key that may change the job, as is its
+// `distribution` record: where the job is listed now and its latest search-engine notice.
 //
 // With the gateway's response cache on, the answer carries the gateway's `ETag` (moved by
 // any job write), `Cache-Control: private, no-cache` and `Vary`, and a matching

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/api/scopes"
@@ -17,8 +18,10 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/indexing"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobexpiry"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/webhook"
@@ -60,6 +63,21 @@ func main() {
 		p.Go(func(ctx context.Context) error {
 			return (&webhook.Relay{Store: hooks, Temporal: tc, Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval}).Run(ctx)
 		})
+		// Search-engine notices: off unless a service-account key is given.
+		if cfg.IndexingCredentials != "" {
+			key, err := os.ReadFile(cfg.IndexingCredentials)
+			if err != nil {
+				return fmt.Errorf("INDEXING_CREDENTIALS_FILE: %w", err)
+			}
+			client, err := indexing.NewClient(key, cfg.IndexingBaseURL, 30*time.Second)
+			if err != nil {
+				return err
+			}
+			notices := &indexing.Relay{Store: indexdb.New(p.Pool), Send: client.Send, BaseURL: cfg.PublicBaseURL,
+				DailyQuota: cfg.IndexingDailyQuota, Interval: cfg.RelayInterval, Metrics: indexing.NewMetrics(m.Registry), Log: log}
+			p.Go(notices.Run)
+			log.Info("indexing notices on", "api", client.BaseURL, "daily_quota", cfg.IndexingDailyQuota)
+		}
 		p.Go(func(ctx context.Context) error {
 			relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc, RemindBefore: cfg.RemindBefore}, Log: log,
 				Metrics: relayMetrics, Interval: cfg.RelayInterval}
@@ -101,6 +119,11 @@ type workerConfig struct {
 	// WebhooksAllow lists the special addresses (CIDR prefixes, or
 	// "loopback") webhook deliveries may reach; empty: only public ones.
 	WebhooksAllow string `env:"WEBHOOKS_ALLOW_ADDRESSES"`
+	// Google's Indexing API: the service-account JSON key's file (empty:
+	// no notices), the API's base URL and the notices a UTC day may send.
+	IndexingCredentials string `env:"INDEXING_CREDENTIALS_FILE"`
+	IndexingBaseURL     string `env:"INDEXING_API_URL" envDefault:"https://indexing.googleapis.com"`
+	IndexingDailyQuota  int    `env:"INDEXING_DAILY_QUOTA" envDefault:"200"`
 }
 
 func (c workerConfig) Validate() error {
@@ -111,7 +134,10 @@ func (c workerConfig) Validate() error {
 	if c.RemindBefore < 0 {
 		errs = append(errs, errors.New("JOBS_REMIND_BEFORE must not be negative"))
 	}
-	errs = append(errs, config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL))
+	errs = append(errs, config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL), config.HTTPURL("INDEXING_API_URL", c.IndexingBaseURL))
+	if c.IndexingDailyQuota < 1 {
+		errs = append(errs, errors.New("INDEXING_DAILY_QUOTA must be at least 1"))
+	}
 	if _, err := outbound.ParseAllow(c.WebhooksAllow); err != nil {
 		errs = append(errs, fmt.Errorf("WEBHOOKS_ALLOW_ADDRESSES: %w", err))
 	}

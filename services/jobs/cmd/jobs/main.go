@@ -20,6 +20,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/reachapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobcache"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
@@ -54,11 +55,13 @@ func main() {
 
 		app := p.API.App
 		jobapp.Routes(app, jobapp.Config{Log: log, Bus: bus, Codec: p.Codec,
-			PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: p.Metrics.Registry, Totals: store})
+			PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: p.Metrics.Registry, Totals: store,
+			Announcements: indexdb.New(p.Pool), AggregatorPlans: cfg.AggregatorPlans})
 		// Mounted without Stripe too, where it answers 503 (not configured).
 		payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
 		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP}), Codec: p.Codec})
-		jobpages.Routes(app, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret)})
+		jobpages.Routes(app, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret),
+			Announcements: indexdb.New(p.Pool), AggregatorPlans: cfg.AggregatorPlans})
 		reachapp.Routes(app, reachapp.Config{Log: log, Bus: bus, Codec: p.Codec, Spaces: dir,
 			AggregatorPlans: cfg.AggregatorPlans, StreamTimeout: cfg.StreamTimeout})
 		return nil

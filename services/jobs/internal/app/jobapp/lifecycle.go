@@ -11,6 +11,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/api/jobsapi"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
@@ -36,6 +37,8 @@ type jobDetailDTO struct {
 	EditURL      *string   `json:"edit_url,omitempty"`
 	UnpublishURL *string   `json:"unpublish_url,omitempty"`
 	PaymentURL   *string   `json:"payment_url,omitempty"`
+	// Distribution is the owner's only, as the links above.
+	Distribution *indexbus.Distribution `json:"distribution,omitempty"`
 }
 
 func (h *handlers) toJobDetailDTO(d jobbus.Detail, owner bool) jobDetailDTO {
@@ -68,7 +71,15 @@ func (h *handlers) get(c *fiber.Ctx) error {
 	}
 	// The links are for a key that may change the job, so not a read-only one.
 	owner := identity.From(c).Kind == identity.KindLive && jobbus.Owns(who, d)
-	return web.OK(c, http.StatusOK, h.toJobDetailDTO(d, owner))
+	out := h.toJobDetailDTO(d, owner)
+	if owner {
+		dist, err := indexbus.Record(c.UserContext(), h.cfg.Announcements, d.ID, d.Status, d.Plan.ID, h.cfg.AggregatorPlans)
+		if err != nil {
+			return err
+		}
+		out.Distribution = &dist
+	}
+	return web.OK(c, http.StatusOK, out)
 }
 
 // transitionDTO answers a transition.

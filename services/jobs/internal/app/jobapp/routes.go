@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
@@ -26,6 +27,10 @@ type Config struct {
 	Registry prometheus.Registerer
 	// Totals reports the listing totals' memo (nil: not exported).
 	Totals interface{ TotalCounts() (hits, misses int64) }
+	// Announcements and AggregatorPlans make the owner's distribution
+	// record of GET /v2/jobs/{id_job} (nil: no notices in it).
+	Announcements   indexbus.Announcements
+	AggregatorPlans []int
 }
 
 // Routes mounts the public routes under /v2 behind the identity check.

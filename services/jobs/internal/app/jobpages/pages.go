@@ -14,6 +14,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment"
 )
@@ -40,6 +41,8 @@ type view struct {
 	JobTypes    []option
 	Currencies  []option
 	Invoice     bool
+	// Distribution is where the job is announced and listed (the edit page).
+	Distribution *indexbus.Distribution
 
 	Job jobView
 
@@ -359,6 +362,11 @@ func (p *pages) edit(c *fiber.Ctx) error {
 func (p *pages) editView(c *fiber.Ctx, d jobbus.Detail, hash string, f editForm) view {
 	v := p.posterView(c, d, hash)
 	v.Form = f
+	if dist, err := indexbus.Record(c.UserContext(), p.cfg.Announcements, d.ID, d.Status, d.Plan.ID, p.cfg.AggregatorPlans); err != nil {
+		p.log.Warn("distribution record", "job", d.ID, "error", err) // the page goes on without it
+	} else {
+		v.Distribution = &dist
+	}
 	for _, t := range jobbus.JobTypes {
 		v.JobTypes = append(v.JobTypes, option{t, jobTypeLabels[t]})
 	}

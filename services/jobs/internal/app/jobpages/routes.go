@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment"
 )
@@ -29,6 +30,10 @@ type Config struct {
 	// least 32 bytes); the forms' CSRF tokens are signed with a key derived
 	// from it, so every replica accepts the forms of every other.
 	Secret []byte
+	// Announcements and AggregatorPlans make the distribution record the
+	// poster's page shows (nil: no notices in it).
+	Announcements   indexbus.Announcements
+	AggregatorPlans []int
 }
 
 //go:embed templates
