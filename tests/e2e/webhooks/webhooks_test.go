@@ -44,6 +44,7 @@ type message struct {
 type receiver struct {
 	mu   sync.Mutex
 	got  []message
+	all  []message // every request, answered or not
 	slow chan struct{} // closed: answer at once
 	n    int
 	held int // job.closed requests being held
@@ -55,6 +56,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	_ = json.Unmarshal(b, &m)
 	m.header, m.body = req.Header.Clone(), b
 	r.mu.Lock()
+	r.all = append(r.all, m)
 	r.n++
 	first := r.n == 1
 	slow := r.slow
@@ -150,11 +152,40 @@ func TestWebhooksThroughTemporal(t *testing.T) {
 	if err := sys.Kill("jobs-worker"); err != nil {
 		t.Fatal(err)
 	}
+	killed := time.Now()
 	close(rcv.slow)
 	if err := sys.Start(ctx, "jobs-worker"); err != nil {
 		t.Fatal(err)
 	}
-	wait(t, 90*time.Second, func() bool { return len(rcv.types(job.JobID)) >= 4 })
+	// The attempt's heartbeat lapses after webhook.HeartbeatTimeout (8 s)
+	// and it is retried on the new worker; without the heartbeat it would
+	// wait out the 30 s start-to-close timeout, past this bound.
+	wait(t, 25*time.Second, func() bool { return len(rcv.types(job.JobID)) >= 4 })
+	t.Logf("job.closed redelivered %v after the worker was killed", time.Since(killed).Round(100*time.Millisecond))
+	// At least once: each event is sent under one webhook-id (its retries
+	// included, so a receiver de-duplicates), and each id was answered.
+	rcv.mu.Lock()
+	ids := map[string]string{}
+	for _, m := range rcv.all {
+		id := m.header.Get("webhook-id")
+		if prev, ok := ids[m.Type]; ok && prev != id {
+			t.Errorf("%s sent as %s and %s", m.Type, prev, id)
+		}
+		ids[m.Type] = id
+	}
+	answered := map[string]int{}
+	for _, m := range rcv.got {
+		answered[m.header.Get("webhook-id")]++
+	}
+	for typ, id := range ids {
+		if answered[id] == 0 {
+			t.Errorf("%s (%s) answered %d times", typ, id, answered[id])
+		}
+	}
+	if len(ids) != 4 || len(rcv.all) < 6 { // 4 events + the 500 + the killed attempt
+		t.Errorf("requests: %d ids, %d requests", len(ids), len(rcv.all))
+	}
+	rcv.mu.Unlock()
 	if got, want := rcv.types(job.JobID), []string{"job.created", "job.paused", "job.resumed", "job.closed"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("order %v, want %v", got, want)
 	}

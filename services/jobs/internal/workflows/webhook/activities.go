@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/outbound"
 	"github.com/coworkjobs/coworkjobs/libs/stdwebhook"
@@ -80,6 +82,7 @@ func (a *Activities) Next(ctx context.Context, in Input) (Next, error) {
 
 // Attempt makes one attempt of a delivery and records it.
 func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Outcome, error) {
+	defer heartbeat(ctx)()
 	t, err := a.Store.Target(ctx, in.DeliveryID)
 	switch {
 	case errors.Is(err, hookbus.ErrNotFound): // the endpoint was deleted
@@ -142,6 +145,28 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Outcome, err
 	}
 	at.Error = "the endpoint answered " + strconv.Itoa(resp.Status)
 	return a.failed(ctx, t, in, at)
+}
+
+// heartbeat tells Temporal the attempt's worker is alive until the returned
+// stop is called (outside an activity, as in unit tests, it does nothing).
+func heartbeat(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(HeartbeatTimeout / 4)
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx)
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // Attempt is an attempt's outcome before it is recorded.
