@@ -17,6 +17,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/outbound"
+	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/stdwebhook"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
@@ -32,7 +33,7 @@ type Activities struct {
 	Store  *hookdb.Store
 	Jobs   *jobbus.Business
 	Client *outbound.Client
-	Mail   mailer.Sender // nil: a disabled endpoint's owner is not mailed
+	Mail   mailer.Sender // for MailDisabled
 	Log    *slog.Logger
 	Now    func() time.Time // nil: time.Now
 }
@@ -214,21 +215,19 @@ func (a *Activities) record(ctx context.Context, id int64, status string, at Att
 	return a.Store.Record(ctx, r)
 }
 
-// disable turns the endpoint off with reason and mails its owner (when it
-// has an address; a failed mail is logged, the endpoint stays off and GET
-// says why).
+// disable turns the endpoint off with reason; its owner's mail (when it
+// has an address) is queued with the change and sent by MailDisabled.
 func (a *Activities) disable(ctx context.Context, t hookdb.Target, reason string) (bool, error) {
-	changed, err := a.Store.Disable(ctx, t.Endpoint.ID, reason)
-	if err != nil || !changed || t.Endpoint.Email == nil || a.Mail == nil {
-		return changed, err
-	}
-	m := mailer.Message{To: *t.Endpoint.Email, Subject: "coworkjobs: your webhook endpoint was disabled",
-		Text: "The webhook endpoint " + t.Endpoint.URL + " (id " + strconv.FormatInt(t.Endpoint.ID, 10) + ") was disabled: " + reason +
-			".\n\nNo more events are sent to it until it is enabled again; POST /v2/webhooks/{id}/recover sends the events it missed.\n"}
-	if err := a.Mail.Send(ctx, m); err != nil && a.Log != nil {
-		a.Log.Warn("webhook disabled: owner not mailed", "endpoint", t.Endpoint.ID, "error", err)
-	}
-	return changed, nil
+	return a.Store.Disable(ctx, t.Endpoint.ID, reason)
+}
+
+// MailDisabled sends a queued mail about a disabled endpoint (the
+// Deliver of an outbox.Relay over hookdb's MailOutbox: an error retries it).
+func (a *Activities) MailDisabled(ctx context.Context, m outbox.Message[hookdb.DisabledMail]) error {
+	d := m.Payload
+	return a.Mail.Send(ctx, mailer.Message{To: d.Email, Subject: "coworkjobs: your webhook endpoint was disabled",
+		Text: "The webhook endpoint " + d.URL + " (id " + strconv.FormatInt(d.EndpointID, 10) + ") was disabled: " + d.Reason +
+			".\n\nNo more events are sent to it until it is enabled again; POST /v2/webhooks/{id}/recover sends the events it missed.\n"})
 }
 
 // logged is the part of an answer the log keeps: its first KiB as text.
