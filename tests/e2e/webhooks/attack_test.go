@@ -20,7 +20,7 @@ import (
 // random routes on it through the gateway; none learns its secret or its
 // deliveries or changes it. Then a second space's endpoint hears nothing
 // of the first space's jobs, and a platform key's endpoint hears them
-// (they are public) without getting the owner's endpoint.
+// (they are public) but not another platform key's draft.
 func attackers(t *testing.T, sys *suite.Suite, ownerKey string, victim int64, secret string) {
 	gw := sys.URL["gateway"]
 	newKey := func(args ...string) string {
@@ -124,6 +124,17 @@ func attackers(t *testing.T, sys *suite.Suite, ownerKey string, victim int64, se
 			t.Fatalf("register: %d", st)
 		}
 	}
+	// A draft of another platform key (its jobs start as drafts) is not
+	// the platform endpoint's to hear of.
+	var draft struct {
+		JobID  int64 `json:"job_id"`
+		Status string
+	}
+	writer := newKey("-scopes", "read,jobs:write")
+	db := `{"title":"Webhook Platform Draft","company":"Factory","description":"<p>Host our members.</p>","job_type":"fulltime","tags":"hosting","city_name":"Berlin"}`
+	if st := call(t, "POST", gw+"/v2/jobs", writer, db, &draft); st != 201 || draft.Status != "draft" {
+		t.Fatalf("the other platform key's job: %d %+v", st, draft)
+	}
 	var job struct {
 		JobID int64 `json:"job_id"`
 	}
@@ -140,6 +151,9 @@ func attackers(t *testing.T, sys *suite.Suite, ownerKey string, victim int64, se
 	time.Sleep(2 * time.Second) // deliveries to space 2 would be under way by now
 	if n := space2.count(job.JobID); n != 0 {
 		t.Fatalf("space 2's endpoint heard %d events of space 1's job", n)
+	}
+	if n := platform.count(draft.JobID); n != 0 {
+		t.Fatalf("the platform endpoint heard %d events of another key's draft", n)
 	}
 }
 
