@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
 	"github.com/coworkjobs/coworkjobs/libs/stdwebhook"
 	"github.com/coworkjobs/coworkjobs/tests/faults"
 	"github.com/coworkjobs/coworkjobs/tests/suite"
@@ -44,9 +47,12 @@ type message struct {
 type receiver struct {
 	mu   sync.Mutex
 	got  []message
+	all  []message     // every request, answered or not
 	slow chan struct{} // closed: answer at once
 	n    int
 	held int // job.closed requests being held
+	// dropped counts held requests whose sender went away
+	dropped int
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -55,6 +61,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	_ = json.Unmarshal(b, &m)
 	m.header, m.body = req.Header.Clone(), b
 	r.mu.Lock()
+	r.all = append(r.all, m)
 	r.n++
 	first := r.n == 1
 	slow := r.slow
@@ -67,8 +74,14 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
 		r.held++
 		r.mu.Unlock()
-		<-slow
+		select {
+		case <-slow:
+		case <-req.Context().Done():
+		}
 		if req.Context().Err() != nil { // its sender was killed: not delivered
+			r.mu.Lock()
+			r.dropped++
+			r.mu.Unlock()
 			return
 		}
 	}
@@ -100,9 +113,11 @@ func TestWebhooksThroughTemporal(t *testing.T) {
 	srv := httptest.NewServer(rcv)
 	t.Cleanup(srv.Close)
 
+	var mails mailbox
+	mails.addr, mails.dir = mailcatcher.StartTest(t)
 	sys := suite.StartTest(t, suite.Options{
 		Name: "webhooks", DatabaseURL: dbURL, Keys: true, Workers: []string{"jobs-worker"},
-		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "JOBS_RELAY_INTERVAL=200ms",
+		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "JOBS_RELAY_INTERVAL=200ms", "SMTP_URL=smtp://" + mails.addr,
 			"WEBHOOKS_ALLOW_HTTP=true", "WEBHOOKS_ALLOW_ADDRESSES=loopback"},
 	})
 	out, err := sys.Run(ctx, "gateway-keys", "create", "-name", "hooks", "-space", "1", "-scopes", "read,jobs:write,webhooks:manage", "-json")
@@ -150,11 +165,43 @@ func TestWebhooksThroughTemporal(t *testing.T) {
 	if err := sys.Kill("jobs-worker"); err != nil {
 		t.Fatal(err)
 	}
+	killed := time.Now()
+	// The receiver sees the killed sender's connection close before it
+	// stops hanging, so that attempt is never counted as answered.
+	wait(t, 10*time.Second, func() bool { rcv.mu.Lock(); defer rcv.mu.Unlock(); return rcv.dropped > 0 })
 	close(rcv.slow)
 	if err := sys.Start(ctx, "jobs-worker"); err != nil {
 		t.Fatal(err)
 	}
-	wait(t, 90*time.Second, func() bool { return len(rcv.types(job.JobID)) >= 4 })
+	// The attempt's heartbeat lapses after webhook.HeartbeatTimeout (8 s)
+	// and it is retried on the new worker; without the heartbeat it would
+	// wait out the 30 s start-to-close timeout, past this bound.
+	wait(t, 25*time.Second, func() bool { return len(rcv.types(job.JobID)) >= 4 })
+	t.Logf("job.closed redelivered %v after the worker was killed", time.Since(killed).Round(100*time.Millisecond))
+	// At least once: each event is sent under one webhook-id (its retries
+	// included, so a receiver de-duplicates), and each id was answered.
+	rcv.mu.Lock()
+	ids := map[string]string{}
+	for _, m := range rcv.all {
+		id := m.header.Get("webhook-id")
+		if prev, ok := ids[m.Type]; ok && prev != id {
+			t.Errorf("%s sent as %s and %s", m.Type, prev, id)
+		}
+		ids[m.Type] = id
+	}
+	answered := map[string]int{}
+	for _, m := range rcv.got {
+		answered[m.header.Get("webhook-id")]++
+	}
+	for typ, id := range ids {
+		if answered[id] == 0 {
+			t.Errorf("%s (%s) answered %d times", typ, id, answered[id])
+		}
+	}
+	if len(ids) != 4 || len(rcv.all) < 6 { // 4 events + the 500 + the killed attempt
+		t.Errorf("requests: %d ids, %d requests", len(ids), len(rcv.all))
+	}
+	rcv.mu.Unlock()
 	if got, want := rcv.types(job.JobID), []string{"job.created", "job.paused", "job.resumed", "job.closed"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("order %v, want %v", got, want)
 	}
@@ -214,6 +261,57 @@ func TestWebhooksThroughTemporal(t *testing.T) {
 	if strings.Join(feed, " ") != "job.created job.paused job.resumed job.closed" {
 		t.Fatalf("changes feed: %v", feed)
 	}
+
+	disabledAfterFiveDays(t, sys, k.Key, mails)
+	attackers(t, sys, k.Key, ep.ID, ep.Secret)
+}
+
+type mailbox struct{ addr, dir string }
+
+// disabledAfterFiveDays: an endpoint whose deliveries have failed for 5
+// days (failing_since moved back in the database: nobody waits 5 days) is
+// disabled by the running worker on its next failure, GET says why, and
+// its owner gets the mail through the outbox and SMTP.
+func disabledAfterFiveDays(t *testing.T, sys *suite.Suite, key string, mb mailbox) {
+	ctx := context.Background()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }))
+	t.Cleanup(failing.Close)
+	gw := sys.URL["gateway"]
+	owner := "hooks-owner@example.com"
+	var ep struct{ ID int64 }
+	body := fmt.Sprintf(`{"url":%q,"events":["job.created"],"email":%q}`, failing.URL+"/down", owner)
+	if st := call(t, "POST", gw+"/v2/webhooks", key, body, &ep); st != 201 {
+		t.Fatalf("register the failing endpoint: %d", st)
+	}
+	jb := `{"title":"Webhook Failing Host","company":"Factory","description":"<p>Host our members.</p>","job_type":"fulltime","tags":"hosting","city_name":"Berlin"}`
+	if st := call(t, "POST", gw+"/v2/jobs", key, jb, nil); st != 201 {
+		t.Fatalf("create: %d", st)
+	}
+	var got struct {
+		Enabled        bool
+		DisabledReason *string `json:"disabled_reason"`
+		FailingSince   *string `json:"failing_since"`
+	}
+	path := fmt.Sprintf("%s/v2/webhooks/%d", gw, ep.ID)
+	wait(t, 60*time.Second, func() bool { call(t, "GET", path, key, "", &got); return got.FailingSince != nil })
+	db, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(ctx, `UPDATE jobs.webhook_endpoints SET failing_since = now() - interval '6 days' WHERE id = $1`, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The next retry comes 2.5-5 s after the first failure, then 5-10 s.
+	wait(t, 60*time.Second, func() bool { call(t, "GET", path, key, "", &got); return !got.Enabled })
+	if got.DisabledReason == nil || !strings.Contains(*got.DisabledReason, "5 days") || !strings.Contains(*got.DisabledReason, "PATCH") {
+		t.Fatalf("disabled_reason: %v", got.DisabledReason)
+	}
+	var m []*mailcatcher.Mail
+	wait(t, 30*time.Second, func() bool { m, _ = mailcatcher.For(mb.dir, owner); return len(m) > 0 })
+	if len(m) != 1 || !strings.Contains(m[0].Text, failing.URL) || !strings.Contains(m[0].Text, "5 days") {
+		t.Fatalf("mails: %d %+v", len(m), m)
+	}
 }
 
 func wait(t *testing.T, d time.Duration, ok func() bool) {
@@ -227,25 +325,12 @@ func wait(t *testing.T, d time.Duration, ok func() bool) {
 
 func call(t *testing.T, method, url, key, body string, data any) int {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-API-Key", key)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if data != nil && resp.StatusCode < 300 {
+	st, b := raw(t, method, url, key, body)
+	if data != nil && st < 300 {
 		var env struct{ Data json.RawMessage }
-		if err := json.Unmarshal(b, &env); err != nil || json.Unmarshal(env.Data, data) != nil {
+		if err := json.Unmarshal([]byte(b), &env); err != nil || json.Unmarshal(env.Data, data) != nil {
 			t.Fatalf("%s %s: %s", method, url, b)
 		}
 	}
-	return resp.StatusCode
+	return st
 }

@@ -60,6 +60,9 @@ func main() {
 			Client: outbound.New(outbound.Config{Allow: allow}), Mail: sender, Log: log}
 		p.AddWorker("webhooks", temporalx.NewWorker(tc, webhook.TaskQueue, webhook.Register, hookActs, log))
 		relayMetrics := outbox.NewMetrics(m.Registry)
+		// The mails to owners of disabled endpoints, from their outbox.
+		p.Go((&outbox.Relay[hookdb.DisabledMail]{Table: hooks.MailOutbox(), Deliver: hookActs.MailDisabled, Log: log,
+			Metrics: relayMetrics, Interval: cfg.RelayInterval}).Run)
 		p.Go(func(ctx context.Context) error {
 			return (&webhook.Relay{Store: hooks, Temporal: tc, Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval}).Run(ctx)
 		})

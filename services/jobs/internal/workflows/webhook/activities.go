@@ -13,8 +13,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/outbound"
+	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/stdwebhook"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
@@ -30,7 +33,7 @@ type Activities struct {
 	Store  *hookdb.Store
 	Jobs   *jobbus.Business
 	Client *outbound.Client
-	Mail   mailer.Sender // nil: a disabled endpoint's owner is not mailed
+	Mail   mailer.Sender // for MailDisabled
 	Log    *slog.Logger
 	Now    func() time.Time // nil: time.Now
 }
@@ -80,6 +83,7 @@ func (a *Activities) Next(ctx context.Context, in Input) (Next, error) {
 
 // Attempt makes one attempt of a delivery and records it.
 func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Outcome, error) {
+	defer heartbeat(ctx)()
 	t, err := a.Store.Target(ctx, in.DeliveryID)
 	switch {
 	case errors.Is(err, hookbus.ErrNotFound): // the endpoint was deleted
@@ -144,6 +148,28 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Outcome, err
 	return a.failed(ctx, t, in, at)
 }
 
+// heartbeat tells Temporal the attempt's worker is alive until the returned
+// stop is called (outside an activity, as in unit tests, it does nothing).
+func heartbeat(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(HeartbeatTimeout / 4)
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx)
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 // Attempt is an attempt's outcome before it is recorded.
 type Attempt struct {
 	Status    *int
@@ -189,21 +215,19 @@ func (a *Activities) record(ctx context.Context, id int64, status string, at Att
 	return a.Store.Record(ctx, r)
 }
 
-// disable turns the endpoint off with reason and mails its owner (when it
-// has an address; a failed mail is logged, the endpoint stays off and GET
-// says why).
+// disable turns the endpoint off with reason; its owner's mail (when it
+// has an address) is queued with the change and sent by MailDisabled.
 func (a *Activities) disable(ctx context.Context, t hookdb.Target, reason string) (bool, error) {
-	changed, err := a.Store.Disable(ctx, t.Endpoint.ID, reason)
-	if err != nil || !changed || t.Endpoint.Email == nil || a.Mail == nil {
-		return changed, err
-	}
-	m := mailer.Message{To: *t.Endpoint.Email, Subject: "coworkjobs: your webhook endpoint was disabled",
-		Text: "The webhook endpoint " + t.Endpoint.URL + " (id " + strconv.FormatInt(t.Endpoint.ID, 10) + ") was disabled: " + reason +
-			".\n\nNo more events are sent to it until it is enabled again; POST /v2/webhooks/{id}/recover sends the events it missed.\n"}
-	if err := a.Mail.Send(ctx, m); err != nil && a.Log != nil {
-		a.Log.Warn("webhook disabled: owner not mailed", "endpoint", t.Endpoint.ID, "error", err)
-	}
-	return changed, nil
+	return a.Store.Disable(ctx, t.Endpoint.ID, reason)
+}
+
+// MailDisabled sends a queued mail about a disabled endpoint (the
+// Deliver of an outbox.Relay over hookdb's MailOutbox: an error retries it).
+func (a *Activities) MailDisabled(ctx context.Context, m outbox.Message[hookdb.DisabledMail]) error {
+	d := m.Payload
+	return a.Mail.Send(ctx, mailer.Message{To: d.Email, Subject: "coworkjobs: your webhook endpoint was disabled",
+		Text: "The webhook endpoint " + d.URL + " (id " + strconv.FormatInt(d.EndpointID, 10) + ") was disabled: " + d.Reason +
+			".\n\nNo more events are sent to it until it is enabled again; POST /v2/webhooks/{id}/recover sends the events it missed.\n"})
 }
 
 // logged is the part of an answer the log keeps: its first KiB as text.

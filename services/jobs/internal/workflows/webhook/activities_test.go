@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,8 +17,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/outbound"
+	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/libs/stdwebhook"
@@ -74,21 +77,9 @@ func (r *receiver) last(t *testing.T) received {
 	return r.got[len(r.got)-1]
 }
 
-type sentMails struct {
-	mu sync.Mutex
-	m  []mailer.Message
-}
-
-func (s *sentMails) Send(_ context.Context, m mailer.Message) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.m = append(s.m, m)
-	return nil
-}
-
 // fixture is a job of space, an endpoint of space subscribed to
 // job.created at url, and the activities with loopback allowlisted.
-func fixture(t *testing.T, space int64, title, url string) (*Activities, hookbus.Endpoint, int64, *sentMails) {
+func fixture(t *testing.T, space int64, title, url string) (*Activities, hookbus.Endpoint, int64) {
 	t.Helper()
 	ctx := context.Background()
 	hooks := hookdb.New(pool)
@@ -109,10 +100,9 @@ func fixture(t *testing.T, space int64, title, url string) (*Activities, hookbus
 		t.Fatal(err)
 	}
 	allow, _ := outbound.ParseAllow("loopback")
-	mails := &sentMails{}
 	acts := &Activities{Store: hooks, Jobs: jobbus.New(jobs, nil, jobbus.Config{PublicBaseURL: "https://coworkjobs.example"}),
-		Client: outbound.New(outbound.Config{Allow: allow, Timeout: 2 * time.Second}), Mail: mails}
-	return acts, ep, w.JobID, mails
+		Client: outbound.New(outbound.Config{Allow: allow, Timeout: 2 * time.Second})}
+	return acts, ep, w.JobID
 }
 
 // dispatched runs the dispatch until ep has a delivery about job (the
@@ -152,7 +142,7 @@ func delivery(t *testing.T, id int64) (status string, code *int, body *string, n
 func TestAttemptSignsRetriesAndRotates(t *testing.T) {
 	ctx := context.Background()
 	rcv := newReceiver(t, 500, 200)
-	acts, ep, job, _ := fixture(t, 7001, "Signed Host", rcv.srv.URL+"/hook")
+	acts, ep, job := fixture(t, 7001, "Signed Host", rcv.srv.URL+"/hook")
 	other, _ := hookbus.New(hookdb.New(pool), hookbus.Config{AllowHTTP: true}).Create(ctx, hookbus.Owner{SpaceID: 7002, KeyID: 2},
 		hookbus.Input{URL: &rcv.srv.URL, Events: &[]string{"job.created"}})
 	id := dispatched(t, ep, job)
@@ -253,7 +243,7 @@ func TestAttemptSignsRetriesAndRotates(t *testing.T) {
 func TestAttempt410Disables(t *testing.T) {
 	ctx := context.Background()
 	rcv := newReceiver(t, http.StatusGone)
-	acts, ep, job, _ := fixture(t, 7003, "Gone Host", rcv.srv.URL)
+	acts, ep, job := fixture(t, 7003, "Gone Host", rcv.srv.URL)
 	id := dispatched(t, ep, job)
 	if out, err := acts.Attempt(ctx, AttemptInput{DeliveryID: id, NextIn: time.Minute}); err != nil || !out.Done {
 		t.Fatalf("410: %+v %v", out, err)
@@ -274,13 +264,16 @@ func TestAttempt410Disables(t *testing.T) {
 	}
 }
 
-// An endpoint failing for 5 days is disabled and its owner mailed.
+// An endpoint failing for 5 days is disabled and its owner mailed through
+// the mail outbox and SMTP (the mail catcher): once, and still when the
+// mail server was away at first.
 func TestAttemptDisablesAfterFiveDaysOfFailures(t *testing.T) {
 	ctx := context.Background()
 	rcv := newReceiver(t, 503)
-	acts, ep, job, mails := fixture(t, 7004, "Failing Host", rcv.srv.URL)
+	acts, ep, job := fixture(t, 7004, "Failing Host", rcv.srv.URL)
+	owner := "failing-owner@example.com"
 	id := dispatched(t, ep, job)
-	if _, err := pool.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = now() - interval '6 days' WHERE id = $1`, ep.ID); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = now() - interval '6 days', email = $2 WHERE id = $1`, ep.ID, owner); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := acts.Attempt(ctx, AttemptInput{DeliveryID: id, NextIn: time.Minute}); err != nil || !out.Done {
@@ -290,9 +283,50 @@ func TestAttemptDisablesAfterFiveDaysOfFailures(t *testing.T) {
 	if e.Enabled || e.DisabledReason == nil || !strings.Contains(*e.DisabledReason, "5 days") {
 		t.Fatalf("after 5 days: %+v", e)
 	}
-	if len(mails.m) != 1 || mails.m[0].To != "ops@example.com" || !strings.Contains(mails.m[0].Text, rcv.srv.URL) {
-		t.Fatalf("mails: %+v", mails.m)
+	// Disabling again (a retried activity) queues no second mail.
+	if changed, err := acts.Store.Disable(ctx, ep.ID, "again"); err != nil || changed {
+		t.Fatalf("second disable: %v %v", changed, err)
 	}
+
+	// The mail server is away: the mail stays queued.
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downAddr := down.Addr().String()
+	_ = down.Close()
+	relay := &outbox.Relay[hookdb.DisabledMail]{Table: acts.Store.MailOutbox(), Deliver: acts.MailDisabled}
+	acts.Mail = smtpSender(t, downAddr)
+	if res, err := relay.RunOnce(ctx); err != nil || res.Failed == 0 {
+		t.Fatalf("with SMTP away: %+v %v", res, err)
+	}
+	// It is back: the mail goes, once.
+	addr, dir := mailcatcher.StartTest(t)
+	acts.Mail = smtpSender(t, addr)
+	if _, err := pool.Exec(ctx, `UPDATE webhook_mail_outbox SET next_try_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := relay.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := mailcatcher.For(dir, owner)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("mails to the owner: %d %v", len(got), err)
+	}
+	if m := got[0]; !strings.Contains(m.Subject, "disabled") || !strings.Contains(m.Text, rcv.srv.URL) || !strings.Contains(m.Text, "5 days") {
+		t.Fatalf("mail: %q %q", m.Subject, m.Text)
+	}
+}
+
+func smtpSender(t *testing.T, addr string) mailer.Sender {
+	t.Helper()
+	s, err := mailer.New("smtp://"+addr, "coworkjobs <jobs@coworkjobs.example>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // Private targets are refused at dial time unless allowlisted: the
@@ -302,7 +336,7 @@ func TestAttemptRefusesPrivateTargets(t *testing.T) {
 	rcv := newReceiver(t, 200)
 	port := rcv.srv.URL[strings.LastIndex(rcv.srv.URL, ":")+1:]
 	for i, url := range []string{rcv.srv.URL, "http://localhost:" + port + "/x"} {
-		acts, ep, job, _ := fixture(t, int64(7010+i), "SSRF Host "+itoa(i), url)
+		acts, ep, job := fixture(t, int64(7010+i), "SSRF Host "+itoa(i), url)
 		acts.Client = outbound.New(outbound.Config{})
 		id := dispatched(t, ep, job)
 		if out, err := acts.Attempt(ctx, AttemptInput{DeliveryID: id, NextIn: time.Minute}); err != nil || out.Done {

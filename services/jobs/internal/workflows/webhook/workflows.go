@@ -106,6 +106,20 @@ func DeliveryWorkflow(ctx workflow.Context, in Input) error {
 	}
 }
 
+// attemptOptions add a heartbeat to activityOptions: a worker killed
+// mid-request (its receiver hanging) is noticed after HeartbeatTimeout and
+// the attempt retried on another worker, instead of after the whole
+// StartToCloseTimeout (TestWebhooksThroughTemporal kills one).
+var attemptOptions = func() workflow.ActivityOptions {
+	o := activityOptions
+	o.HeartbeatTimeout = HeartbeatTimeout
+	return o
+}()
+
+// HeartbeatTimeout is how long an attempt may go without a heartbeat
+// (Attempt sends one every HeartbeatTimeout/4).
+const HeartbeatTimeout = 8 * time.Second
+
 var activityOptions = workflow.ActivityOptions{
 	// the request's own deadline, and the database around it
 	StartToCloseTimeout: 30 * time.Second,
@@ -117,7 +131,7 @@ var activityOptions = workflow.ActivityOptions{
 
 // deliver tries one delivery until it is over or RetryFor has passed.
 func deliver(ctx workflow.Context, id int64) error {
-	actx := workflow.WithActivityOptions(ctx, activityOptions)
+	actx := workflow.WithActivityOptions(ctx, attemptOptions)
 	start := workflow.Now(ctx)
 	for attempt := 0; ; attempt++ {
 		var jitter float64

@@ -146,12 +146,32 @@ func (s *Store) Failed(ctx context.Context, endpointID int64) (since int64, err 
 // Disable turns the endpoint off with the reason GET /v2/webhooks/{id}
 // shows; false when it was already off.
 func (s *Store) Disable(ctx context.Context, endpointID int64, reason string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
-		WHERE id = $1 AND enabled`, endpointID, reason)
+	// One statement: the owner's mail (when there is an address) is queued
+	// with the change, and only by the call that made it.
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH d AS (
+		UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
+		WHERE id = $1 AND enabled RETURNING id, email, url),
+	m AS (INSERT INTO webhook_mail_outbox (endpoint_id, email, url, reason)
+		SELECT id, email, url, $2 FROM d WHERE email IS NOT NULL AND email <> '')
+	SELECT count(*) FROM d`, endpointID, reason).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("disable webhook endpoint: %w", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return n == 1, nil
+}
+
+// DisabledMail is a queued mail about a disabled endpoint.
+type DisabledMail struct {
+	EndpointID         int64
+	Email, URL, Reason string
+}
+
+// MailOutbox is webhook_mail_outbox for outbox.Relay.
+func (s *Store) MailOutbox() outbox.Table[DisabledMail] {
+	return outbox.Table[DisabledMail]{DB: s.pool, Name: "webhook_mail_outbox", Due: "next_try_at",
+		Columns: []string{"endpoint_id", "email", "url", "reason"},
+		Payload: func(m *DisabledMail) []any { return []any{&m.EndpointID, &m.Email, &m.URL, &m.Reason} }}
 }
 
 // NextPending is the oldest pending delivery of an endpoint about a job:
