@@ -16,9 +16,12 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/alertmail"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobexpiry"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/webhook"
@@ -59,6 +62,12 @@ func main() {
 		relayMetrics := outbox.NewMetrics(m.Registry)
 		p.Go(func(ctx context.Context) error {
 			return (&webhook.Relay{Store: hooks, Temporal: tc, Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval}).Run(ctx)
+		})
+		// Job alerts: matching job_events and mailing (alertmail).
+		p.Go(func(ctx context.Context) error {
+			return (&alertmail.Relay{Store: alertdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)),
+				Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender, Log: log,
+				Metrics: relayMetrics, Interval: cfg.RelayInterval}).Run(ctx)
 		})
 		p.Go(func(ctx context.Context) error {
 			relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc, RemindBefore: cfg.RemindBefore}, Log: log,
@@ -101,6 +110,8 @@ type workerConfig struct {
 	// WebhooksAllow lists the special addresses (CIDR prefixes, or
 	// "loopback") webhook deliveries may reach; empty: only public ones.
 	WebhooksAllow string `env:"WEBHOOKS_ALLOW_ADDRESSES"`
+	// AlertSecret signs the alerts' links as the jobs service checks them.
+	AlertSecret string `env:"INTERNAL_IDENTITY_SECRET"`
 }
 
 func (c workerConfig) Validate() error {
@@ -112,6 +123,9 @@ func (c workerConfig) Validate() error {
 		errs = append(errs, errors.New("JOBS_REMIND_BEFORE must not be negative"))
 	}
 	errs = append(errs, config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL))
+	if len(c.AlertSecret) < 32 {
+		errs = append(errs, errors.New("INTERNAL_IDENTITY_SECRET must be at least 32 characters (it signs the job alerts' links)"))
+	}
 	if _, err := outbound.ParseAllow(c.WebhooksAllow); err != nil {
 		errs = append(errs, fmt.Errorf("WEBHOOKS_ALLOW_ADDRESSES: %w", err))
 	}

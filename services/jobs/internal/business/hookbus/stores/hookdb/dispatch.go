@@ -10,6 +10,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 )
 
 // dispatchSQL fans the next committed events ($1 limit) past the dispatch
@@ -17,21 +18,13 @@ import (
 // them and existed when they occurred, and moves the position; it reads
 // job_events as the changes feed does (below the commit horizon, in (xid,
 // seq) order), so no event is skipped however transactions commit.
-const dispatchSQL = `WITH pos AS (SELECT xid, seq FROM webhook_dispatch),
-evs AS (
-    SELECT e.* FROM job_events e, pos
-    WHERE (e.xid, e.seq) > (pos.xid, pos.seq) AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
-    ORDER BY e.xid, e.seq LIMIT $1
-),
+var dispatchSQL = jobdb.PastPositionSQL("webhook_dispatch") + `,
 new AS (
     SELECT w.id AS endpoint_id, e.id AS event_id, e.id::text AS msg_id, e.type, e.job_id, e.version, e.occurred_at,
            false AS replay, row_number() OVER (ORDER BY e.xid, e.seq, w.id) AS ord
     FROM evs e JOIN webhook_endpoints w ON w.enabled AND e.type = ANY(w.events) AND e.occurred_at >= w.created_at
          AND event_heard(w.space_id, w.key_id, e.space_id, e.key_id, e.status, e.prev_status)
-)` + queued + `, mv AS (
-    UPDATE webhook_dispatch SET xid = last.xid, seq = last.seq
-    FROM (SELECT xid, seq FROM evs ORDER BY xid DESC, seq DESC LIMIT 1) last
-)
+)` + queued + `, mv AS (` + jobdb.MovePositionSQL("webhook_dispatch") + `)
 SELECT (SELECT count(*) FROM evs), (SELECT count(*) FROM ins)`
 
 // Dispatch runs one round of the fan-out and reports how many events it

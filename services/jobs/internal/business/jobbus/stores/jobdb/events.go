@@ -98,3 +98,22 @@ func (s *Store) PurgeEvents(ctx context.Context, cutoff time.Time, limit int) (i
 	}
 	return tag.RowsAffected(), nil
 }
+
+// PastPositionSQL is the CTEs pos and evs of a consumer of job_events with
+// a position row (table: one row of xid, seq): evs are the next committed
+// events past it, below the commit horizon, in (xid, seq) order, $1 of them
+// at most. The webhook dispatch and the alerts' matching share it.
+func PastPositionSQL(table string) string {
+	return `WITH pos AS (SELECT xid, seq FROM ` + table + `),
+evs AS (
+    SELECT e.* FROM job_events e, pos
+    WHERE (e.xid, e.seq) > (pos.xid, pos.seq) AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+    ORDER BY e.xid, e.seq LIMIT $1
+)`
+}
+
+// MovePositionSQL moves table's position past the last of evs.
+func MovePositionSQL(table string) string {
+	return `UPDATE ` + table + ` SET xid = last.xid, seq = last.seq
+    FROM (SELECT xid, seq FROM evs ORDER BY xid DESC, seq DESC LIMIT 1) last`
+}
