@@ -254,7 +254,7 @@ func matchJobs(ctx context.Context, tx pgx.Tx, jobIDs []int64, parse Parse) (int
 	return total, nil
 }
 
-func listIDs(ctx context.Context, tx pgx.Tx, f jobbus.ListFilter) ([]int64, error) {
+func listIDs(ctx context.Context, tx jobsearch.DB, f jobbus.ListFilter) ([]int64, error) {
 	rows, err := jobsearch.List(ctx, tx, f)
 	if err != nil {
 		return nil, err
