@@ -182,7 +182,7 @@ func TestInstantAlert(t *testing.T) {
 	if a, err := (&alertbus.Business{Store: r.Store, Signer: r.Signer}).Resolve(ctx, alertbus.PurposeManage, u.Query().Get("token")); err != nil || a.ID != yes.ID {
 		t.Fatalf("the unsubscribe link resolves to %v, %v", a.ID, err)
 	}
-	for who, want := range map[string]int{"other-"+run+"@seeker.example": 0, "words-"+run+"@seeker.example": 0, "unconfirmed-"+run+"@seeker.example": 1} {
+	for who, want := range map[string]int{"other-" + run + "@seeker.example": 0, "words-" + run + "@seeker.example": 0, "unconfirmed-" + run + "@seeker.example": 1} {
 		if n := len(mails(t, dir, who)); n != want {
 			t.Errorf("%s got %d mails, want only the confirmation", who, n)
 		}

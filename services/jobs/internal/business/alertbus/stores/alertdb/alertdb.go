@@ -176,7 +176,7 @@ func (s *Store) Match(ctx context.Context, limit int, parse Parse) (events, matc
 }
 
 // matchJobs percolates jobIDs: the candidate alerts are those whose key is
-// one of the jobs' (or ''), grouped by search so each distinct search runs
+// one of the jobs' (or ”), grouped by search so each distinct search runs
 // once over the whole batch.
 func matchJobs(ctx context.Context, tx pgx.Tx, jobIDs []int64, parse Parse) (int, error) {
 	rows, err := tx.Query(ctx, `SELECT city_slug, tag_list FROM jobs WHERE id = ANY($1) AND status = 'active'`, jobIDs)
