@@ -198,6 +198,14 @@ func TestInstantAlert(t *testing.T) {
 	if n := len(mails(t, dir, "yes-"+run+"@seeker.example")); n != 1 {
 		t.Fatalf("after pause and resume %d mails, want still 1", n)
 	}
+	// Erasure: every alert of the address goes, whatever its case.
+	if n, err := r.Store.DeleteAddress(ctx, "YES-"+run+"@seeker.example"); err != nil || n != 1 {
+		t.Fatalf("erased %d alerts (%v), want 1", n, err)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM alert_matches WHERE alert_id = $1`, yes.ID).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d matches left after the erasure (%v)", left, err)
+	}
 }
 
 // TestMatchesAreTheListing is the property: for random jobs, alerts and
