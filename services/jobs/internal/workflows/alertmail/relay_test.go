@@ -37,7 +37,7 @@ var quiet = slog.New(slog.DiscardHandler)
 const base = "https://coworkjobs.example"
 
 // fixture is a relay mailing through a mail catcher, and the catcher's dir.
-func fixture(t *testing.T) (*Relay, string) {
+func fixture(t testing.TB) (*Relay, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -61,7 +61,7 @@ func fixture(t *testing.T) (*Relay, string) {
 }
 
 // newJob creates an active job (created active: it becomes visible).
-func newJob(t *testing.T, title, city, tags string, remote bool) int64 {
+func newJob(t testing.TB, title, city, tags string, remote bool) int64 {
 	t.Helper()
 	from, to, refresh := jobbus.UpdateMoves(false)
 	w, err := jobdb.New(pool).Upsert(context.Background(), jobbus.NewJob{Title: title, Company: "Alert Coworking",
@@ -99,7 +99,7 @@ func saved(t *testing.T, r *Relay, email, search string, confirm bool) alertbus.
 // drain matches until every event is read (the commit horizon is the
 // cluster's: another database's open transaction holds it back a moment)
 // and relays the mails.
-func drain(t *testing.T, r *Relay) {
+func drain(t testing.TB, r *Relay) {
 	t.Helper()
 	ctx := context.Background()
 	for {
