@@ -101,6 +101,19 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		"job_type":"fulltime","tags":"hosting","city_name":"Berlin"}`, nil); status != 201 {
 		t.Fatalf("create job: %d %s", status, msg)
 	}
+	// The worker's matching has read past that job before the click.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var left int
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.job_events e, jobs.alert_dispatch d WHERE (e.xid, e.seq) > (d.xid, d.seq)`).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d job events still unread by the alerts' matching after a minute", left)
+		}
+	}
 	var alert struct {
 		Confirmed bool              `json:"confirmed"`
 		Paused    bool              `json:"paused"`

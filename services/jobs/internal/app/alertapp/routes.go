@@ -4,6 +4,7 @@ package alertapp
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/mail"
 	"net/url"
@@ -44,6 +45,9 @@ func Routes(app *fiber.App, cfg Config) {
 
 // ScopeAlertsWrite is the key scope that marks a platform's alerts as its own.
 const ScopeAlertsWrite = "alerts:write"
+
+// MaxTokenLen is the longest link token accepted (the document's maxLength).
+const MaxTokenLen = 512
 
 // MaxEmailLen is the longest address accepted (RFC 5321's path limit).
 const MaxEmailLen = 254
@@ -174,6 +178,9 @@ func (h handlers) resolve(c *fiber.Ctx, purpose string, body *web.Fields) (alert
 	if t == "" {
 		return alertbus.Alert{}, web.Validation("Validation failed", []string{"token is required"})
 	}
+	if len(t) > MaxTokenLen {
+		return alertbus.Alert{}, web.Validation("Validation failed", []string{fmt.Sprintf("token must be at most %d characters", MaxTokenLen)})
+	}
 	a, err := h.bus.Resolve(c.UserContext(), purpose, t)
 	if errors.Is(err, alertbus.ErrBadToken) {
 		return a, web.NotFound("No alert matches this link; it may have been deleted, or expired unconfirmed.")
@@ -223,20 +230,30 @@ func (h handlers) update(c *fiber.Ctx) error {
 	}
 	freq := body.OptString("frequency")
 	var paused *bool
-	if v := body.OptIntOrBool("paused"); v != nil {
+	var p []string
+	if raw := body.JSON("paused"); raw != nil {
+		// JSON: a boolean only, as the document says
+		switch strings.TrimSpace(string(raw)) {
+		case "true", "false":
+			b := strings.TrimSpace(string(raw)) == "true"
+			paused = &b
+		default:
+			p = append(p, "paused must be a boolean")
+		}
+		body.Ignore("paused")
+	} else if v := body.OptIntOrBool("paused"); v != nil {
 		b := *v != 0
 		paused = &b
 	}
-	var p []string
 	if freq != nil && !slices.Contains(Frequencies, *freq) {
 		p = append(p, "frequency must be one of "+strings.Join(Frequencies, ", "))
+	}
+	if len(p) > 0 {
+		return web.Validation("Validation failed", p)
 	}
 	a, err := h.resolve(c, alertbus.PurposeManage, body)
 	if err != nil {
 		return err
-	}
-	if len(p) > 0 {
-		return web.Validation("Validation failed", p)
 	}
 	if err := h.bus.Store.Update(c.UserContext(), a.ID, freq, paused); err != nil {
 		return notFound(err)
