@@ -202,7 +202,8 @@ env and its checksum/secret both come from it.
 */}}
 {{- define "coworkjobs.secretKeys" -}}
 {{- $keys := list "DATABASE_URL" -}}
-{{- if .api }}{{ $keys = append $keys "INTERNAL_IDENTITY_SECRET" }}{{ end -}}
+{{- /* jobs-worker signs the job alerts' links as the jobs API checks them. */ -}}
+{{- if or .api (eq .component "jobs-worker") }}{{ $keys = append $keys "INTERNAL_IDENTITY_SECRET" }}{{ end -}}
 {{- /* Every workload: the gateway's rate limit, and the change versions every
 writer bumps (libs/changes), which the gateway's response cache is keyed by. A
 backend without it would write without bumping, and the cache would serve what

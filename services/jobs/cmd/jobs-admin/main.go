@@ -8,10 +8,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,6 +22,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/service"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
@@ -43,6 +46,9 @@ commands:
              records the invoice's payment (amount default: the plan's price × 100):
              a paid plan's draft is published, an expired job relisted; the same
              reference again prints already_recorded and changes nothing
+  erase-alerts -email ADDRESS
+             deletes every job alert of the address, with its matches (the erasure of
+             an address; the newsletter's is community's, not yet one command)
   backfill-geo
              copies each city's coordinates and country from the directory (DIRECTORY_URL,
              INTERNAL_IDENTITY_SECRET) into its jobs, for near=; safe to run again
@@ -66,7 +72,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "help", "-h", "--help":
 		fmt.Fprint(out, usage)
 		return nil
-	case "mark-paid", "backfill-geo":
+	case "mark-paid", "backfill-geo", "erase-alerts":
 	default:
 		fmt.Fprint(out, usage)
 		return fmt.Errorf("unknown command %q", args[0])
@@ -75,6 +81,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		Changes: []string{scopes.Jobs, scopes.JobsBulk}}
 	// Silent: what a command says goes to out, its error to stderr.
 	return service.RunTool(ctx, slog.New(slog.DiscardHandler), spec, func(ctx context.Context, pool *pgxpool.Pool, cfg *cliConfig) error {
+		if args[0] == "erase-alerts" {
+			return eraseAlerts(ctx, alertdb.New(pool), args[1:], out)
+		}
 		if args[0] == "backfill-geo" {
 			return backfillGeo(ctx, cfg, jobdb.New(pool), out)
 		}
@@ -82,6 +91,25 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL})
 		return invoicepay.MarkPaidCommand(ctx, bus, args[1:], out)
 	})
+}
+
+// eraseAlerts deletes the alerts of -email.
+func eraseAlerts(ctx context.Context, store *alertdb.Store, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("erase-alerts", flag.ContinueOnError)
+	fs.SetOutput(out)
+	email := fs.String("email", "", "the address to erase")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if strings.TrimSpace(*email) == "" {
+		return errors.New("erase-alerts: -email is required")
+	}
+	n, err := store.DeleteAddress(ctx, strings.TrimSpace(*email))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d alerts deleted\n", n)
+	return nil
 }
 
 // backfillGeo gives the jobs of every city in the directory's catalog that

@@ -17,10 +17,13 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/alertmail"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/indexing"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobexpiry"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
@@ -81,6 +84,12 @@ func main() {
 			p.Go(notices.Run)
 			log.Info("indexing notices on", "api", client.BaseURL, "daily_quota", cfg.IndexingDailyQuota)
 		}
+		// Job alerts: matching job_events and mailing (alertmail).
+		p.Go(func(ctx context.Context) error {
+			return (&alertmail.Relay{Store: alertdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)),
+				Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender, Log: log,
+				Metrics: relayMetrics, Interval: cfg.RelayInterval}).Run(ctx)
+		})
 		p.Go(func(ctx context.Context) error {
 			relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc, RemindBefore: cfg.RemindBefore}, Log: log,
 				Metrics: relayMetrics, Interval: cfg.RelayInterval}
@@ -127,6 +136,8 @@ type workerConfig struct {
 	IndexingCredentials string `env:"INDEXING_CREDENTIALS_FILE"`
 	IndexingBaseURL     string `env:"INDEXING_API_URL" envDefault:"https://indexing.googleapis.com"`
 	IndexingDailyQuota  int    `env:"INDEXING_DAILY_QUOTA" envDefault:"200"`
+	// AlertSecret signs the alerts' links as the jobs service checks them.
+	AlertSecret string `env:"INTERNAL_IDENTITY_SECRET"`
 }
 
 func (c workerConfig) Validate() error {
@@ -140,6 +151,9 @@ func (c workerConfig) Validate() error {
 	errs = append(errs, config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL), config.HTTPURL("INDEXING_API_URL", c.IndexingBaseURL))
 	if c.IndexingDailyQuota < 1 {
 		errs = append(errs, errors.New("INDEXING_DAILY_QUOTA must be at least 1"))
+	}
+	if len(c.AlertSecret) < 32 {
+		errs = append(errs, errors.New("INTERNAL_IDENTITY_SECRET must be at least 32 characters (it signs the job alerts' links)"))
 	}
 	if _, err := outbound.ParseAllow(c.WebhooksAllow); err != nil {
 		errs = append(errs, fmt.Errorf("WEBHOOKS_ALLOW_ADDRESSES: %w", err))

@@ -13,11 +13,14 @@ import (
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/service"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/alertapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/hookapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobpages"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/payapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/reachapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
@@ -60,6 +63,8 @@ func main() {
 		// Mounted without Stripe too, where it answers 503 (not configured).
 		payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
 		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP}), Codec: p.Codec})
+		alertapp.Routes(app, alertapp.Config{Codec: p.Codec, Bus: &alertbus.Business{Store: alertdb.New(p.Pool),
+			Signer: alertbus.NewSigner([]byte(cfg.IdentitySecret))}})
 		jobpages.Routes(app, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret),
 			Announcements: indexdb.New(p.Pool), AggregatorPlans: cfg.AggregatorPlans})
 		reachapp.Routes(app, reachapp.Config{Log: log, Bus: bus, Codec: p.Codec, Spaces: dir,

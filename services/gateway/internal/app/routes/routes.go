@@ -140,6 +140,16 @@ var Table = []Route{
 	{Method: "POST", Path: "/v2/webhooks/:id_webhook/deliveries/:id_delivery/redeliver", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Deliver a message again"},
 	{Method: "POST", Path: "/v2/webhooks/:id_webhook/recover", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Deliver every event since a time again"},
 
+	// Job alerts: public and limited per IP as the newsletter; the links'
+	// tokens are the capability (a key with alerts:write marks its alerts).
+	{Method: "POST", Path: "/v2/alerts", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Save a job alert"},
+	{Method: "GET", Path: "/v2/alerts/confirm", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Confirm a job alert (link form)"},
+	{Method: "POST", Path: "/v2/alerts/confirm", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Confirm a job alert"},
+	{Method: "GET", Path: "/v2/alerts/manage", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "A job alert, by its management link"},
+	{Method: "POST", Path: "/v2/alerts/manage", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Change or pause a job alert"},
+	{Method: "GET", Path: "/v2/alerts/unsubscribe", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Delete a job alert (link form)"},
+	{Method: "POST", Path: "/v2/alerts/unsubscribe", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Delete a job alert (RFC 8058 one-click)"},
+
 	{Method: "GET", Path: "/v2/cities", Backend: BackendDirectory, Scopes: citiesRead, Limit: LimitKeyRead, Summary: "Confirmed cities", Cache: cacheDirectory},
 	{Method: "GET", Path: "/v2/spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Confirmed spaces", Cache: cacheDirectory},
 	{Method: "GET", Path: "/v2/city_spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Spaces with city metadata", Cache: cacheDirectory},

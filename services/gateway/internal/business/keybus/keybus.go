@@ -45,11 +45,14 @@ const (
 	// scope it does not hold.
 	ScopeKeysManage = "keys:manage"
 	ScopeWebhooks   = "webhooks:manage"
+	// ScopeAlertsWrite lets a platform key save job alerts for its users
+	// (POST /v2/alerts, still confirmed by the seeker's click).
+	ScopeAlertsWrite = "alerts:write"
 )
 
 // AllScopes lists every valid scope.
 var AllScopes = []string{ScopeRead, ScopeWrite, ScopeJobsRead, ScopeJobsWrite, ScopeSpacesRead, ScopeEventsRead, ScopeCitiesRead,
-	ScopeKeysManage, ScopeWebhooks}
+	ScopeKeysManage, ScopeWebhooks, ScopeAlertsWrite}
 
 // SpaceKeyScopes are the scopes a key of a space may be given over the key
 // API or the dashboard (the operator's command may give any).

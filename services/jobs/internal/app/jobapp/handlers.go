@@ -92,13 +92,7 @@ func toWebError(err error) error {
 // parseListQuery validates the filters of GET /v2/jobs; every bad value is
 // reported (422), none is silently ignored.
 func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, error) {
-	var f jobbus.ListFilter
-	p := parseFilters(c, &f)
-	if n, ok, problems := geo.Parse(c.Query("near"), c.Query("radius_km")); ok {
-		f.Near = &n
-	} else {
-		p = append(p, problems...)
-	}
+	f, p := ParseSearch(func(k string) string { return c.Query(k) })
 	switch sort := c.Query("sort"); sort {
 	case "":
 		f.Sort = f.DefaultSort()
@@ -111,24 +105,6 @@ func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, er
 		f.Sort = sort
 	default:
 		p = append(p, "sort must be one of relevance, newest, distance")
-	}
-	if v := c.Query("currency"); v != "" {
-		cur := strings.ToUpper(v)
-		if !slices.Contains(jobbus.Currencies, cur) {
-			p = append(p, "currency must be one of "+strings.Join(jobbus.Currencies, ", "))
-		}
-		f.Currency = cur
-	}
-	if v := c.Query("salary_min"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		switch {
-		case err != nil || n < 0 || n > jobbus.MaxSalary:
-			p = append(p, fmt.Sprintf("salary_min must be an integer between 0 and %d", jobbus.MaxSalary))
-		case f.Currency == "":
-			p = append(p, "salary_min needs currency: salaries are compared without conversion")
-		default:
-			f.SalaryMin = &n
-		}
 	}
 	if v := c.Query("posted_since"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)
@@ -155,8 +131,44 @@ func (h *handlers) parseListQuery(c *fiber.Ctx) (jobbus.ListFilter, int, int, er
 // parseFilters reads the filters GET /v2/jobs and the jobs feeds share (q,
 // tag, job_type, remote, city) into f, and returns their problems.
 func parseFilters(c *fiber.Ctx, f *jobbus.ListFilter) []string {
+	return parseFiltersOf(func(k string) string { return c.Query(k) }, f)
+}
+
+// ParseSearch validates the search of GET /v2/jobs (its filters, near and
+// radius_km, currency and salary_min) read by get: the one grammar a listing
+// and a saved alert share. Every problem is returned, none ignored.
+func ParseSearch(get func(string) string) (jobbus.ListFilter, []string) {
+	var f jobbus.ListFilter
+	p := parseFiltersOf(get, &f)
+	if n, ok, problems := geo.Parse(get("near"), get("radius_km")); ok {
+		f.Near = &n
+	} else {
+		p = append(p, problems...)
+	}
+	if v := get("currency"); v != "" {
+		cur := strings.ToUpper(v)
+		if !slices.Contains(jobbus.Currencies, cur) {
+			p = append(p, "currency must be one of "+strings.Join(jobbus.Currencies, ", "))
+		}
+		f.Currency = cur
+	}
+	if v := get("salary_min"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil || n < 0 || n > jobbus.MaxSalary:
+			p = append(p, fmt.Sprintf("salary_min must be an integer between 0 and %d", jobbus.MaxSalary))
+		case f.Currency == "":
+			p = append(p, "salary_min needs currency: salaries are compared without conversion")
+		default:
+			f.SalaryMin = &n
+		}
+	}
+	return f, p
+}
+
+func parseFiltersOf(get func(string) string, f *jobbus.ListFilter) []string {
 	var p []string
-	if q := c.Query("q"); strings.TrimSpace(q) != "" {
+	if q := get("q"); strings.TrimSpace(q) != "" {
 		n := utf8.RuneCountInString(strings.TrimSpace(q))
 		// What is searched is letters and digits; the rest separates words.
 		letters := strings.Count(strings.Map(func(r rune) rune {
@@ -182,7 +194,7 @@ func parseFilters(c *fiber.Ctx, f *jobbus.ListFilter) []string {
 			}
 		}
 	}
-	if v := c.Query("tag"); v != "" {
+	if v := get("tag"); v != "" {
 		tags := jobbus.NormalizeTags(v)
 		if len(tags) != 1 || utf8.RuneCountInString(tags[0]) > jobbus.MaxTagLen {
 			p = append(p, fmt.Sprintf("tag must be one tag of at most %d characters", jobbus.MaxTagLen))
@@ -190,20 +202,20 @@ func parseFilters(c *fiber.Ctx, f *jobbus.ListFilter) []string {
 			f.Tag = tags[0]
 		}
 	}
-	if t := c.Query("job_type"); t != "" {
+	if t := get("job_type"); t != "" {
 		if !jobbus.ValidJobType(t) {
 			p = append(p, "job_type must be one of "+strings.Join(jobbus.JobTypes, ", "))
 		}
 		f.JobType = t
 	}
-	switch strings.ToLower(c.Query("remote")) {
+	switch strings.ToLower(get("remote")) {
 	case "", "0", "false":
 	case "1", "true":
 		f.Remote = true
 	default:
 		p = append(p, "remote must be one of 1, true, 0, false")
 	}
-	if city := strings.ToLower(c.Query("city")); city != "" {
+	if city := strings.ToLower(get("city")); city != "" {
 		if len(city) > 100 || !slugRE.MatchString(city) {
 			p = append(p, "city must be a city slug: lowercase letters and digits separated by hyphens")
 		}

@@ -273,7 +273,10 @@ type ListFilter struct {
 	PostedSince time.Time // zero: any date
 	// Near keeps the jobs whose city lies within its radius; each then
 	// carries its distance.
-	Near   *geo.Near
+	Near *geo.Near
+	// JobIDs, when set, keeps only these jobs: an alert's match is whether
+	// its search lists the job (alertbus), decided by this same statement.
+	JobIDs []int64
 	Limit  int // 0: no limit
 	Offset int
 	// Reader is whose listing it is (what it must see).

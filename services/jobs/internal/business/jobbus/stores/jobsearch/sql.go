@@ -223,6 +223,9 @@ func filters(w *pg.Where, f listing) []string {
 	if f.Tag != "" {
 		conds = append(conds, `tag_list @> ARRAY[`+w.Arg(f.Tag)+`::text]`)
 	}
+	if len(f.JobIDs) > 0 {
+		conds = append(conds, `id = ANY(`+w.Arg(f.JobIDs)+`)`)
+	}
 	if !f.PostedSince.IsZero() {
 		conds = append(conds, `date_added >= `+w.Arg(f.PostedSince))
 	}

@@ -1,0 +1,204 @@
+// Package alertbus is the rules of job alerts (issue 36): a job seeker saves
+// a GET /v2/jobs search with an address, confirms it by a click in the mail
+// (double opt-in, as the newsletter), and hears of each job that becomes
+// visible and that the search lists, once per (alert, job).
+package alertbus
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+)
+
+// Frequencies of an alert.
+const (
+	Instant = "instant"
+	Daily   = "daily"
+	Weekly  = "weekly"
+)
+
+// UnconfirmedTTL is how long an unconfirmed alert is kept.
+const UnconfirmedTTL = 48 * time.Hour
+
+// Purposes of an alert's links.
+const (
+	PurposeConfirm = "confirm"
+	PurposeManage  = "manage"
+	PurposeFeed    = "feed"
+)
+
+var (
+	ErrNotFound = errors.New("alert not found")
+	ErrBadToken = errors.New("alert token invalid")
+)
+
+// SearchParams are the query parameters of GET /v2/jobs an alert keeps.
+var SearchParams = []string{"q", "city", "job_type", "remote", "tag", "near", "radius_km", "currency", "salary_min"}
+
+// Alert is one saved search.
+type Alert struct {
+	ID          int64
+	Email       string
+	Search      string // canonical query string
+	Frequency   string
+	TimeZone    string
+	Nonce       string
+	ConfirmedAt *time.Time
+	Paused      bool
+	KeyID       int64
+	CreatedAt   time.Time
+}
+
+// Canonical is the search's query string with only SearchParams, keys
+// sorted (url.Values.Encode sorts), empty values dropped: one address and
+// one search are one alert however the form was written.
+func Canonical(get func(string) string) string {
+	v := url.Values{}
+	for _, k := range SearchParams {
+		if s := strings.TrimSpace(get(k)); s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v.Encode()
+}
+
+// PercolationKey is the search's most selective criterion a job can be
+// looked up by: its city, else its tag, else "" (compared with every job).
+func PercolationKey(f jobbus.ListFilter) string {
+	switch {
+	case f.CitySlug != "":
+		return "city:" + f.CitySlug
+	case f.Tag != "":
+		return "tag:" + f.Tag
+	}
+	return ""
+}
+
+// JobKeys are the percolation keys a job answers to ("" included).
+func JobKeys(citySlug string, tags []string) []string {
+	keys := make([]string, 0, len(tags)+2)
+	keys = append(keys, "")
+	if citySlug != "" {
+		keys = append(keys, "city:"+citySlug)
+	}
+	for _, t := range tags {
+		keys = append(keys, "tag:"+t)
+	}
+	return keys
+}
+
+// Broad reports a search with no criterion at all (every job would match).
+func Broad(f jobbus.ListFilter) bool {
+	return f.Search.Empty() && f.CitySlug == "" && f.Tag == "" && f.JobType == "" && !f.Remote && f.Near == nil &&
+		f.SalaryMin == nil && f.Currency == ""
+}
+
+// NewNonce is a fresh nonce for an alert's links.
+func NewNonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Signer makes and checks an alert's links: "<id>.<mac>" with the mac over
+// (purpose, id, nonce), so no token is stored and a new nonce voids them.
+type Signer struct{ secret []byte }
+
+func NewSigner(secret []byte) *Signer { return &Signer{secret: secret} }
+
+func (s *Signer) mac(purpose string, id int64, nonce string) string {
+	h := hmac.New(sha256.New, s.secret)
+	h.Write([]byte(purpose + "\x00" + strconv.FormatInt(id, 10) + "\x00" + nonce))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:24])
+}
+
+// Token is the link token of purpose for a.
+func (s *Signer) Token(purpose string, a Alert) string {
+	return strconv.FormatInt(a.ID, 10) + "." + s.mac(purpose, a.ID, a.Nonce)
+}
+
+// ParseToken returns the alert id a token names (checked by Verify once the
+// alert's nonce is read).
+func ParseToken(tok string) (int64, string, bool) {
+	ids, mac, ok := strings.Cut(tok, ".")
+	if !ok || len(ids) > 19 || len(mac) > 64 {
+		return 0, "", false
+	}
+	id, err := strconv.ParseInt(ids, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, "", false
+	}
+	return id, mac, true
+}
+
+// Verify reports whether mac is a's for purpose (constant time).
+func (s *Signer) Verify(purpose string, a Alert, mac string) bool {
+	return hmac.Equal([]byte(mac), []byte(s.mac(purpose, a.ID, a.Nonce)))
+}
+
+// Store is what the rules need of storage.
+type Store interface {
+	// Save creates the alert of (email, search) or, when it exists, returns
+	// it (frequency and time zone updated while unconfirmed) and queues a
+	// confirmation mail unless confirmed; created reports a new row.
+	Save(ctx context.Context, a Alert, pkey string) (Alert, bool, error)
+	Get(ctx context.Context, id int64) (Alert, error)
+	Confirm(ctx context.Context, id int64) error
+	Update(ctx context.Context, id int64, frequency *string, paused *bool) error
+	Delete(ctx context.Context, id int64) error
+	// DeleteAddress deletes every alert of an address (erasure) and reports how many.
+	DeleteAddress(ctx context.Context, email string) (int, error)
+	Matches(ctx context.Context, id int64, limit int) ([]int64, error)
+}
+
+// Business holds the alerts' rules.
+type Business struct {
+	Store  Store
+	Signer *Signer
+}
+
+// NewAlert is what POST /v2/alerts asks for, already validated.
+type NewAlert struct {
+	Email     string
+	Search    string // Canonical
+	Filter    jobbus.ListFilter
+	Frequency string
+	TimeZone  string
+	KeyID     int64
+}
+
+// Save stores (or finds) the alert; the store queues its confirmation mail.
+func (b *Business) Save(ctx context.Context, n NewAlert) (Alert, error) {
+	a, _, err := b.Store.Save(ctx, Alert{Email: n.Email, Search: n.Search, Frequency: n.Frequency, TimeZone: n.TimeZone,
+		Nonce: NewNonce(), KeyID: n.KeyID}, PercolationKey(n.Filter))
+	return a, err
+}
+
+// Resolve returns the alert a link token of purpose names: ErrBadToken
+// for a malformed or forged token, or one of a deleted alert.
+func (b *Business) Resolve(ctx context.Context, purpose, tok string) (Alert, error) {
+	id, mac, ok := ParseToken(tok)
+	if !ok {
+		return Alert{}, ErrBadToken
+	}
+	a, err := b.Store.Get(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Alert{}, ErrBadToken
+	}
+	if err != nil {
+		return Alert{}, err
+	}
+	if !b.Signer.Verify(purpose, a, mac) {
+		return Alert{}, ErrBadToken
+	}
+	return a, nil
+}

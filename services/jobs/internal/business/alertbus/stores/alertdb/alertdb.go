@@ -1,0 +1,283 @@
+// Package alertdb stores job alerts in PostgreSQL and matches them against
+// job_events (percolation: each newly visible job against the alerts of its
+// keys, decided by the listing's own statement).
+package alertdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventpos"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coworkjobs/coworkjobs/libs/outbox"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobsearch"
+)
+
+// Store is the alerts' store.
+type Store struct{ pool *pgxpool.Pool }
+
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+const columns = `id, email, search, frequency, time_zone, nonce, confirmed_at, paused, key_id, created_at`
+
+func scan(row pgx.Row, a *alertbus.Alert, extra ...any) error {
+	return row.Scan(append([]any{&a.ID, &a.Email, &a.Search, &a.Frequency, &a.TimeZone, &a.Nonce, &a.ConfirmedAt, &a.Paused,
+		&a.KeyID, &a.CreatedAt}, extra...)...)
+}
+
+// Save implements alertbus.Store: one row per (email, search); asking again
+// before the click takes the new frequency and resends the confirmation.
+func (s *Store) Save(ctx context.Context, a alertbus.Alert, pkey string) (alertbus.Alert, bool, error) {
+	var out alertbus.Alert
+	var created bool
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		row := tx.QueryRow(ctx, `INSERT INTO alerts (email, search, pkey, frequency, time_zone, nonce, key_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (email, search) DO UPDATE SET
+			  frequency = CASE WHEN alerts.confirmed_at IS NULL THEN EXCLUDED.frequency ELSE alerts.frequency END,
+			  time_zone = CASE WHEN alerts.confirmed_at IS NULL THEN EXCLUDED.time_zone ELSE alerts.time_zone END
+			RETURNING `+columns+`, xmax = 0`, a.Email, a.Search, pkey, a.Frequency, a.TimeZone, a.Nonce, a.KeyID)
+		if err := scan(row, &out, &created); err != nil {
+			return err
+		}
+		if out.ConfirmedAt != nil {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO alert_outbox (alert_id, kind) VALUES ($1, 'confirm')`, out.ID)
+		return err
+	})
+	if err != nil {
+		return alertbus.Alert{}, false, fmt.Errorf("save alert: %w", err)
+	}
+	return out, created, nil
+}
+
+// Get returns an alert by id.
+func (s *Store) Get(ctx context.Context, id int64) (alertbus.Alert, error) {
+	var a alertbus.Alert
+	err := scan(s.pool.QueryRow(ctx, `SELECT `+columns+` FROM alerts WHERE id = $1`, id), &a)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, alertbus.ErrNotFound
+	}
+	if err != nil {
+		return a, fmt.Errorf("select alert: %w", err)
+	}
+	return a, nil
+}
+
+// Confirm marks the alert confirmed (once: a second click changes nothing).
+func (s *Store) Confirm(ctx context.Context, id int64) error {
+	return s.exec(ctx, "confirm alert", `UPDATE alerts SET confirmed_at = coalesce(confirmed_at, now()) WHERE id = $1`, id)
+}
+
+// Update changes an alert's frequency or pause (nil: unchanged).
+func (s *Store) Update(ctx context.Context, id int64, frequency *string, paused *bool) error {
+	return s.exec(ctx, "update alert", `UPDATE alerts SET frequency = coalesce($2, frequency), paused = coalesce($3, paused)
+		WHERE id = $1`, id, frequency, paused)
+}
+
+// Delete deletes an alert with its matches and address.
+func (s *Store) Delete(ctx context.Context, id int64) error {
+	return s.exec(ctx, "delete alert", `DELETE FROM alerts WHERE id = $1`, id)
+}
+
+// DeleteAddress deletes every alert of an address.
+func (s *Store) DeleteAddress(ctx context.Context, email string) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM alerts WHERE lower(email) = lower($1)`, email)
+	if err != nil {
+		return 0, fmt.Errorf("erase alerts of an address: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Matches are the newest jobs matched by an alert (its feed).
+func (s *Store) Matches(ctx context.Context, id int64, limit int) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT job_id FROM alert_matches WHERE alert_id = $1 ORDER BY matched_at DESC, job_id DESC LIMIT $2`,
+		id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("select alert matches: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// PurgeUnconfirmed deletes the alerts unconfirmed after alertbus.UnconfirmedTTL.
+func (s *Store) PurgeUnconfirmed(ctx context.Context) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM alerts WHERE confirmed_at IS NULL AND created_at < now() - $1::interval`,
+		strconv.Itoa(int(alertbus.UnconfirmedTTL.Seconds()))+" seconds")
+	if err != nil {
+		return 0, fmt.Errorf("purge unconfirmed alerts: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+func (s *Store) exec(ctx context.Context, what, sql string, args ...any) error {
+	tag, err := s.pool.Exec(ctx, sql, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return alertbus.ErrNotFound
+	}
+	return nil
+}
+
+// readSQL reads a round of events and the jobs that became visible in it:
+// published, resumed, relisted, or created active (status active after, not
+// before), whatever the event's name.
+var readSQL = `WITH ` + eventpos.Events("alert_dispatch") + `,
+last AS (SELECT xid::text AS xid, seq FROM evs ORDER BY xid DESC, seq DESC LIMIT 1)
+SELECT (SELECT count(*) FROM evs), coalesce((SELECT array_agg(DISTINCT job_id) FROM evs WHERE status = 'active' AND prev_status <> 'active'), '{}'),
+       (SELECT xid FROM last), (SELECT seq FROM last)`
+
+// Parse turns a stored search back into its filter (jobapp.ParseSearch,
+// the listing's own validation); false for one no longer valid.
+type Parse func(search string) (jobbus.ListFilter, bool)
+
+// Match runs one round of matching: the next events past the position
+// (at most limit), each newly visible job compared with the confirmed
+// alerts of its keys, the pairs the alert's search lists recorded (each
+// once, ever) with an outbox mail for the instant ones, and the position
+// moved, in one transaction.
+func (s *Store) Match(ctx context.Context, limit int, parse Parse) (events, matches int, err error) {
+	err = eventpos.Round(ctx, s.pool, "alert_dispatch", func(tx pgx.Tx) error {
+		var jobIDs []int64
+		var lastXid *string
+		var lastSeq *int64
+		if err := tx.QueryRow(ctx, readSQL, limit).Scan(&events, &jobIDs, &lastXid, &lastSeq); err != nil {
+			return err
+		}
+		if events == 0 {
+			return nil
+		}
+		if len(jobIDs) > 0 {
+			n, err := matchJobs(ctx, tx, jobIDs, parse)
+			if err != nil {
+				return err
+			}
+			matches = n
+		}
+		_, err := tx.Exec(ctx, `UPDATE alert_dispatch SET xid = $1::xid8, seq = $2`, *lastXid, *lastSeq)
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("match alerts: %w", err)
+	}
+	return events, matches, nil
+}
+
+// matchJobs percolates jobIDs: the candidate alerts are those whose key is
+// one of the jobs' (or ”), grouped by search so each distinct search runs
+// once over the whole batch.
+func matchJobs(ctx context.Context, tx pgx.Tx, jobIDs []int64, parse Parse) (int, error) {
+	rows, err := tx.Query(ctx, `SELECT city_slug, tag_list FROM jobs WHERE id = ANY($1) AND status = 'active'`, jobIDs)
+	if err != nil {
+		return 0, err
+	}
+	keySet := map[string]bool{}
+	for rows.Next() {
+		var city string
+		var tags []string
+		if err := rows.Scan(&city, &tags); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		for _, k := range alertbus.JobKeys(city, tags) {
+			keySet[k] = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(keySet) == 0 {
+		return 0, nil // none of them is still listed
+	}
+	keys := make([]string, 0, len(keySet))
+	for k := range keySet {
+		keys = append(keys, k)
+	}
+	type group struct {
+		search string
+		alerts []int64
+	}
+	rows, err = tx.Query(ctx, `SELECT search, array_agg(id) FROM alerts
+		WHERE confirmed_at IS NOT NULL AND NOT paused AND pkey = ANY($1) GROUP BY search`, keys)
+	if err != nil {
+		return 0, err
+	}
+	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (group, error) {
+		var g group
+		return g, r.Scan(&g.search, &g.alerts)
+	})
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, g := range groups {
+		f, ok := parse(g.search)
+		if !ok {
+			continue
+		}
+		f.JobIDs, f.Sort, f.Limit, f.Offset, f.SpaceID = jobIDs, jobbus.SortNewest, 0, 0, 0
+		listed, err := listIDs(ctx, tx, f)
+		if err != nil {
+			return 0, err
+		}
+		if len(listed) == 0 {
+			continue
+		}
+		// Instant pairs go to the outbox with their record (sent_at set: a
+		// digest never takes them); the others wait for their digest.
+		var n int
+		err = tx.QueryRow(ctx, `WITH ins AS (
+			INSERT INTO alert_matches (alert_id, job_id, sent_at)
+			SELECT a.id, j, CASE WHEN a.frequency = 'instant' THEN now() END
+			FROM alerts a, unnest($2::bigint[]) j WHERE a.id = ANY($1)
+			ON CONFLICT DO NOTHING RETURNING alert_id, job_id, sent_at),
+		ob AS (INSERT INTO alert_outbox (alert_id, kind, job_id) SELECT alert_id, 'match', job_id FROM ins WHERE sent_at IS NOT NULL)
+		SELECT count(*) FROM ins`, g.alerts, listed).Scan(&n)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func listIDs(ctx context.Context, tx jobsearch.DB, f jobbus.ListFilter) ([]int64, error) {
+	rows, err := jobsearch.List(ctx, tx, f)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	var j jobbus.Job
+	for rows.Next() {
+		if err := rows.Scan(&j); err != nil {
+			return nil, err
+		}
+		ids = append(ids, j.ID)
+	}
+	return ids, rows.Err()
+}
+
+// OutboxItem is one mail to send.
+type OutboxItem struct {
+	AlertID int64
+	Kind    string
+	JobID   int64
+}
+
+// OutboxTable is alert_outbox for outbox.Relay (the mails keep no order).
+func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
+	return outbox.Table[OutboxItem]{DB: s.pool, Name: "alert_outbox", Due: "next_try_at",
+		Columns: []string{"alert_id", "kind", "job_id"},
+		Payload: func(it *OutboxItem) []any { return []any{&it.AlertID, &it.Kind, &it.JobID} }}
+}

@@ -1,0 +1,72 @@
+package alertmail
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+)
+
+func envInt(k string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(k)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// BenchmarkMatch percolates ALERTS_BENCH_JOBS new jobs (default 20) against
+// ALERTS_BENCH_ALERTS confirmed alerts (default 1000) of random cities, tags
+// and words: one op is every match of the batch found and recorded. The
+// issue's figure: ALERTS_BENCH_ALERTS=100000 ALERTS_BENCH_JOBS=2000.
+func BenchmarkMatch(b *testing.B) {
+	ctx := context.Background()
+	nAlerts, nJobs := envInt("ALERTS_BENCH_ALERTS", 1000), envInt("ALERTS_BENCH_JOBS", 20)
+	r, _ := fixture(b)
+	run := fmt.Sprintf("bench%d", nAlerts)
+	// 50 cities, 20 tags, 30 words: searches of one to three criteria.
+	if _, err := pool.Exec(ctx, `INSERT INTO alerts (email, search, pkey, frequency, nonce, confirmed_at)
+		SELECT 'a' || i || '-' || $2 || '@bench.example', s.search, s.pkey, 'daily', 'n', now()
+		FROM generate_series(1, $1) i,
+		LATERAL (SELECT CASE WHEN i % 4 = 0 THEN 'tag=t' || (i % 20) || '&q=w' || (i % 30)
+		                     WHEN i % 4 = 1 THEN 'city=c' || (i % 50) || '&q=w' || (i % 30)
+		                     WHEN i % 4 = 2 THEN 'city=c' || (i % 50) || '&tag=t' || (i % 20)
+		                     ELSE 'city=c' || (i % 50) END AS search,
+		                CASE WHEN i % 4 = 0 THEN 'tag:t' || (i % 20) ELSE 'city:c' || (i % 50) END AS pkey) s
+		ON CONFLICT DO NOTHING`, nAlerts, run); err != nil {
+		b.Fatal(err)
+	}
+	drain(b, r)
+	var startXid string
+	var startSeq int64
+	if err := pool.QueryRow(ctx, `SELECT xid::text, seq FROM alert_dispatch`).Scan(&startXid, &startSeq); err != nil {
+		b.Fatal(err)
+	}
+	for i := range nJobs {
+		newJob(b, fmt.Sprintf("w%d w%d %s %d", i%30, (i*7)%30, run, i), fmt.Sprintf("c%d", i%50),
+			fmt.Sprintf("t%d,t%d", i%20, (i*3)%20), false)
+	}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		if _, err := pool.Exec(ctx, `UPDATE alert_dispatch SET xid = $1::xid8, seq = $2`, startXid, startSeq); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `DELETE FROM alert_matches m USING alerts a WHERE a.id = m.alert_id AND a.email LIKE '%@bench.example'`); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		matched := 0
+		for {
+			n, m, err := r.Store.Match(ctx, MatchBatch, Parse)
+			if err != nil {
+				b.Fatal(err)
+			}
+			matched += m
+			if n == 0 {
+				break
+			}
+		}
+		b.ReportMetric(float64(matched), "matches/op")
+	}
+}

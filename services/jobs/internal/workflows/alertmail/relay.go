@@ -1,0 +1,194 @@
+// Package alertmail matches job alerts off the request's path and mails
+// them: a loop reads job_events past the alerts' own position (alertdb.Match),
+// and an outbox relay (libs/outbox) hands confirmation and instant mails to
+// SMTP, retrying while it is away.
+package alertmail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/mailer"
+	"github.com/coworkjobs/coworkjobs/libs/outbox"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+)
+
+// MatchBatch is how many job events one matching round reads.
+const MatchBatch = 500
+
+// Relay matches and mails.
+type Relay struct {
+	Store    *alertdb.Store
+	Signer   *alertbus.Signer
+	Jobs     *jobbus.Business
+	Mail     mailer.Sender
+	Log      *slog.Logger
+	Metrics  *outbox.Metrics // nil: not counted
+	Interval time.Duration   // default outbox.DefaultInterval
+}
+
+// Parse is a stored search's filter, by the listing's own validation.
+func Parse(search string) (jobbus.ListFilter, bool) {
+	q, err := url.ParseQuery(search)
+	if err != nil {
+		return jobbus.ListFilter{}, false
+	}
+	f, p := jobapp.ParseSearch(q.Get)
+	return f, len(p) == 0
+}
+
+func (r *Relay) relay() *outbox.Relay[alertdb.OutboxItem] {
+	return &outbox.Relay[alertdb.OutboxItem]{Table: r.Store.OutboxTable(), Deliver: r.deliver, Log: r.Log, Metrics: r.Metrics,
+		Interval: r.Interval}
+}
+
+// Run matches and relays until ctx ends.
+func (r *Relay) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { r.match(ctx) })
+	err := r.relay().Run(ctx)
+	wg.Wait()
+	return err
+}
+
+func (r *Relay) match(ctx context.Context) {
+	every := r.Interval
+	if every <= 0 {
+		every = outbox.DefaultInterval
+	}
+	lastPurge := time.Time{}
+	for {
+		n, err := r.MatchOnce(ctx)
+		wait := every
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.Log.Warn("alert matching", "error", err)
+		case n == MatchBatch:
+			wait = 0
+		}
+		if time.Since(lastPurge) > time.Hour {
+			if _, err := r.Store.PurgeUnconfirmed(ctx); err != nil && ctx.Err() == nil {
+				r.Log.Warn("alert purge", "error", err)
+			}
+			lastPurge = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// MatchOnce runs one matching round and reports the events read (tests).
+func (r *Relay) MatchOnce(ctx context.Context) (int, error) {
+	n, _, err := r.Store.Match(ctx, MatchBatch, Parse)
+	return n, err
+}
+
+// RelayOnce relays the due mails once (tests).
+func (r *Relay) RelayOnce(ctx context.Context) (outbox.Result, error) {
+	return r.relay().RunOnce(ctx)
+}
+
+// deliver sends one mail; an alert deleted meanwhile sends nothing.
+func (r *Relay) deliver(ctx context.Context, m outbox.Message[alertdb.OutboxItem]) error {
+	a, err := r.Store.Get(ctx, m.Payload.AlertID)
+	if errors.Is(err, alertbus.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var msg mailer.Message
+	switch m.Payload.Kind {
+	case "confirm":
+		if a.ConfirmedAt != nil {
+			return nil
+		}
+		msg = r.ConfirmMail(a)
+	default:
+		d, err := r.Jobs.QueryByID(ctx, m.Payload.JobID)
+		if errors.Is(err, jobbus.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		msg = r.MatchMail(a, d.Job)
+	}
+	if err := r.Mail.Send(ctx, msg); err != nil {
+		return fmt.Errorf("alert mail %s: %w", m.Payload.Kind, err)
+	}
+	return nil
+}
+
+// Link is an alert's public link of purpose (the routes of alertapp).
+func (r *Relay) Link(path, purpose string, a alertbus.Alert) string {
+	return r.Jobs.BaseURL() + "/v2/alerts/" + path + "?token=" + url.QueryEscape(r.Signer.Token(purpose, a))
+}
+
+// Describe is a search in words, for the mails' subjects.
+func Describe(search string) string {
+	q, _ := url.ParseQuery(search)
+	var parts []string
+	for _, k := range alertbus.SearchParams {
+		if v := q.Get(k); v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ConfirmMail asks the address's owner to confirm the alert.
+func (r *Relay) ConfirmMail(a alertbus.Alert) mailer.Message {
+	link := r.Link("confirm", alertbus.PurposeConfirm, a)
+	text := "Hello,\n\nsomeone (we hope you) asked for " + a.Frequency + " mails about new jobs matching: " + Describe(a.Search) +
+		".\n\nConfirm the alert: " + link + "\n\nIf it was not you, ignore this mail: the alert is deleted unconfirmed after 48 hours.\n"
+	return mailer.Message{To: a.Email, Subject: "Confirm your job alert", Text: text,
+		HTML: "<p>Hello,</p><p>someone (we hope you) asked for " + esc(a.Frequency) + " mails about new jobs matching: " +
+			esc(Describe(a.Search)) + ".</p><p><a href=\"" + esc(link) + "\">Confirm the alert</a></p>" +
+			"<p>If it was not you, ignore this mail: the alert is deleted unconfirmed after 48 hours.</p>"}
+}
+
+// MatchMail tells of one new job.
+func (r *Relay) MatchMail(a alertbus.Alert, j jobbus.Job) mailer.Message {
+	jobURL := r.Jobs.JobURL(jobbus.PageURL(j.Slug, j.ID))
+	manage := r.Link("manage", alertbus.PurposeManage, a)
+	unsub := r.Link("unsubscribe", alertbus.PurposeManage, a)
+	lines := []string{j.Title, j.Company + ", " + j.CityName}
+	if s := salary(j); s != "" {
+		lines = append(lines, s)
+	}
+	text := "A new job matches your alert (" + Describe(a.Search) + "):\n\n" + strings.Join(lines, "\n") + "\n" + jobURL +
+		"\n\nManage the alert: " + manage + "\nUnsubscribe: " + unsub + "\n"
+	html := "<p>A new job matches your alert (" + esc(Describe(a.Search)) + "):</p><p><a href=\"" + esc(jobURL) + "\">" +
+		esc(j.Title) + "</a><br>" + esc(strings.Join(lines[1:], " · ")) + "</p><p><a href=\"" + esc(manage) +
+		"\">Manage the alert</a> · <a href=\"" + esc(unsub) + "\">Unsubscribe</a></p>"
+	return mailer.Message{To: a.Email, Subject: "New job: " + j.Title + " at " + j.Company, Text: text, HTML: html,
+		ListUnsubscribe: unsub}
+}
+
+func salary(j jobbus.Job) string {
+	switch {
+	case j.SalMin != nil && j.SalMax != nil:
+		return strconv.FormatInt(*j.SalMin, 10) + "–" + strconv.FormatInt(*j.SalMax, 10) + " " + j.Currency
+	case j.SalMin != nil:
+		return "from " + strconv.FormatInt(*j.SalMin, 10) + " " + j.Currency
+	case j.SalMax != nil:
+		return "up to " + strconv.FormatInt(*j.SalMax, 10) + " " + j.Currency
+	}
+	return ""
+}
+
+var esc = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;").Replace

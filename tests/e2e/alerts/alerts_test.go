@@ -1,0 +1,240 @@
+// Package alerts runs the suite with Temporal, the jobs worker and a mail
+// catcher, and follows a job alert through the gateway: validation, double
+// opt-in, the instant mail of a new matching job with RFC 8058 headers,
+// management and one-click unsubscribe.
+package alerts
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
+	"github.com/coworkjobs/coworkjobs/tests/faults"
+	"github.com/coworkjobs/coworkjobs/tests/suite"
+)
+
+var dbURL string
+
+func TestMain(m *testing.M) { os.Exit(suite.MainDB(m, "e2e_alerts", &dbURL, nil)) }
+
+const base = "http://coworkjobs.test" // the suite's PUBLIC_BASE_URL
+
+func TestAlertThroughTheGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Temporal")
+	}
+	ctx := context.Background()
+	temporal := faults.Temporal(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	catcher, err := mailcatcher.New(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, stopCatcher := context.WithCancel(ctx)
+	t.Cleanup(stopCatcher)
+	go func() { _ = catcher.Serve(cctx, ln) }()
+	sys := suite.StartTest(t, suite.Options{
+		Name: "alerts", DatabaseURL: dbURL, Keys: true, Workers: []string{"jobs-worker"},
+		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "SMTP_URL=smtp://" + ln.Addr().String(), "JOBS_RELAY_INTERVAL=200ms"},
+	})
+	db, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	gw := sys.URL["gateway"]
+
+	// Bad input: a 422 naming the parameter, never a 500.
+	for body, want := range map[string]string{
+		`{"email":"mia@example.com","city":"Not A Slug!"}`:                   "city must be a city slug",
+		`{"email":"mia@example.com","q":"host","salary_min":100}`:            "salary_min needs currency",
+		`{"email":"mia@example.com","q":"host","frequency":"hourly"}`:        "frequency must be one of",
+		`{"email":"not an address","q":"host"}`:                              "email must be a valid address",
+		`{"email":"mia@example.com"}`:                                        "too broad",
+		`{"email":"mia@example.com","q":"host","near":"91,0","radius_km":5}`: "near",
+		`{"email":"mia@example.com","q":"host","colour":"red"}`:              "colour",
+		`{"email":"mia@example.com","q":"host","time_zone":"Mars/Olympus"}`:  "time_zone",
+	} {
+		status, msg := call(t, "POST", gw+"/v2/alerts", "", body, nil)
+		if status != 422 || !strings.Contains(msg, want) {
+			t.Errorf("%s: %d %q, want 422 naming %q", body, status, msg, want)
+		}
+	}
+
+	seeker := "seeker-" + suite.RandomHex(4) + "@example.com"
+	body := fmt.Sprintf(`{"email":%q,"city":"berlin","q":"host","frequency":"instant"}`, seeker)
+	for range 2 { // asking twice: one alert, the confirmation resent
+		if status, msg := call(t, "POST", gw+"/v2/alerts", "", body, nil); status != 202 {
+			t.Fatalf("create: %d %s", status, msg)
+		}
+	}
+	var n int
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alerts WHERE email = $1`, seeker).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d alerts for the address (%v), want 1", n, err)
+	}
+	confirm := waitMail(t, dir, seeker, 2)
+	link := linkIn(t, confirm[0].Text, "/v2/alerts/confirm")
+	if confirm[1].Text != confirm[0].Text {
+		t.Fatal("the resent confirmation differs")
+	}
+
+	// Unconfirmed: a matching job sends nothing.
+	pro := sys.Keys["space 1 (Pro) key"]
+	if status, msg := call(t, "POST", gw+"/v2/jobs", pro, `{"title":"Early Community Host","company":"Factory","description":"<p>Host</p>",
+		"job_type":"fulltime","tags":"hosting","city_name":"Berlin"}`, nil); status != 201 {
+		t.Fatalf("create job: %d %s", status, msg)
+	}
+	// The worker's matching has read past that job before the click.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var left int
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.job_events e, jobs.alert_dispatch d WHERE (e.xid, e.seq) > (d.xid, d.seq)`).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d job events still unread by the alerts' matching after a minute", left)
+		}
+	}
+	var alert struct {
+		Confirmed bool              `json:"confirmed"`
+		Paused    bool              `json:"paused"`
+		Search    map[string]string `json:"search"`
+	}
+	if status, msg := call(t, "GET", gw+link, "", "", &alert); status != 200 || !alert.Confirmed || alert.Search["city"] != "berlin" {
+		t.Fatalf("confirm: %d %s %+v", status, msg, alert)
+	}
+	if status, _ := call(t, "GET", gw+"/v2/alerts/confirm?token=1.forged", "", "", nil); status != 404 {
+		t.Fatalf("a forged token: %d, want 404", status)
+	}
+
+	var job struct {
+		JobID int64 `json:"job_id"`
+	}
+	if status, msg := call(t, "POST", gw+"/v2/jobs", pro, `{"title":"Community Host","company":"Factory","description":"<p>Host</p>",
+		"job_type":"fulltime","tags":"hosting","city_name":"Berlin","currency":"EUR","sal_min":30000,"sal_max":40000}`, &job); status != 201 {
+		t.Fatalf("create job: %d %s", status, msg)
+	}
+	mails := waitMail(t, dir, seeker, 3)
+	match := mails[2]
+	if !strings.Contains(match.Subject, "Community Host") || strings.Contains(match.Subject, "Early") ||
+		!strings.Contains(match.Text, fmt.Sprintf("-%d", job.JobID)) || !strings.Contains(match.Text, "30000") {
+		t.Fatalf("match mail %q:\n%s", match.Subject, match.Text)
+	}
+	if match.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
+		t.Fatalf("no one-click header: %v", match.Header)
+	}
+	unsub := strings.Trim(match.Header.Get("List-Unsubscribe"), "<>")
+	manage := linkIn(t, match.Text, "/v2/alerts/manage")
+
+	// Manage: pause through the link; a job published meanwhile is not mailed.
+	if status, msg := call(t, "POST", gw+manage, "", `{"paused":true}`, &alert); status != 200 || !alert.Paused {
+		t.Fatalf("pause: %d %s %+v", status, msg, alert)
+	}
+	if status, msg := call(t, "POST", gw+manage, "", `{"frequency":"sometimes"}`, nil); status != 422 || !strings.Contains(msg, "frequency") {
+		t.Fatalf("bad frequency: %d %s", status, msg)
+	}
+
+	// One-click unsubscribe (RFC 8058): a form POST to the header's URL.
+	u, err := url.Parse(unsub)
+	if err != nil || !strings.HasPrefix(unsub, base) {
+		t.Fatalf("List-Unsubscribe %q", unsub)
+	}
+	req, _ := http.NewRequest("POST", gw+u.RequestURI(), strings.NewReader("List-Unsubscribe=One-Click"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("one-click unsubscribe: %d", resp.StatusCode)
+	}
+	if status, _ := call(t, "GET", gw+manage, "", "", nil); status != 404 {
+		t.Fatalf("the deleted alert's page: %d, want 404", status)
+	}
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alerts WHERE email = $1`, seeker).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the address is still stored (%d, %v)", n, err)
+	}
+}
+
+var linkRE = regexp.MustCompile(`https?://\S+`)
+
+// linkIn is the path and query of the mail's link to path.
+func linkIn(t *testing.T, text, path string) string {
+	t.Helper()
+	for _, l := range linkRE.FindAllString(text, -1) {
+		if u, err := url.Parse(l); err == nil && u.Path == path {
+			return u.RequestURI()
+		}
+	}
+	t.Fatalf("no link to %s in:\n%s", path, text)
+	return ""
+}
+
+func waitMail(t *testing.T, dir, addr string, n int) []*mailcatcher.Mail {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, err := mailcatcher.For(dir, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d mails to %s after a minute, want %d", len(got), addr, n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// call sends a request and returns the status and the error's text.
+func call(t *testing.T, method, url, key, body string, data any) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("X-API-Key", key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var env suite.Envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, raw)
+	}
+	if env.Success && data != nil {
+		if err := json.Unmarshal(env.Data, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode, string(raw)
+}
