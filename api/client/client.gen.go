@@ -3942,8 +3942,9 @@ type ClientInterface interface {
 	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-	// its users: the alert is marked as its own and still waits for the seeker's click.
+	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+	// users, exists in the key table but is not served yet: the gateway does not authenticate
+	// public routes, so a key sent here is ignored.)
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
@@ -3963,8 +3964,9 @@ type ClientInterface interface {
 	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-	// its users: the alert is marked as its own and still waits for the seeker's click.
+	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+	// users, exists in the key table but is not served yet: the gateway does not authenticate
+	// public routes, so a key sent here is ignored.)
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
@@ -3984,8 +3986,9 @@ type ClientInterface interface {
 	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-	// its users: the alert is marked as its own and still waits for the seeker's click.
+	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+	// users, exists in the key table but is not served yet: the gateway does not authenticate
+	// public routes, so a key sent here is ignored.)
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
@@ -5306,8 +5309,9 @@ func (c *Client) GetApiInfo(ctx context.Context, reqEditors ...RequestEditorFn) 
 // (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-// its users: the alert is marked as its own and still waits for the seeker's click.
+// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+// users, exists in the key table but is not served yet: the gateway does not authenticate
+// public routes, so a key sent here is ignored.)
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
@@ -5337,8 +5341,9 @@ func (c *Client) CreateAlertWithBody(ctx context.Context, contentType string, bo
 // (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-// its users: the alert is marked as its own and still waits for the seeker's click.
+// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+// users, exists in the key table but is not served yet: the gateway does not authenticate
+// public routes, so a key sent here is ignored.)
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
@@ -5368,8 +5373,9 @@ func (c *Client) CreateAlert(ctx context.Context, body CreateAlertJSONRequestBod
 // (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-// its users: the alert is marked as its own and still waits for the seeker's click.
+// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+// users, exists in the key table but is not served yet: the gateway does not authenticate
+// public routes, so a key sent here is ignored.)
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
@@ -10830,8 +10836,9 @@ type ClientWithResponsesInterface interface {
 	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-	// its users: the alert is marked as its own and still waits for the seeker's click.
+	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+	// users, exists in the key table but is not served yet: the gateway does not authenticate
+	// public routes, so a key sent here is ignored.)
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
@@ -10851,8 +10858,9 @@ type ClientWithResponsesInterface interface {
 	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-	// its users: the alert is marked as its own and still waits for the seeker's click.
+	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+	// users, exists in the key table but is not served yet: the gateway does not authenticate
+	// public routes, so a key sent here is ignored.)
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
@@ -10872,8 +10880,9 @@ type ClientWithResponsesInterface interface {
 	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-	// its users: the alert is marked as its own and still waits for the seeker's click.
+	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+	// users, exists in the key table but is not served yet: the gateway does not authenticate
+	// public routes, so a key sent here is ignored.)
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
@@ -24297,8 +24306,9 @@ func (c *ClientWithResponses) GetApiInfoWithResponse(ctx context.Context, reqEdi
 // (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-// its users: the alert is marked as its own and still waits for the seeker's click.
+// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+// users, exists in the key table but is not served yet: the gateway does not authenticate
+// public routes, so a key sent here is ignored.)
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
@@ -24324,8 +24334,9 @@ func (c *ClientWithResponses) CreateAlertWithBodyWithResponse(ctx context.Contex
 // (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-// its users: the alert is marked as its own and still waits for the seeker's click.
+// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+// users, exists in the key table but is not served yet: the gateway does not authenticate
+// public routes, so a key sent here is ignored.)
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
@@ -24351,8 +24362,9 @@ func (c *ClientWithResponses) CreateAlertWithResponse(ctx context.Context, body 
 // (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. A key with scope `alerts:write` (a platform) may call it for
-// its users: the alert is marked as its own and still waits for the seeker's click.
+// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
+// users, exists in the key table but is not served yet: the gateway does not authenticate
+// public routes, so a key sent here is ignored.)
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
