@@ -32,7 +32,13 @@ import (
 )
 
 func main() {
-	spec := service.Spec{Name: "jobs-worker", Schema: "jobs", Migrations: migrations.FS, Defaults: config.WorkerDefaults(),
+	// Its relays (webhook dispatch and outbox, webhook mails, alert matching
+	// and mails, expiry, notices) each hold a connection through a round,
+	// beside the activities: a worker's 5 would be saturated, so the
+	// chart's 10 is its default too.
+	defaults := config.WorkerDefaults()
+	defaults["DB_MAX_CONNS"] = "10"
+	spec := service.Spec{Name: "jobs-worker", Schema: "jobs", Migrations: migrations.FS, Defaults: defaults,
 		Changes: []string{scopes.Jobs, scopes.JobsBulk}}
 	service.Serve(spec, func(ctx context.Context, p *service.Process, cfg *workerConfig) error {
 		log := p.Log
