@@ -136,7 +136,7 @@ func hostileBodies(valid map[string]any) []hostile {
 	sort.Strings(fields)
 	for _, f := range fields {
 		for j, v := range []string{`true`, `[]`, `{}`, `1.5`, `-1e400`, `[[["x"]]]`, `{"$ne":1}`} {
-			if (f == "is_remote" && v == "true") || (f == "consent" && v == "true") || (f == "restricted" && v == "true") {
+			if (f == "is_remote" && v == "true") || (f == "consent" && v == "true") || (f == "restricted" && v == "true") || (f == "paused" && v == "true") {
 				continue // accepted forms of those fields
 			}
 			out = append(out, hostile{name: fmt.Sprintf("wrongType-%s-%d", f, j), body: withRaw(valid, f, v), status: 422})
