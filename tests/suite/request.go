@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"testing"
 )
 
 // NewRequest builds a request bounded by ctx: a body that is not nil goes as
@@ -39,4 +40,28 @@ func Body(s string) []byte {
 		return nil
 	}
 	return []byte(s)
+}
+
+// Do sends one request with key as its X-API-Key (none for "") and body as
+// JSON (none for ""), and returns the status and the whole answer.
+func Do(t testing.TB, method, url, key, body string) (int, []byte) {
+	t.Helper()
+	var hdr []string
+	if key != "" {
+		hdr = []string{"X-API-Key", key}
+	}
+	req, err := NewRequest(context.Background(), method, url, Body(body), hdr...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, raw
 }

@@ -211,30 +211,15 @@ func waitMail(t *testing.T, dir, addr string, n int) []*mailcatcher.Mail {
 // call sends a request and returns the status and the error's text.
 func call(t *testing.T, method, url, key, body string, data any) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("X-API-Key", key)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	status, raw := suite.Do(t, method, url, key, body)
 	var env suite.Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
-		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, raw)
+		t.Fatalf("%s %s: %d %s", method, url, status, raw)
 	}
 	if env.Success && data != nil {
 		if err := json.Unmarshal(env.Data, data); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return resp.StatusCode, string(raw)
+	return status, string(raw)
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -125,21 +124,9 @@ func waitMail(t *testing.T, dir, addr string, n int) []*mailcatcher.Mail {
 
 func call(t *testing.T, method, url, key, body string, data any) int {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-API-Key", key)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	status, raw := suite.Do(t, method, url, key, body)
 	var env suite.Envelope
-	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+	if err := json.Unmarshal(raw, &env); err != nil {
 		t.Fatal(err)
 	}
 	if env.Success && data != nil {
@@ -147,5 +134,5 @@ func call(t *testing.T, method, url, key, body string, data any) int {
 			t.Fatal(err)
 		}
 	}
-	return resp.StatusCode
+	return status
 }
