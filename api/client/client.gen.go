@@ -1972,8 +1972,13 @@ type JobCreateRequest struct {
 
 	// IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent.
 	IsRemote *JobCreateRequest_IsRemote `json:"is_remote,omitempty"`
-	JobType  JobType                    `json:"job_type"`
-	SalMax   *int                       `json:"sal_max,omitempty"`
+
+	// JobType A job type a request names (the `job_type` filter, the `job_type` of a job sent):
+	// fulltime, parttime, freelance or internship, in any case, surrounding spaces ignored.
+	// Every answer carries it lower case (`JobType`). A pattern rather than an enum for the
+	// reason CurrencyInput gives.
+	JobType JobTypeInput `json:"job_type"`
+	SalMax  *int         `json:"sal_max,omitempty"`
 
 	// SalMin Annual minimum; must not exceed sal_max.
 	SalMin *int `json:"sal_min,omitempty"`
@@ -2231,6 +2236,12 @@ type JobTransitionResultAction string
 
 // JobType defines model for JobType.
 type JobType string
+
+// JobTypeInput A job type a request names (the `job_type` filter, the `job_type` of a job sent):
+// fulltime, parttime, freelance or internship, in any case, surrounding spaces ignored.
+// Every answer carries it lower case (`JobType`). A pattern rather than an enum for the
+// reason CurrencyInput gives.
+type JobTypeInput = string
 
 // JobUnpublishRequest defines model for JobUnpublishRequest.
 type JobUnpublishRequest struct {
@@ -2884,9 +2895,9 @@ type ListJobsParams struct {
 	Currency *CurrencyInput `form:"currency,omitempty" json:"currency,omitempty"`
 
 	// SalaryMin Needs `currency`.
-	SalaryMin   *int       `form:"salary_min,omitempty" json:"salary_min,omitempty"`
-	PostedSince *time.Time `form:"posted_since,omitempty" json:"posted_since,omitempty"`
-	JobType     *JobType   `form:"job_type,omitempty" json:"job_type,omitempty"`
+	SalaryMin   *int          `form:"salary_min,omitempty" json:"salary_min,omitempty"`
+	PostedSince *time.Time    `form:"posted_since,omitempty" json:"posted_since,omitempty"`
+	JobType     *JobTypeInput `form:"job_type,omitempty" json:"job_type,omitempty"`
 
 	// Remote `1` or `true`: remote only. `0` or `false`: no filter (all jobs).
 	Remote *ListJobsParamsRemote `form:"remote,omitempty" json:"remote,omitempty"`
@@ -3043,9 +3054,9 @@ type JobsFeedParams struct {
 	Format *JobsFeedParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// Q Words to find, as `GET /v2/jobs` reads them.
-	Q       *string  `form:"q,omitempty" json:"q,omitempty"`
-	Tag     *string  `form:"tag,omitempty" json:"tag,omitempty"`
-	JobType *JobType `form:"job_type,omitempty" json:"job_type,omitempty"`
+	Q       *string       `form:"q,omitempty" json:"q,omitempty"`
+	Tag     *string       `form:"tag,omitempty" json:"tag,omitempty"`
+	JobType *JobTypeInput `form:"job_type,omitempty" json:"job_type,omitempty"`
 
 	// Remote `1` or `true`: remote only. `0` or `false`: no filter.
 	Remote *JobsFeedParamsRemote `form:"remote,omitempty" json:"remote,omitempty"`
