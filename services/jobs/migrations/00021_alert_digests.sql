@@ -19,14 +19,22 @@ ALTER TABLE alert_outbox ADD COLUMN digest_at timestamptz NOT NULL DEFAULT 'epoc
 
 -- alert_next_digest is the first local 08:00 (a Monday's for weekly) strictly
 -- after after, in zone tz; NULL for instant alerts. 08:00 exists on every
--- day of every zone (DST moves happen at night).
+-- day of every zone (DST moves happen at night). A zone PostgreSQL does
+-- not know (its tz database older than Go's) counts as UTC rather than
+-- failing the whole tick.
 -- +goose StatementBegin
 CREATE FUNCTION alert_next_digest(frequency text, tz text, after timestamptz) RETURNS timestamptz
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    local timestamp := after AT TIME ZONE tz;
+    local timestamp;
     cand  timestamp;
 BEGIN
+    BEGIN
+        local := after AT TIME ZONE tz;
+    EXCEPTION WHEN invalid_parameter_value THEN
+        tz := 'UTC';
+        local := after AT TIME ZONE tz;
+    END;
     IF frequency = 'daily' THEN
         cand := date_trunc('day', local) + interval '8 hours';
         IF cand <= local THEN cand := cand + interval '1 day'; END IF;
