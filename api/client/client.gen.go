@@ -1318,7 +1318,9 @@ type AlertRequest struct {
 	Remote    *bool                  `json:"remote,omitempty"`
 	SalaryMin *int                   `json:"salary_min,omitempty"`
 	Tag       *string                `json:"tag,omitempty"`
-	TimeZone  *string                `json:"time_zone,omitempty"`
+
+	// TimeZone IANA time zone of the digests' 08:00; default the city's zone when `city` is given, else `UTC`.
+	TimeZone *string `json:"time_zone,omitempty"`
 }
 
 // AlertRequestFrequency defines model for AlertRequest.Frequency.
@@ -3939,7 +3941,9 @@ type ClientInterface interface {
 	// CreateAlertWithBody Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -3951,7 +3955,10 @@ type ClientInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3961,7 +3968,9 @@ type ClientInterface interface {
 	// CreateAlert Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -3973,7 +3982,10 @@ type ClientInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3983,7 +3995,9 @@ type ClientInterface interface {
 	// CreateAlertWithFormdataBody Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -3995,7 +4009,10 @@ type ClientInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
@@ -5306,7 +5323,9 @@ func (c *Client) GetApiInfo(ctx context.Context, reqEditors ...RequestEditorFn) 
 // CreateAlertWithBody Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -5318,7 +5337,10 @@ func (c *Client) GetApiInfo(ctx context.Context, reqEditors ...RequestEditorFn) 
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5338,7 +5360,9 @@ func (c *Client) CreateAlertWithBody(ctx context.Context, contentType string, bo
 // CreateAlert Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -5350,7 +5374,10 @@ func (c *Client) CreateAlertWithBody(ctx context.Context, contentType string, bo
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5370,7 +5397,9 @@ func (c *Client) CreateAlert(ctx context.Context, body CreateAlertJSONRequestBod
 // CreateAlertWithFormdataBody Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -5382,7 +5411,10 @@ func (c *Client) CreateAlert(ctx context.Context, body CreateAlertJSONRequestBod
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -10833,7 +10865,9 @@ type ClientWithResponsesInterface interface {
 	// CreateAlertWithBodyWithResponse Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -10845,7 +10879,10 @@ type ClientWithResponsesInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10855,7 +10892,9 @@ type ClientWithResponsesInterface interface {
 	// CreateAlertWithResponse Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -10867,7 +10906,10 @@ type ClientWithResponsesInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10877,7 +10919,9 @@ type ClientWithResponsesInterface interface {
 	// CreateAlertWithFormdataBodyWithResponse Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -10889,7 +10933,10 @@ type ClientWithResponsesInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -24303,7 +24350,9 @@ func (c *ClientWithResponses) GetApiInfoWithResponse(ctx context.Context, reqEdi
 // CreateAlertWithBodyWithResponse Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -24315,7 +24364,10 @@ func (c *ClientWithResponses) GetApiInfoWithResponse(ctx context.Context, reqEdi
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24331,7 +24383,9 @@ func (c *ClientWithResponses) CreateAlertWithBodyWithResponse(ctx context.Contex
 // CreateAlertWithResponse Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -24343,7 +24397,10 @@ func (c *ClientWithResponses) CreateAlertWithBodyWithResponse(ctx context.Contex
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24359,7 +24416,9 @@ func (c *ClientWithResponses) CreateAlertWithResponse(ctx context.Context, body 
 // CreateAlertWithFormdataBodyWithResponse Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -24371,7 +24430,10 @@ func (c *ClientWithResponses) CreateAlertWithResponse(ctx context.Context, body 
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //
