@@ -72,6 +72,7 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		`{"email":"mia@example.com","q":"host","near":"91,0","radius_km":5}`: "near",
 		`{"email":"mia@example.com","q":"host","colour":"red"}`:              "colour",
 		`{"email":"mia@example.com","q":"host","time_zone":"Mars/Olympus"}`:  "time_zone",
+		`{"email":"mia@example.com","q":"host","time_zone":"Local"}`:         "time_zone",
 	} {
 		status, msg := call(t, "POST", gw+"/v2/alerts", "", body, nil)
 		if status != 422 || !strings.Contains(msg, want) {

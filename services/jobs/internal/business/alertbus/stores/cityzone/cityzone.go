@@ -26,8 +26,7 @@ type Finder struct {
 	Dir Directory
 }
 
-// The boundaries are loaded on the first look-up (a few hundred
-// milliseconds), once per process.
+// The boundaries are loaded once per process, on the first look-up.
 var boundaries = sync.OnceValues(tzf.NewDefaultFinder)
 
 // Zone is the IANA zone at a point ("" when none is known).
@@ -68,6 +67,6 @@ func (f Finder) CityZone(ctx context.Context, slug string) (string, error) {
 	return Zone(city.Lat, city.Lon)
 }
 
-// Warm loads the boundaries now (about 1.5 s and 30 MB of heap on this
-// machine), so that the first alert saved does not wait for them.
+// Warm loads the boundaries now (they take a second or two), so that the
+// first alert saved does not wait for them.
 func Warm() { _, _ = boundaries() }
