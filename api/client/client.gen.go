@@ -1318,7 +1318,9 @@ type AlertRequest struct {
 	Remote    *bool                  `json:"remote,omitempty"`
 	SalaryMin *int                   `json:"salary_min,omitempty"`
 	Tag       *string                `json:"tag,omitempty"`
-	TimeZone  *string                `json:"time_zone,omitempty"`
+
+	// TimeZone IANA time zone of the digests' 08:00; default the city's zone when `city` is given, else `UTC`.
+	TimeZone *string `json:"time_zone,omitempty"`
 }
 
 // AlertRequestFrequency defines model for AlertRequest.Frequency.
@@ -3950,7 +3952,9 @@ type ClientInterface interface {
 	// CreateAlertWithBody Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -3962,7 +3966,10 @@ type ClientInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3972,7 +3979,9 @@ type ClientInterface interface {
 	// CreateAlert Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -3984,7 +3993,10 @@ type ClientInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3994,7 +4006,9 @@ type ClientInterface interface {
 	// CreateAlertWithFormdataBody Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -4006,7 +4020,10 @@ type ClientInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
@@ -5317,7 +5334,9 @@ func (c *Client) GetApiInfo(ctx context.Context, reqEditors ...RequestEditorFn) 
 // CreateAlertWithBody Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -5329,7 +5348,10 @@ func (c *Client) GetApiInfo(ctx context.Context, reqEditors ...RequestEditorFn) 
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5349,7 +5371,9 @@ func (c *Client) CreateAlertWithBody(ctx context.Context, contentType string, bo
 // CreateAlert Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -5361,7 +5385,10 @@ func (c *Client) CreateAlertWithBody(ctx context.Context, contentType string, bo
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5381,7 +5408,9 @@ func (c *Client) CreateAlert(ctx context.Context, body CreateAlertJSONRequestBod
 // CreateAlertWithFormdataBody Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -5393,7 +5422,10 @@ func (c *Client) CreateAlert(ctx context.Context, body CreateAlertJSONRequestBod
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -10844,7 +10876,9 @@ type ClientWithResponsesInterface interface {
 	// CreateAlertWithBodyWithResponse Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -10856,7 +10890,10 @@ type ClientWithResponsesInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10866,7 +10903,9 @@ type ClientWithResponsesInterface interface {
 	// CreateAlertWithResponse Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -10878,7 +10917,10 @@ type ClientWithResponsesInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10888,7 +10930,9 @@ type ClientWithResponsesInterface interface {
 	// CreateAlertWithFormdataBodyWithResponse Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -10900,7 +10944,10 @@ type ClientWithResponsesInterface interface {
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -24314,7 +24361,9 @@ func (c *ClientWithResponses) GetApiInfoWithResponse(ctx context.Context, reqEdi
 // CreateAlertWithBodyWithResponse Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -24326,7 +24375,10 @@ func (c *ClientWithResponses) GetApiInfoWithResponse(ctx context.Context, reqEdi
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24342,7 +24394,9 @@ func (c *ClientWithResponses) CreateAlertWithBodyWithResponse(ctx context.Contex
 // CreateAlertWithResponse Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -24354,7 +24408,10 @@ func (c *ClientWithResponses) CreateAlertWithBodyWithResponse(ctx context.Contex
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24370,7 +24427,9 @@ func (c *ClientWithResponses) CreateAlertWithResponse(ctx context.Context, body 
 // CreateAlertWithFormdataBodyWithResponse Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
 // criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
@@ -24382,7 +24441,10 @@ func (c *ClientWithResponses) CreateAlertWithResponse(ctx context.Context, body 
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //

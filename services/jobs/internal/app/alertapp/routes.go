@@ -116,9 +116,9 @@ func (h handlers) create(c *fiber.Ctx) error {
 			p = append(p, "frequency must be one of "+strings.Join(Frequencies, ", "))
 		}
 	}
-	if tz == "" {
-		tz = "UTC"
-	} else if _, err := time.LoadLocation(tz); err != nil || len(tz) > 64 {
+	// "": the city's zone, else UTC (alertbus.Save). "Local" is the server's,
+	// no zone of the seeker's.
+	if _, err := time.LoadLocation(tz); tz != "" && (err != nil || len(tz) > 64 || tz == "Local") {
 		p = append(p, "time_zone must be an IANA time zone, e.g. Europe/Lisbon")
 	}
 	if len(p) == 0 && alertbus.Broad(f) {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // time_zone is validated the same on a machine without a zoneinfo
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
@@ -160,10 +161,19 @@ type Store interface {
 	Matches(ctx context.Context, id int64, limit int) ([]int64, error)
 }
 
+// CityZones finds a city's IANA time zone by its slug ("" when unknown).
+type CityZones interface {
+	CityZone(ctx context.Context, slug string) (string, error)
+}
+
+// DefaultZone is an alert's zone when neither it nor its city gives one.
+const DefaultZone = "UTC"
+
 // Business holds the alerts' rules.
 type Business struct {
 	Store  Store
 	Signer *Signer
+	Zones  CityZones // nil: an alert without time_zone keeps DefaultZone
 }
 
 // NewAlert is what POST /v2/alerts asks for, already validated.
@@ -172,12 +182,24 @@ type NewAlert struct {
 	Search    string // Canonical
 	Filter    jobbus.ListFilter
 	Frequency string
-	TimeZone  string
+	TimeZone  string // IANA, validated; "": the city's, else DefaultZone
 	KeyID     int64
 }
 
 // Save stores (or finds) the alert; the store queues its confirmation mail.
+// An alert without a zone takes its city's (its digests come at the city's
+// morning).
 func (b *Business) Save(ctx context.Context, n NewAlert) (Alert, error) {
+	if n.TimeZone == "" && n.Filter.CitySlug != "" && b.Zones != nil {
+		tz, err := b.Zones.CityZone(ctx, n.Filter.CitySlug)
+		if err != nil {
+			return Alert{}, err
+		}
+		n.TimeZone = tz
+	}
+	if n.TimeZone == "" {
+		n.TimeZone = DefaultZone
+	}
 	a, _, err := b.Store.Save(ctx, Alert{Email: n.Email, Search: n.Search, Frequency: n.Frequency, TimeZone: n.TimeZone,
 		Nonce: NewNonce(), KeyID: n.KeyID}, PercolationKey(n.Filter))
 	return a, err

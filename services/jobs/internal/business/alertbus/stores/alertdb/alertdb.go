@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventpos"
 
@@ -77,10 +78,12 @@ func (s *Store) Confirm(ctx context.Context, id int64) error {
 	return s.exec(ctx, "confirm alert", `UPDATE alerts SET confirmed_at = coalesce(confirmed_at, now()) WHERE id = $1`, id)
 }
 
-// Update changes an alert's frequency or pause (nil: unchanged).
+// Update changes an alert's frequency or pause (nil: unchanged). Its next
+// digest is computed anew by the digest clock's next tick (a resumed alert
+// waits for its next morning, not the one it missed).
 func (s *Store) Update(ctx context.Context, id int64, frequency *string, paused *bool) error {
-	return s.exec(ctx, "update alert", `UPDATE alerts SET frequency = coalesce($2, frequency), paused = coalesce($3, paused)
-		WHERE id = $1`, id, frequency, paused)
+	return s.exec(ctx, "update alert", `UPDATE alerts SET frequency = coalesce($2, frequency), paused = coalesce($3, paused),
+		next_digest_at = NULL WHERE id = $1`, id, frequency, paused)
 }
 
 // Delete deletes an alert with its matches and address.
@@ -270,14 +273,15 @@ func listIDs(ctx context.Context, tx jobsearch.DB, f jobbus.ListFilter) ([]int64
 
 // OutboxItem is one mail to send.
 type OutboxItem struct {
-	AlertID int64
-	Kind    string
-	JobID   int64
+	AlertID  int64
+	Kind     string
+	JobID    int64
+	DigestAt time.Time // a digest's: its pairs' sent_at
 }
 
 // OutboxTable is alert_outbox for outbox.Relay (the mails keep no order).
 func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
 	return outbox.Table[OutboxItem]{DB: s.pool, Name: "alert_outbox", Due: "next_try_at",
-		Columns: []string{"alert_id", "kind", "job_id"},
-		Payload: func(it *OutboxItem) []any { return []any{&it.AlertID, &it.Kind, &it.JobID} }}
+		Columns: []string{"alert_id", "kind", "job_id", "digest_at"},
+		Payload: func(it *OutboxItem) []any { return []any{&it.AlertID, &it.Kind, &it.JobID, &it.DigestAt} }}
 }
