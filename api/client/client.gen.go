@@ -1343,9 +1343,11 @@ type AlertPendingEnvelope struct {
 
 // AlertRequest A field not listed here is refused with 422 `validation_error` naming it. The search fields are `GET /v2/jobs`'s, validated the same way.
 type AlertRequest struct {
-	City      *string                `json:"city,omitempty"`
-	Currency  *string                `json:"currency,omitempty"`
-	Email     string                 `json:"email"`
+	City     *string `json:"city,omitempty"`
+	Currency *string `json:"currency,omitempty"`
+	Email    string  `json:"email"`
+
+	// Frequency Default `instant`.
 	Frequency *AlertRequestFrequency `json:"frequency,omitempty"`
 	JobType   *string                `json:"job_type,omitempty"`
 	Near      *string                `json:"near,omitempty"`
@@ -1354,10 +1356,12 @@ type AlertRequest struct {
 	Remote    *bool                  `json:"remote,omitempty"`
 	SalaryMin *int                   `json:"salary_min,omitempty"`
 	Tag       *string                `json:"tag,omitempty"`
-	TimeZone  *string                `json:"time_zone,omitempty"`
+
+	// TimeZone An IANA time zone; default `UTC`.
+	TimeZone *string `json:"time_zone,omitempty"`
 }
 
-// AlertRequestFrequency defines model for AlertRequest.Frequency.
+// AlertRequestFrequency Default `instant`.
 type AlertRequestFrequency string
 
 // AlertUpdateRequest defines model for AlertUpdateRequest.
