@@ -4074,7 +4074,10 @@ type ClientInterface interface {
 
 	// ConfirmAlert Confirm a job alert (link from its confirmation mail)
 	//
-	// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged unconfirmed, forged) is a 404.
+	// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged
+	// unconfirmed, forged) is a 404. The mail itself links to the HTML page `/alerts/confirm`
+	// (not part of this API), whose GET only shows a button that POSTs, so that a mail client's
+	// link scanner confirms nothing; this JSON route takes the same token.
 	//
 	// Corresponds with GET /v2/alerts/confirm (the `ConfirmAlert` operationId).
 	ConfirmAlert(ctx context.Context, params *ConfirmAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4148,9 +4151,10 @@ type ClientInterface interface {
 
 	// DeleteAlert Delete a job alert (link from any alert mail)
 	//
-	// Public. Deletes the alert with its matches and its address. Mails also carry
-	// `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058),
-	// which POST to this route.
+	// Public. Deletes the alert with its matches and its address. Mails carry `List-Unsubscribe`
+	// and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058) naming the HTML page
+	// `/alerts/unsubscribe`, whose one-click POST deletes the alert without a page in between
+	// (its GET only shows a button); this JSON route takes the same token.
 	//
 	// Corresponds with GET /v2/alerts/unsubscribe (the `DeleteAlert` operationId).
 	DeleteAlert(ctx context.Context, params *DeleteAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5495,7 +5499,10 @@ func (c *Client) CreateAlertWithFormdataBody(ctx context.Context, body CreateAle
 
 // ConfirmAlert Confirm a job alert (link from its confirmation mail)
 //
-// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged unconfirmed, forged) is a 404.
+// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged
+// unconfirmed, forged) is a 404. The mail itself links to the HTML page `/alerts/confirm`
+// (not part of this API), whose GET only shows a button that POSTs, so that a mail client's
+// link scanner confirms nothing; this JSON route takes the same token.
 //
 // Corresponds with GET /v2/alerts/confirm (the `ConfirmAlert` operationId).
 func (c *Client) ConfirmAlert(ctx context.Context, params *ConfirmAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5659,9 +5666,10 @@ func (c *Client) UpdateAlertWithFormdataBody(ctx context.Context, params *Update
 
 // DeleteAlert Delete a job alert (link from any alert mail)
 //
-// Public. Deletes the alert with its matches and its address. Mails also carry
-// `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058),
-// which POST to this route.
+// Public. Deletes the alert with its matches and its address. Mails carry `List-Unsubscribe`
+// and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058) naming the HTML page
+// `/alerts/unsubscribe`, whose one-click POST deletes the alert without a page in between
+// (its GET only shows a button); this JSON route takes the same token.
 //
 // Corresponds with GET /v2/alerts/unsubscribe (the `DeleteAlert` operationId).
 func (c *Client) DeleteAlert(ctx context.Context, params *DeleteAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11114,7 +11122,10 @@ type ClientWithResponsesInterface interface {
 
 	// ConfirmAlertWithResponse Confirm a job alert (link from its confirmation mail)
 	//
-	// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged unconfirmed, forged) is a 404.
+	// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged
+	// unconfirmed, forged) is a 404. The mail itself links to the HTML page `/alerts/confirm`
+	// (not part of this API), whose GET only shows a button that POSTs, so that a mail client's
+	// link scanner confirms nothing; this JSON route takes the same token.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11194,9 +11205,10 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteAlertWithResponse Delete a job alert (link from any alert mail)
 	//
-	// Public. Deletes the alert with its matches and its address. Mails also carry
-	// `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058),
-	// which POST to this route.
+	// Public. Deletes the alert with its matches and its address. Mails carry `List-Unsubscribe`
+	// and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058) naming the HTML page
+	// `/alerts/unsubscribe`, whose one-click POST deletes the alert without a page in between
+	// (its GET only shows a button); this JSON route takes the same token.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -24851,7 +24863,10 @@ func (c *ClientWithResponses) CreateAlertWithFormdataBodyWithResponse(ctx contex
 
 // ConfirmAlertWithResponse Confirm a job alert (link from its confirmation mail)
 //
-// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged unconfirmed, forged) is a 404.
+// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged
+// unconfirmed, forged) is a 404. The mail itself links to the HTML page `/alerts/confirm`
+// (not part of this API), whose GET only shows a button that POSTs, so that a mail client's
+// link scanner confirms nothing; this JSON route takes the same token.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -24985,9 +25000,10 @@ func (c *ClientWithResponses) UpdateAlertWithFormdataBodyWithResponse(ctx contex
 
 // DeleteAlertWithResponse Delete a job alert (link from any alert mail)
 //
-// Public. Deletes the alert with its matches and its address. Mails also carry
-// `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058),
-// which POST to this route.
+// Public. Deletes the alert with its matches and its address. Mails carry `List-Unsubscribe`
+// and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058) naming the HTML page
+// `/alerts/unsubscribe`, whose one-click POST deletes the alert without a page in between
+// (its GET only shows a button); this JSON route takes the same token.
 //
 // Returns a wrapper object for the known response body format(s).
 //
