@@ -92,7 +92,8 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		t.Fatalf("%d alerts for the address (%v), want 1", n, err)
 	}
 	confirm := waitMail(t, dir, seeker, 2)
-	link := linkIn(t, confirm[0].Text, "/v2/alerts/confirm")
+	// The mail links to the page; its JSON twin is under /v2.
+	link := "/v2" + linkIn(t, confirm[0].Text, "/alerts/confirm")
 	if confirm[1].Text != confirm[0].Text {
 		t.Fatal("the resent confirmation differs")
 	}
@@ -147,7 +148,7 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		t.Fatalf("no one-click header: %v", match.Header)
 	}
 	unsub := strings.Trim(match.Header.Get("List-Unsubscribe"), "<>")
-	manage := linkIn(t, match.Text, "/v2/alerts/manage")
+	manage := "/v2" + linkIn(t, match.Text, "/alerts/manage")
 
 	// Manage: pause through the link; a job published meanwhile is not mailed.
 	if status, msg := call(t, "POST", gw+manage, "", `{"paused":true}`, &alert); status != 200 || !alert.Paused {
@@ -202,7 +203,7 @@ func digest(t *testing.T, db *pgxpool.Pool, gw, dir, pro string) {
 	if status, msg := call(t, "POST", gw+"/v2/alerts", "", fmt.Sprintf(`{"email":%q,"city":"lisbon","q":"barista","frequency":"daily"}`, seeker), nil); status != 202 {
 		t.Fatalf("create daily: %d %s", status, msg)
 	}
-	link := linkIn(t, waitMail(t, dir, seeker, 1)[0].Text, "/v2/alerts/confirm")
+	link := "/v2" + linkIn(t, waitMail(t, dir, seeker, 1)[0].Text, "/alerts/confirm")
 	var alert struct {
 		TimeZone  string `json:"time_zone"`
 		Frequency string `json:"frequency"`
@@ -242,7 +243,7 @@ func digest(t *testing.T, db *pgxpool.Pool, gw, dir, pro string) {
 	m := waitMail(t, dir, seeker, 2)[1]
 	if !strings.Contains(m.Subject, "1 new job today") || !strings.Contains(m.Text, "Lisbon Barista") ||
 		!strings.Contains(m.Text, fmt.Sprintf("-%d", job.JobID)) || !strings.Contains(m.Text, "from 20000 EUR") ||
-		!strings.Contains(m.Text, "/v2/alerts/manage?token=") || m.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
+		!strings.Contains(m.Text, "/alerts/manage?token=") || m.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
 		t.Fatalf("digest %q %v:\n%s", m.Subject, m.Header, m.Text)
 	}
 }

@@ -65,7 +65,7 @@ func main() {
 		payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
 		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP}), Codec: p.Codec})
 		go cityzone.Warm() // the alerts' zones by city
-		alertapp.Routes(app, alertapp.Config{Codec: p.Codec, Bus: &alertbus.Business{Store: alertdb.New(p.Pool), Zones: cityzone.Finder{Dir: dir},
+		alertapp.Routes(app, alertapp.Config{Codec: p.Codec, Jobs: bus, Log: log, Bus: &alertbus.Business{Store: alertdb.New(p.Pool), Zones: cityzone.Finder{Dir: dir},
 			Signer: alertbus.NewSigner([]byte(cfg.IdentitySecret))}})
 		jobpages.Routes(app, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret),
 			Announcements: indexdb.New(p.Pool), AggregatorPlans: cfg.AggregatorPlans})

@@ -162,8 +162,8 @@ func TestDigests(t *testing.T) {
 				t.Errorf("%s: the digest lists the %s job:\n%s", a.Email, strings.ToLower(left), m.Text)
 			}
 		}
-		if !strings.Contains(m.Text, "/v2/alerts/manage?token=") || m.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" ||
-			!strings.Contains(m.Header.Get("List-Unsubscribe"), "/v2/alerts/unsubscribe?token=") {
+		if !strings.Contains(m.Text, "/alerts/manage?token=") || m.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" ||
+			!strings.Contains(m.Header.Get("List-Unsubscribe"), "/alerts/unsubscribe?token=") {
 			t.Errorf("%s: the digest lacks its management or one-click links: %v\n%s", a.Email, m.Header, m.Text)
 		}
 	}

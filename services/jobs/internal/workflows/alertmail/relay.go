@@ -109,9 +109,10 @@ func (r *Relay) deliver(ctx context.Context, m outbox.Message[alertdb.OutboxItem
 		JobID: m.Payload.JobID, DigestAt: m.Payload.DigestAt})
 }
 
-// Link is an alert's public link of purpose (the routes of alertapp).
+// Link is an alert's public link of purpose: alertapp's page, whose GET
+// only shows a button (a link scanner's fetch changes nothing).
 func (r *Relay) Link(path, purpose string, a alertbus.Alert) string {
-	return r.Jobs.BaseURL() + "/v2/alerts/" + path + "?token=" + url.QueryEscape(r.Signer.Token(purpose, a))
+	return r.Jobs.BaseURL() + "/alerts/" + path + "?token=" + url.QueryEscape(r.Signer.Token(purpose, a))
 }
 
 // Describe is a search in words, for the mails' subjects.

@@ -190,7 +190,7 @@ func TestInstantAlert(t *testing.T) {
 		t.Fatalf("no match mail naming the job: %+v", got)
 	}
 	unsub := match.Header.Get("List-Unsubscribe")
-	if !strings.Contains(unsub, "/v2/alerts/unsubscribe?token=") || match.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
+	if !strings.Contains(unsub, "/alerts/unsubscribe?token=") || match.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
 		t.Fatalf("List-Unsubscribe %q, Post %q", unsub, match.Header.Get("List-Unsubscribe-Post"))
 	}
 	u, err := url.Parse(strings.Trim(unsub, "<>"))

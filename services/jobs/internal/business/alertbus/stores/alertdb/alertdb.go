@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventpos"
@@ -20,6 +21,13 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobsearch"
 )
+
+// compared counts the distinct searches matching ran against a batch of
+// jobs (the benchmarks' comparisons).
+var compared atomic.Int64
+
+// Compared is how many searches matching has compared with a batch so far.
+func Compared() int64 { return compared.Load() }
 
 // Store is the alerts' store.
 type Store struct{ pool *pgxpool.Pool }
@@ -202,6 +210,13 @@ func matchJobs(ctx context.Context, tx pgx.Tx, jobIDs []int64, parse Parse) (int
 	if len(keySet) == 0 {
 		return 0, nil // none of them is still listed
 	}
+	words, err := wordKeys(ctx, tx, jobIDs)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range words {
+		keySet[k] = true
+	}
 	keys := make([]string, 0, len(keySet))
 	for k := range keySet {
 		keys = append(keys, k)
@@ -222,6 +237,7 @@ func matchJobs(ctx context.Context, tx pgx.Tx, jobIDs []int64, parse Parse) (int
 	if err != nil {
 		return 0, err
 	}
+	compared.Add(int64(len(groups)))
 	total := 0
 	for _, g := range groups {
 		f, ok := parse(g.search)
