@@ -1,0 +1,13 @@
+-- +goose Up
+-- Webhook deliveries are taken per endpoint by one heartbeating activity
+-- (workflows/webhook's pump) that reads the due ones from here instead of
+-- Temporal scheduling each attempt. pump_until is the running pump's lease:
+-- while it lasts the dispatch queues no wake-up for the endpoint (the pump
+-- polls for its new deliveries itself).
+ALTER TABLE webhook_endpoints ADD COLUMN pump_until timestamptz;
+-- The oldest pending delivery of each (endpoint, job): what the pump takes.
+CREATE INDEX webhook_deliveries_pending_idx ON webhook_deliveries (endpoint_id, job_id, id) WHERE status = 'pending';
+
+-- +goose Down
+DROP INDEX IF EXISTS webhook_deliveries_pending_idx;
+ALTER TABLE webhook_endpoints DROP COLUMN IF EXISTS pump_until;
