@@ -65,7 +65,7 @@ func main() {
 	flag.StringVar(&phases, "phases", "healthy,failing,feed", "comma-separated: healthy (all endpoints answer 204), failing (one answers 500), feed (changes feed vs GET /v2/jobs)")
 	flag.DurationVar(&cfg.FeedDuration, "feed-duration", 5*time.Second, "measured time of each feed round")
 	flag.StringVar(&env, "env", "", "comma-separated NAME=value added to every service's environment")
-	flag.StringVar(&cfg.Pprof, "pprof", "", "write a CPU profile of jobs-worker during the healthy phase to this file")
+	flag.StringVar(&cfg.Pprof, "pprof", "", "write CPU profiles to this directory: jobs-worker's during the healthy phase, jobs' during the first changes-feed round")
 	flag.Parse()
 	cfg.Phases = map[string]bool{}
 	for _, p := range strings.Split(phases, ",") {
@@ -224,8 +224,16 @@ func (b *bench) setup(ctx context.Context, base string) error {
 		b.jobs <- j
 	}
 	// The creates' deliveries are not measured: wait them out.
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		var n int
+		if err := b.data.QueryRow(ctx, `SELECT count(*) FROM jobs.webhook_deliveries WHERE status = 'pending'`).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
 	b.rcv.reset(-1)
-	time.Sleep(2 * time.Second)
 	return nil
 }
 
@@ -330,7 +338,7 @@ func (b *bench) load(ctx context.Context, name string, failing int) (*phase, err
 	cpu0 := cpuByProcess()
 	var prof func()
 	if b.cfg.Pprof != "" && failing < 0 {
-		prof = b.profile(ctx, b.cfg.Duration)
+		prof = b.profile(ctx, "jobs-worker", b.cfg.Duration, filepath.Join(b.cfg.Pprof, "jobs-worker.pprof"))
 	}
 	tick := time.NewTicker(time.Second / time.Duration(b.cfg.Rate))
 	defer tick.Stop()
@@ -398,12 +406,14 @@ func (b *bench) load(ctx context.Context, name string, failing int) (*phase, err
 	return p, nil
 }
 
-// profile takes a CPU profile of jobs-worker for d; the returned func waits for it.
-func (b *bench) profile(ctx context.Context, d time.Duration) func() {
+// profile takes a CPU profile of process proc for d into file; the
+// returned func waits for it.
+func (b *bench) profile(ctx context.Context, proc string, d time.Duration, file string) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		u := b.s.Pprof["jobs-worker"] + "/debug/pprof/profile?seconds=" + strconv.Itoa(int(d.Seconds()))
+		_ = os.MkdirAll(filepath.Dir(file), 0o755)
+		u := b.s.Pprof[proc] + "/debug/pprof/profile?seconds=" + strconv.Itoa(max(1, int(d.Seconds())))
 		req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -411,7 +421,7 @@ func (b *bench) profile(ctx context.Context, d time.Duration) func() {
 			return
 		}
 		defer resp.Body.Close()
-		f, err := os.Create(b.cfg.Pprof)
+		f, err := os.Create(file)
 		if err != nil {
 			note("pprof: %v", err)
 			return
@@ -584,7 +594,15 @@ func (b *bench) feed(ctx context.Context) ([]*feedResult, error) {
 			if round%2 == 1 {
 				r = map[*feedResult]*feedResult{changes: list, list: changes}[r]
 			}
+			var prof func()
+			if b.cfg.Pprof != "" && round == 0 {
+				name := map[bool]string{true: "jobs-changes.pprof", false: "jobs-list.pprof"}[r == changes]
+				prof = b.profile(ctx, "jobs", b.cfg.FeedDuration, filepath.Join(b.cfg.Pprof, name))
+			}
 			b.pageFor(ctx, r, r == changes, lastPage, since)
+			if prof != nil {
+				prof()
+			}
 		}
 	}
 	return []*feedResult{changes, list}, nil
