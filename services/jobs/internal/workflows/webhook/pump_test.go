@@ -43,6 +43,7 @@ func (r *receiver) ids() []string {
 // failed one (retried after its back-off) while another endpoint's pump,
 // run at the same time, delivers all of its own.
 func TestPumpKeepsOrderPerJobWhileAnotherEndpointGoesOn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	failing := newReceiver(t, 500, 200)
 	fine := newReceiver(t, 200)
@@ -141,6 +142,7 @@ func TestPumpKeepsOrderPerJobWhileAnotherEndpointGoesOn(t *testing.T) {
 // A 410 disables the endpoint at once; the pump skips the rest of what is
 // queued for it and says it is over.
 func TestPump410DisablesAndSkipsTheRest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rcv := newReceiver(t, http.StatusGone)
 	acts, ep, job := fixture(t, 7022, "Pump Gone Host", rcv.srv.URL)
@@ -171,6 +173,7 @@ func TestPump410DisablesAndSkipsTheRest(t *testing.T) {
 
 // A failure retried until RetryFor since it was queued is then given up.
 func TestPumpGivesUpAfterRetryFor(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rcv := newReceiver(t, 500)
 	acts, ep, job := fixture(t, 7023, "Pump Old Host", rcv.srv.URL)
@@ -192,6 +195,7 @@ func TestPumpGivesUpAfterRetryFor(t *testing.T) {
 // The endpoint's workflow runs the pump again when a retry falls due or a
 // wake-up comes, and ends once idle with nothing pending.
 func TestEndpointWorkflowSleepsUntilDueAndWakes(t *testing.T) {
+	t.Parallel()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(EndpointWorkflow)
