@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -110,6 +112,22 @@ func EndpointWorkflow(ctx workflow.Context, in EndpointInput) error {
 	return workflow.NewContinueAsNewError(ctx, EndpointWorkflow, in)
 }
 
+// pumpOwner names this run of the pump in the endpoint's lease: the
+// activity's attempt, or a random name outside Temporal (tests).
+func pumpOwner(ctx context.Context) string {
+	if activity.IsActivity(ctx) {
+		i := activity.GetInfo(ctx)
+		return fmt.Sprintf("%s/%s/%d", i.WorkflowExecution.RunID, i.ActivityID, i.Attempt)
+	}
+	return fmt.Sprintf("local-%x", rand.Uint64()) //nolint:gosec // G404: a name, not a secret
+}
+
+func (a *Activities) warn(msg string, err error) {
+	if a.Log != nil {
+		a.Log.Warn(msg, "error", err)
+	}
+}
+
 // sent is one request's outcome.
 type sent struct {
 	d   hookbus.Delivery
@@ -125,16 +143,44 @@ type sent struct {
 // next_try_at. One endpoint's pump never waits for another's.
 func (a *Activities) Pump(ctx context.Context, in EndpointInput) (Pumped, error) {
 	defer heartbeat(ctx)()
+	owner := pumpOwner(ctx)
+	if err := a.Store.Lease(ctx, in.EndpointID, owner, pumpLease, true); err != nil {
+		return Pumped{}, err
+	}
 	started := a.now()
 	lastWork := started
-	var leased time.Time
+	leased := started
 	busy := map[int64]bool{} // jobs with a request in flight
 	done := make(chan sent, PumpConcurrency)
 	var finished []sent
 	poll := pollMin
+	// over records what was answered before the pump stops on an error
+	// (its context cancelled: Temporal presumed it dead, or the worker
+	// stops), so that a delivery answered 2xx is not sent again.
+	over := func(err error) (Pumped, error) {
+		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		for len(finished) < len(busy) {
+			select {
+			case r := <-done:
+				finished = append(finished, r)
+			case <-octx.Done():
+				return Pumped{}, err
+			}
+		}
+		if len(finished) > 0 {
+			if serr := a.settle(octx, in.EndpointID, finished); serr != nil {
+				a.warn("webhook pump: recording the last outcomes", serr)
+			}
+		}
+		if errors.Is(err, hookdb.ErrLeaseLost) {
+			return Pumped{More: true}, nil
+		}
+		return Pumped{}, err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return Pumped{}, err
+			return over(err)
 		}
 	collect:
 		for {
@@ -147,7 +193,7 @@ func (a *Activities) Pump(ctx context.Context, in EndpointInput) (Pumped, error)
 		}
 		if len(finished) > 0 {
 			if err := a.settle(ctx, in.EndpointID, finished); err != nil {
-				return Pumped{}, err
+				return over(err)
 			}
 			for _, r := range finished {
 				delete(busy, r.d.JobID)
@@ -155,8 +201,8 @@ func (a *Activities) Pump(ctx context.Context, in EndpointInput) (Pumped, error)
 			finished = finished[:0]
 		}
 		if a.now().Sub(leased) > pumpLease/3 {
-			if err := a.Store.Lease(ctx, in.EndpointID, pumpLease); err != nil {
-				return Pumped{}, err
+			if err := a.Store.Lease(ctx, in.EndpointID, owner, pumpLease, false); err != nil {
+				return over(err)
 			}
 			leased = a.now()
 		}
@@ -166,18 +212,18 @@ func (a *Activities) Pump(ctx context.Context, in EndpointInput) (Pumped, error)
 			for j := range busy {
 				jobs = append(jobs, j)
 			}
-			due, err := a.Store.TakeDue(ctx, in.EndpointID, jobs, free)
+			due, err := a.Store.TakeDue(ctx, in.EndpointID, owner, jobs, free)
 			switch {
 			case errors.Is(err, hookbus.ErrNotFound): // deleted, its deliveries with it
 				return Pumped{Gone: true}, nil
 			case err != nil:
-				return Pumped{}, err
+				return over(err)
 			case !due.Endpoint.Enabled:
-				return a.stop(ctx, due.Endpoint, busy, done)
+				return a.stop(ctx, due.Endpoint, owner, busy, done)
 			}
 			bodies, err := a.bodies(ctx, due.Endpoint, due.Deliveries)
 			if err != nil {
-				return Pumped{}, err
+				return over(err)
 			}
 			ss := secrets(due.Secret, due.OldSecret)
 			for i, d := range due.Deliveries {
@@ -194,14 +240,18 @@ func (a *Activities) Pump(ctx context.Context, in EndpointInput) (Pumped, error)
 		case took > 0 || len(busy) > 0:
 			lastWork = now
 		case now.Sub(lastWork) >= cmp.Or(a.idle, pumpIdle) || now.Sub(started) >= pumpFor:
-			due, next, err := a.Store.Release(ctx, in.EndpointID)
+			due, next, err := a.Store.Release(ctx, in.EndpointID, owner)
 			if err != nil {
 				return Pumped{}, err
 			}
 			if !due {
 				return Pumped{NextDue: next}, nil
 			}
-			leased, lastWork = time.Time{}, now // a delivery came after all: lease again
+			// A delivery came after all: lease again and go on.
+			if err := a.Store.Lease(ctx, in.EndpointID, owner, pumpLease, false); err != nil {
+				return over(err)
+			}
+			leased, lastWork = now, now
 			continue
 		}
 		if now.Sub(started) >= pumpFor && len(busy) == 0 {
@@ -232,7 +282,7 @@ func (a *Activities) Pump(ctx context.Context, in EndpointInput) (Pumped, error)
 
 // stop ends the pump of a disabled endpoint: the requests in flight are
 // recorded, the rest of its pending deliveries skipped.
-func (a *Activities) stop(ctx context.Context, ep hookbus.Endpoint, busy map[int64]bool, done chan sent) (Pumped, error) {
+func (a *Activities) stop(ctx context.Context, ep hookbus.Endpoint, owner string, busy map[int64]bool, done chan sent) (Pumped, error) {
 	var rs []sent
 	for range busy {
 		select {
@@ -254,7 +304,7 @@ func (a *Activities) stop(ctx context.Context, ep hookbus.Endpoint, busy map[int
 	if err := a.Store.SkipPending(ctx, ep.ID, why); err != nil {
 		return Pumped{}, err
 	}
-	_, _, err := a.Store.Release(ctx, ep.ID)
+	_, _, err := a.Store.Release(ctx, ep.ID, owner)
 	return Pumped{Gone: true}, err
 }
 

@@ -20,25 +20,32 @@ type Due struct {
 	Deliveries []hookbus.Delivery
 }
 
-// dueSQL: the head of each job's pending deliveries to endpoint $1, when
-// due, in id order, leaving out the jobs of $2 (a delivery of theirs is in
-// flight). A job whose head waits for its retry waits whole: that keeps the
-// order per job.
-const dueSQL = `SELECT ` + deliveryColumns + ` FROM (
-		SELECT DISTINCT ON (job_id) * FROM webhook_deliveries
-		WHERE endpoint_id = $1 AND status = 'pending' AND job_id <> ALL($2)
-		ORDER BY job_id, id
-	) d WHERE d.next_try_at IS NULL OR d.next_try_at <= now() ORDER BY d.id LIMIT $3`
+// dueSQL: the endpoint's ($1) pending deliveries oldest first that have
+// no older pending one of their job (the head of each job), when due,
+// leaving out the jobs of $2 (a delivery of theirs is in flight). A job
+// whose head waits for its retry waits whole: that keeps the order per
+// job. (Read in id order and stopped at $3, not DISTINCT ON over every
+// pending row: a backlog costs a poll what it takes, not what it holds.)
+const dueSQL = `SELECT ` + deliveryColumns + ` FROM webhook_deliveries d
+	WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.job_id <> ALL($2)
+	  AND (d.next_try_at IS NULL OR d.next_try_at <= now())
+	  AND NOT EXISTS (SELECT FROM webhook_deliveries p WHERE p.endpoint_id = $1 AND p.job_id = d.job_id
+	                  AND p.status = 'pending' AND p.id < d.id)
+	ORDER BY d.id LIMIT $3`
+
+// ErrLeaseLost: another pump holds the endpoint's lease.
+var ErrLeaseLost = errors.New("another pump holds the endpoint")
 
 // TakeDue returns the endpoint and up to limit due deliveries (one per
-// job, none of the jobs in busy); ErrNotFound when the endpoint is gone.
-// A disabled endpoint comes without deliveries.
-func (s *Store) TakeDue(ctx context.Context, endpointID int64, busy []int64, limit int) (Due, error) {
+// job, none of the jobs in busy) for the pump owner; ErrNotFound when the
+// endpoint is gone, ErrLeaseLost when another pump leased it. A disabled
+// endpoint comes without deliveries.
+func (s *Store) TakeDue(ctx context.Context, endpointID int64, owner string, busy []int64, limit int) (Due, error) {
 	var d Due
-	var old *string
+	var old, holder *string
 	e := &d.Endpoint
-	err := s.pool.QueryRow(ctx, `SELECT w.secret, CASE WHEN w.old_secret_until > now() THEN w.old_secret END, `+endpointColumns+`
-		FROM webhook_endpoints w WHERE w.id = $1`, endpointID).Scan(&d.Secret, &old,
+	err := s.pool.QueryRow(ctx, `SELECT w.pump_owner, w.secret, CASE WHEN w.old_secret_until > now() THEN w.old_secret END, `+endpointColumns+`
+		FROM webhook_endpoints w WHERE w.id = $1`, endpointID).Scan(&holder, &d.Secret, &old,
 		&e.ID, &e.SpaceID, &e.KeyID, &e.URL, &e.Description, &e.Events, &e.Email, &e.Enabled,
 		&e.DisabledReason, &e.FailingSince, &e.OldSecretUntil, &e.CreatedAt, &e.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -46,6 +53,9 @@ func (s *Store) TakeDue(ctx context.Context, endpointID int64, busy []int64, lim
 	}
 	if err != nil {
 		return Due{}, fmt.Errorf("select webhook endpoint: %w", err)
+	}
+	if holder != nil && *holder != owner {
+		return Due{}, ErrLeaseLost
 	}
 	if old != nil {
 		d.OldSecret = *old
@@ -96,13 +106,18 @@ func (s *Store) SkipPending(ctx context.Context, endpointID int64, why string) e
 	return nil
 }
 
-// Lease marks the endpoint's pump running for ttl: the dispatch does not
-// wake it meanwhile.
-func (s *Store) Lease(ctx context.Context, endpointID int64, ttl time.Duration) error {
-	_, err := s.pool.Exec(ctx, `UPDATE webhook_endpoints SET pump_until = now() + make_interval(secs => $2) WHERE id = $1`,
-		endpointID, ttl.Seconds())
+// Lease marks the endpoint's pump owner running for ttl: the dispatch does
+// not wake it meanwhile. take: a pump starting takes the lease whoever
+// held it (Temporal runs a pump again only when it presumes the last one
+// dead); otherwise it is renewed only by its owner (ErrLeaseLost).
+func (s *Store) Lease(ctx context.Context, endpointID int64, owner string, ttl time.Duration, take bool) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE webhook_endpoints SET pump_until = now() + make_interval(secs => $2), pump_owner = $3
+		WHERE id = $1 AND ($4 OR pump_owner IS NULL OR pump_owner = $3)`, endpointID, ttl.Seconds(), owner, take)
 	if err != nil {
 		return fmt.Errorf("webhook pump lease: %w", err)
+	}
+	if tag.RowsAffected() == 0 && !take {
+		return ErrLeaseLost
 	}
 	return nil
 }
@@ -110,12 +125,13 @@ func (s *Store) Lease(ctx context.Context, endpointID int64, ttl time.Duration) 
 // Release ends the pump's lease once every dispatch round that saw it has
 // committed (PumpLock), and then reports whether a delivery is due (the
 // pump goes on) and when the next pending one is (nil: none).
-func (s *Store) Release(ctx context.Context, endpointID int64) (due bool, next *time.Time, err error) {
+func (s *Store) Release(ctx context.Context, endpointID int64, owner string) (due bool, next *time.Time, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, PumpLock); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET pump_until = NULL WHERE id = $1`, endpointID)
+		_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET pump_until = NULL, pump_owner = NULL WHERE id = $1 AND pump_owner = $2`,
+			endpointID, owner)
 		return err
 	})
 	if err != nil {
