@@ -42,6 +42,13 @@ const (
 	perRunPumps = 50
 )
 
+// PumpHeartbeatTimeout is how long a pump may go without a heartbeat
+// before Temporal runs it again elsewhere. The SDK sends heartbeats at most
+// every 0.8 of it, so 8 s (an attempt's) left 1.6 s for the call: on a
+// loaded machine (bench-webhooks at load average 24 on 2 cores) live pumps
+// were presumed dead and their deliveries sent twice.
+const PumpHeartbeatTimeout = 15 * time.Second
+
 // EndpointWorkflowID names the workflow of an endpoint's deliveries.
 func EndpointWorkflowID(endpointID int64) string { return fmt.Sprintf("webhook-%d", endpointID) }
 
@@ -67,7 +74,7 @@ func StartEndpoint(ctx context.Context, c client.Client, endpointID int64) error
 // attempt's are.
 var pumpOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: pumpFor + time.Minute,
-	HeartbeatTimeout:    HeartbeatTimeout,
+	HeartbeatTimeout:    PumpHeartbeatTimeout,
 	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 }
 
