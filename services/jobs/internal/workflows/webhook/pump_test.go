@@ -28,12 +28,16 @@ func queue(t *testing.T, ep hookbus.Endpoint, job int64, ids ...string) {
 	}
 }
 
+// ids are the webhook-ids of the deliveries queue made that r got, in
+// order (a test that dispatches may add the fixtures' own job.created).
 func (r *receiver) ids() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
 	for _, g := range r.got {
-		out = append(out, g.header.Get("webhook-id"))
+		if id := g.header.Get("webhook-id"); !strings.Contains(id, "-") {
+			out = append(out, id)
+		}
 	}
 	return out
 }
@@ -102,6 +106,9 @@ func TestPumpKeepsOrderPerJobWhileAnotherEndpointGoesOn(t *testing.T) {
 	if ids := failing.ids(); !slices.Equal(ids, []string{"a1", "a1", "a2", "a3"}) {
 		t.Fatalf("the failing endpoint got %v", ids)
 	}
+	failing.mu.Lock()
+	last := failing.got[len(failing.got)-1].body
+	failing.mu.Unlock()
 	var log []struct {
 		Status   string
 		Attempts int
@@ -126,9 +133,7 @@ func TestPumpKeepsOrderPerJobWhileAnotherEndpointGoesOn(t *testing.T) {
 			IDJob int64 `json:"id_job"`
 		}
 	}
-	failing.mu.Lock()
-	err := json.Unmarshal(failing.got[3].body, &msg)
-	failing.mu.Unlock()
+	err := json.Unmarshal(last, &msg)
 	if err != nil || msg.Data.IDJob != jobA {
 		t.Fatalf("body: %v %+v", err, msg)
 	}
@@ -216,5 +221,86 @@ func TestEndpointWorkflowSleepsUntilDueAndWakes(t *testing.T) {
 	}
 	if len(at) != 3 || at[1].Sub(at[0]) < time.Hour || at[1].Sub(at[0]) > time.Hour+time.Second || at[2].Sub(at[0]) < time.Hour+30*time.Second {
 		t.Fatalf("pumps at %v", at)
+	}
+}
+
+// A pump whose lease another pump took (Temporal ran the pump again,
+// presuming this one dead) stops at its next poll instead of sending
+// beside the new one.
+func TestPumpStopsWhenItsLeaseIsTaken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rcv := newReceiver(t, 200)
+	acts, ep, _ := fixture(t, 7024, "Pump Fenced Host", rcv.srv.URL)
+	acts.idle = time.Minute
+	done := make(chan Pumped, 1)
+	go func() {
+		out, err := acts.Pump(ctx, EndpointInput{EndpointID: ep.ID})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := acts.Store.Lease(ctx, ep.ID, "another pump", pumpLease, true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case out := <-done:
+		if !out.More {
+			t.Fatalf("fenced pump: %+v", out)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the fenced pump went on")
+	}
+}
+
+// The dispatch queues no wake-up for an endpoint whose pump holds its
+// lease (the pump polls for it); a due delivery left without a pump is
+// woken by WakeStranded.
+//
+// Not parallel: the dispatch is the server's, and would send the parallel
+// tests' fixtures their job.created.
+func TestDispatchWakesOnlyEndpointsWithoutAPump(t *testing.T) {
+	ctx := context.Background()
+	rcv := newReceiver(t, 200)
+	acts, ep, job := fixture(t, 7025, "Pump Leased Host", rcv.srv.URL)
+	if err := acts.Store.Lease(ctx, ep.ID, "a running pump", pumpLease, true); err != nil {
+		t.Fatal(err)
+	}
+	relay := &Relay{Store: acts.Store}
+	count := func(q string) int {
+		var n int
+		if err := pool.QueryRow(ctx, q, ep.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for deadline := time.Now().Add(20 * time.Second); count(`SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("never dispatched")
+		}
+		if _, err := relay.DispatchOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(`SELECT count(*) FROM webhook_outbox WHERE endpoint_id = $1`); n != 0 {
+		t.Fatalf("%d wake-ups for an endpoint with a running pump", n)
+	}
+	// The pump is gone without releasing (its lease ran out) and the
+	// delivery waits: the sweep wakes the endpoint, once.
+	if _, err := pool.Exec(ctx, `UPDATE webhook_endpoints SET pump_until = now() - interval '1 second' WHERE id = $1`, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE webhook_deliveries SET created_at = now() - interval '1 minute' WHERE endpoint_id = $1 AND job_id = $2`, ep.ID, job); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := acts.Store.WakeStranded(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(`SELECT count(*) FROM webhook_outbox WHERE endpoint_id = $1`); n != 1 {
+		t.Fatalf("%d wake-ups for a stranded endpoint", n)
 	}
 }
