@@ -130,6 +130,10 @@ bench-alerts: ## Instant job alerts: publishes at 10/s for 60 s through the gate
 bench: docs ## Load the suite through the gateway with wrk against its ceilings (BENCH_JOBS, BENCH_ARGS e.g. -growth 10000,100000,1000000 -out report.md); not part of make test
 	@bash scripts/bench.sh -jobs $(BENCH_JOBS) $(BENCH_ARGS)
 
+.PHONY: bench-webhooks
+bench-webhooks: ## Issue 35's webhook targets on the real stack with Temporal: commit-to-receipt latency at 100 endpoints x 50 changes/s, one endpoint answering 500, the changes feed vs GET /v2/jobs (WEBHOOKS_BENCH_ARGS e.g. -duration 20s); about 5 minutes
+	go run ./tests/bench/webhooks $(WEBHOOKS_BENCH_ARGS)
+
 ##@ Lint
 
 # golangci-lint, pinned; installed into ./bin under its version's name, so a bump

@@ -36,6 +36,10 @@ type Config struct {
 	// Allow lists prefixes that may be dialled although special
 	// (127.0.0.0/8 for make run's local receiver).
 	Allow []netip.Prefix
+	// IdlePerHost is how many idle connections are kept per host (0: 4);
+	// a sender with that many requests in flight to one host reuses them
+	// instead of dialling each time.
+	IdlePerHost int
 }
 
 // ParseAllow reads a comma-separated list of CIDR prefixes or addresses;
@@ -121,12 +125,16 @@ func New(cfg Config) *Client {
 		}
 		return nil
 	}}
+	idle := cfg.IdlePerHost
+	if idle <= 0 {
+		idle = 4
+	}
 	tr := &http.Transport{
 		Proxy:                  nil, // a proxy would dial for us, unchecked
 		DialContext:            d.DialContext,
 		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           100,
-		MaxIdleConnsPerHost:    4,
+		MaxIdleConns:           max(100, 4*idle),
+		MaxIdleConnsPerHost:    idle,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    cfg.Timeout,
 		ResponseHeaderTimeout:  cfg.Timeout,

@@ -173,9 +173,10 @@ func TestWebhooksThroughTemporal(t *testing.T) {
 	if err := sys.Start(ctx, "jobs-worker"); err != nil {
 		t.Fatal(err)
 	}
-	// The attempt's heartbeat lapses after webhook.HeartbeatTimeout (8 s)
-	// and it is retried on the new worker; without the heartbeat it would
-	// wait out the 30 s start-to-close timeout, past this bound.
+	// The pump's heartbeat lapses after webhook.PumpHeartbeatTimeout (15 s)
+	// and it runs again on the new worker, which sends what was left
+	// pending; without the heartbeat it would wait out the pump's 6-minute
+	// start-to-close timeout, past this bound.
 	wait(t, 25*time.Second, func() bool { return len(rcv.types(job.JobID)) >= 4 })
 	t.Logf("job.closed redelivered %v after the worker was killed", time.Since(killed).Round(100*time.Millisecond))
 	// At least once: each event is sent under one webhook-id (its retries

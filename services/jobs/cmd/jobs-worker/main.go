@@ -66,7 +66,7 @@ func main() {
 		}
 		hooks := hookdb.New(p.Pool)
 		hookActs := &webhook.Activities{Store: hooks, Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}),
-			Client: outbound.New(outbound.Config{Allow: allow}), Mail: sender, Log: log}
+			Client: outbound.New(outbound.Config{Allow: allow, IdlePerHost: webhook.PumpConcurrency}), Mail: sender, Log: log}
 		p.AddWorker("webhooks", temporalx.NewWorker(tc, webhook.TaskQueue, webhook.Register, hookActs, log))
 		relayMetrics := outbox.NewMetrics(m.Registry)
 		// The mails to owners of disabled endpoints, from their outbox.

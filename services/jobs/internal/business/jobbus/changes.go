@@ -71,6 +71,12 @@ func (b *Business) Changes(ctx context.Context, caller Caller, from ChangesFrom,
 	return ChangesPage{Changes: entries, Next: next}, nil
 }
 
+// Entries are events as caller sees them now, in their order (webhook
+// bodies, a batch at a time).
+func (b *Business) Entries(ctx context.Context, caller Caller, evs []JobEvent) ([]ChangeEntry, error) {
+	return b.entries(ctx, caller, evs)
+}
+
 // entries renders events for caller with the jobs as they are now.
 func (b *Business) entries(ctx context.Context, caller Caller, evs []JobEvent) ([]ChangeEntry, error) {
 	ids := make([]int64, 0, len(evs))

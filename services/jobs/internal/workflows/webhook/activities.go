@@ -36,6 +36,8 @@ type Activities struct {
 	Mail   mailer.Sender // for MailDisabled
 	Log    *slog.Logger
 	Now    func() time.Time // nil: time.Now
+	// idle overrides pumpIdle (tests).
+	idle time.Duration
 }
 
 func (a *Activities) now() time.Time {
@@ -56,23 +58,50 @@ type message struct {
 // Body renders a delivery: the job as GET /v2/jobs/{id_job} shows it to the
 // endpoint's owner now, with the event.
 func (a *Activities) Body(ctx context.Context, t hookdb.Target) ([]byte, error) {
-	d := t.Delivery
-	data := json.RawMessage(`{}`)
-	if d.Type != hookbus.TypePing {
-		ev := jobbus.JobEvent{ID: d.MsgID, JobID: d.JobID, Type: d.Type, Version: d.Version, OccurredAt: d.OccurredAt}
-		if d.EventID != nil {
-			ev.ID = *d.EventID
+	bs, err := a.bodies(ctx, t.Endpoint, []hookbus.Delivery{t.Delivery})
+	if err != nil {
+		return nil, err
+	}
+	return bs[0], nil
+}
+
+// bodies renders deliveries to one endpoint, the jobs read in one query.
+func (a *Activities) bodies(ctx context.Context, ep hookbus.Endpoint, ds []hookbus.Delivery) ([][]byte, error) {
+	who := jobbus.Caller{KeyID: ep.KeyID, SpaceID: ep.SpaceID}
+	var evs []jobbus.JobEvent
+	for _, d := range ds {
+		if d.Type != hookbus.TypePing {
+			ev := jobbus.JobEvent{ID: d.MsgID, JobID: d.JobID, Type: d.Type, Version: d.Version, OccurredAt: d.OccurredAt}
+			if d.EventID != nil {
+				ev.ID = *d.EventID
+			}
+			evs = append(evs, ev)
 		}
-		who := jobbus.Caller{KeyID: t.Endpoint.KeyID, SpaceID: t.Endpoint.SpaceID}
-		ce, err := a.Jobs.Entry(ctx, who, ev)
-		if err != nil {
-			return nil, err
-		}
-		if data, err = jobapp.ChangeJSON(a.Jobs, ce, who); err != nil {
+	}
+	var entries []jobbus.ChangeEntry
+	if len(evs) > 0 {
+		var err error
+		if entries, err = a.Jobs.Entries(ctx, who, evs); err != nil {
 			return nil, err
 		}
 	}
-	return json.Marshal(message{ID: d.MsgID, Type: d.Type, Timestamp: d.OccurredAt.UTC().Truncate(time.Millisecond), Data: data})
+	out := make([][]byte, len(ds))
+	for i, d := range ds {
+		data := json.RawMessage(`{}`)
+		if d.Type != hookbus.TypePing {
+			var err error
+			if data, err = jobapp.ChangeJSON(a.Jobs, entries[0], who); err != nil {
+				return nil, err
+			}
+			entries = entries[1:]
+		}
+		b, err := json.Marshal(message{ID: d.MsgID, Type: d.Type, Timestamp: d.OccurredAt.UTC().Truncate(time.Millisecond), Data: data})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
 }
 
 // Next returns the (endpoint, job)'s oldest pending delivery.
@@ -103,18 +132,52 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Outcome, err
 	if err != nil {
 		return Outcome{}, err
 	}
-	secrets := []string{t.Secret}
-	if t.OldSecret != "" {
-		secrets = append(secrets, t.OldSecret)
+	at, ans := a.send(ctx, t.Endpoint.URL, t.Delivery.MsgID, body, secrets(t.Secret, t.OldSecret))
+	switch ans {
+	case answerOK:
+		if err := a.record(ctx, in.DeliveryID, "succeeded", at, 0); err != nil {
+			return Outcome{}, err
+		}
+		return Outcome{Done: true}, a.Store.Succeeded(ctx, t.Endpoint.ID)
+	case answerGone:
+		if err := a.record(ctx, in.DeliveryID, "failed", at, 0); err != nil {
+			return Outcome{}, err
+		}
+		_, err := a.disable(ctx, t, goneReason(a.now()))
+		return Outcome{Done: true}, err
 	}
-	sent := a.now()
-	hs, err := stdwebhook.Headers(t.Delivery.MsgID, sent, body, secrets...)
-	if err != nil {
-		return Outcome{}, err
+	return a.failed(ctx, t, in, at)
+}
+
+func secrets(secret, old string) []string {
+	if old != "" {
+		return []string{secret, old}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.Endpoint.URL, bytes.NewReader(body))
+	return []string{secret}
+}
+
+func goneReason(now time.Time) string {
+	return "the endpoint answered 410 Gone at " + now.UTC().Format(time.RFC3339) + "; re-enable it with PATCH {\"enabled\": true}"
+}
+
+// answer is how an attempt went.
+type answer int
+
+const (
+	answerFailed answer = iota // retried
+	answerOK                   // 2xx
+	answerGone                 // 410: the endpoint is disabled
+)
+
+// send makes one signed request of body to url and says how it went.
+func (a *Activities) send(ctx context.Context, url, msgID string, body []byte, secrets []string) (Attempt, answer) {
+	hs, err := stdwebhook.Headers(msgID, a.now(), body, secrets...)
 	if err != nil {
-		return a.failed(ctx, t, in, Attempt{Error: "bad url: " + err.Error()})
+		return Attempt{Error: "signing: " + err.Error()}, answerFailed
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return Attempt{Error: "bad url: " + err.Error()}, answerFailed
 	}
 	for k, v := range hs {
 		req.Header.Set(k, v)
@@ -127,25 +190,18 @@ func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Outcome, err
 	at := Attempt{LatencyMS: &ms}
 	if err != nil {
 		at.Error = err.Error()
-		return a.failed(ctx, t, in, at)
+		return at, answerFailed
 	}
 	at.Status, at.Body = &resp.Status, logged(resp.Body)
 	switch {
 	case resp.Status >= 200 && resp.Status < 300:
-		if err := a.record(ctx, in.DeliveryID, "succeeded", at, 0); err != nil {
-			return Outcome{}, err
-		}
-		return Outcome{Done: true}, a.Store.Succeeded(ctx, t.Endpoint.ID)
+		return at, answerOK
 	case resp.Status == http.StatusGone:
 		at.Error = "the endpoint answered 410 Gone: it is disabled"
-		if err := a.record(ctx, in.DeliveryID, "failed", at, 0); err != nil {
-			return Outcome{}, err
-		}
-		_, err := a.disable(ctx, t, "the endpoint answered 410 Gone at "+a.now().UTC().Format(time.RFC3339)+"; re-enable it with PATCH {\"enabled\": true}")
-		return Outcome{Done: true}, err
+		return at, answerGone
 	}
 	at.Error = "the endpoint answered " + strconv.Itoa(resp.Status)
-	return a.failed(ctx, t, in, at)
+	return at, answerFailed
 }
 
 // heartbeat tells Temporal the attempt's worker is alive until the returned

@@ -15,26 +15,49 @@ import (
 // dispatchBatch is how many job events one dispatch round fans out.
 const dispatchBatch = 500
 
-// Relay fans the job events out to the endpoints (webhook_deliveries and
-// webhook_outbox, in one transaction with the dispatch position) and hands
-// the outbox to the (endpoint, job) workflows through outbox.Relay. The
-// order of a job's deliveries is the workflow's (their ids); a signal only
-// wakes it.
+// Relay fans the job events out to the endpoints (webhook_deliveries, and
+// a webhook_outbox row per endpoint whose pump is not running, in one
+// transaction with the dispatch position) and wakes the endpoints'
+// workflows from the outbox through outbox.Relay. The order of a job's
+// deliveries is the pump's (their ids); a signal only wakes it.
 type Relay struct {
 	Store    *hookdb.Store
 	Temporal client.Client
 	Log      *slog.Logger
 	Metrics  *outbox.Metrics // nil: not counted
-	Interval time.Duration   // default outbox.DefaultInterval
+	Interval time.Duration   // the outbox relay's poll; default outbox.DefaultInterval
+	// DispatchInterval is the poll of job_events (default dispatchEvery):
+	// a delivery's latency waits for it, so it is short.
+	DispatchInterval time.Duration
 }
 
+// dispatchEvery is the default DispatchInterval; strandedEvery how often
+// the dispatch wakes endpoints left with due deliveries and no pump.
+const (
+	dispatchEvery = 200 * time.Millisecond
+	strandedEvery = 10 * time.Second
+)
+
 func (r *Relay) relay() *outbox.Relay[hookdb.OutboxItem] {
+	// Polled as the dispatch is: an idle endpoint's first delivery
+	// waits for this wake-up.
 	return &outbox.Relay[hookdb.OutboxItem]{Table: r.Store.OutboxTable(), Deliver: r.deliver, Log: r.Log, Metrics: r.Metrics,
-		Interval: r.Interval}
+		Interval: r.dispatchInterval()}
 }
 
 func (r *Relay) deliver(ctx context.Context, m outbox.Message[hookdb.OutboxItem]) error {
-	return Start(ctx, r.Temporal, m.Payload.EndpointID, m.Payload.JobID, m.Payload.DeliveryID)
+	return StartEndpoint(ctx, r.Temporal, m.Payload.EndpointID)
+}
+
+func (r *Relay) dispatchInterval() time.Duration {
+	d := dispatchEvery
+	if r.DispatchInterval > 0 {
+		d = r.DispatchInterval
+	}
+	if r.Interval > 0 {
+		d = min(d, r.Interval)
+	}
+	return d
 }
 
 // Run dispatches and relays until ctx ends.
@@ -47,11 +70,15 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 func (r *Relay) dispatch(ctx context.Context) {
-	every := r.Interval
-	if every <= 0 {
-		every = outbox.DefaultInterval
-	}
+	every := r.dispatchInterval()
+	var swept time.Time
 	for {
+		if time.Since(swept) >= strandedEvery {
+			if _, err := r.Store.WakeStranded(ctx); err != nil && ctx.Err() == nil {
+				r.Log.Warn("webhook wake stranded", "error", err)
+			}
+			swept = time.Now()
+		}
 		n, err := r.DispatchOnce(ctx)
 		wait := every
 		switch {

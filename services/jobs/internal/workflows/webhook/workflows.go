@@ -1,12 +1,27 @@
 // Package webhook delivers job events to webhook endpoints through
-// Temporal: one workflow per (endpoint, job) takes that job's deliveries to
-// that endpoint one after another, so a receiver never hears of a job's
-// change before the one that preceded it, while every other (endpoint,
-// job) pair goes on beside it: a slow or failing endpoint delays only its
-// own messages. Each delivery is retried with exponential back-off and
-// jitter for RetryFor; the activity records every attempt in the delivery
-// log and disables an endpoint that answers 410 or has failed for
-// DisableAfter.
+// Temporal. One workflow per endpoint (EndpointWorkflow) supervises one
+// long-running, heartbeating activity, the pump (Activities.Pump), that
+// takes the endpoint's due deliveries from the database: the oldest
+// pending delivery of each job, so a receiver never hears of a job's
+// change before the one that preceded it, up to PumpConcurrency jobs at
+// once, their outcomes recorded in the delivery log in one statement. A
+// failure is retried after Backoff (exponential, with jitter) through the
+// delivery's next_try_at for RetryFor, its job's later deliveries waiting
+// behind it; a 410 disables the endpoint at once, DisableAfter of failures
+// too (its owner mailed). The workflow sleeps on a Temporal timer until the
+// next retry is due or the dispatch wakes it, and ends when nothing is
+// pending; a worker killed mid-delivery loses its pump's heartbeat and
+// Temporal runs the pump again elsewhere, which takes up what was left
+// pending. Each endpoint has its own pump: a slow or failing endpoint
+// delays only its own messages. While a pump runs it holds a lease
+// (webhook_endpoints.pump_until) and polls for new deliveries itself, so
+// the dispatch wakes (signals) an endpoint only when its pump is not
+// running; Temporal does a few tasks per endpoint and minute instead of
+// four or five per delivery (docs/benchmarks.md, "Webhooks (issue 35)").
+//
+// DeliveryWorkflow, the earlier design's workflow per (endpoint, job)
+// with one activity per attempt, stays registered for its runs still open
+// at an upgrade; nothing starts new ones.
 package webhook
 
 import (

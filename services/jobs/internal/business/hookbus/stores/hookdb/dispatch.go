@@ -24,13 +24,16 @@ new AS (
            false AS replay, row_number() OVER (ORDER BY e.xid, e.seq, w.id) AS ord
     FROM evs e JOIN webhook_endpoints w ON w.enabled AND e.type = ANY(w.events) AND e.occurred_at >= w.created_at
          AND event_heard(w.space_id, w.key_id, e.space_id, e.key_id, e.status, e.prev_status)
-)` + queued + `, ` + eventpos.Move("webhook_dispatch") + `
+)` + queuedUnpumped + `, ` + eventpos.Move("webhook_dispatch") + `
 SELECT (SELECT count(*) FROM evs), (SELECT count(*) FROM ins)`
 
 // Dispatch runs one round of the fan-out and reports how many events it
 // read and deliveries it queued.
 func (s *Store) Dispatch(ctx context.Context, limit int) (events, deliveries int, err error) {
 	err = eventpos.Round(ctx, s.pool, "webhook_dispatch", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, PumpLock); err != nil {
+			return err
+		}
 		return tx.QueryRow(ctx, dispatchSQL, limit).Scan(&events, &deliveries)
 	})
 	if err != nil {
@@ -39,20 +42,27 @@ func (s *Store) Dispatch(ctx context.Context, limit int) (events, deliveries int
 	return events, deliveries, nil
 }
 
-// OutboxItem is one delivery handed to its workflow.
+// PumpLock is the advisory lock that orders a dispatch round (shared)
+// before a pump's release of its lease (exclusive): a round that saw the
+// lease and queued no wake-up has committed before the pump looks for work
+// one last time.
+const PumpLock = 35_0001
+
+// OutboxItem wakes an endpoint's workflow (JobID 0; rows of the earlier
+// per-(endpoint, job) design name a job, and wake the endpoint all the same).
 type OutboxItem struct {
 	DeliveryID, EndpointID, JobID int64
 }
 
 // OutboxTable is webhook_outbox for outbox.Relay: each row wakes the
-// workflow of its (endpoint, job), which takes that pair's deliveries in id
-// order (NextPending), so a row retried late reorders nothing.
+// workflow of its endpoint, whose pump takes the deliveries from the
+// database in id order per job, so a row retried late reorders nothing.
 func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
 	return outbox.Table[OutboxItem]{DB: s.pool, Name: "webhook_outbox", Due: "next_try_at",
 		Columns: []string{"delivery_id", "endpoint_id", "job_id"},
 		Payload: func(it *OutboxItem) []any { return []any{&it.DeliveryID, &it.EndpointID, &it.JobID} },
 		Key: func(it OutboxItem) string {
-			return strconv.FormatInt(it.EndpointID, 10) + ":" + strconv.FormatInt(it.JobID, 10)
+			return strconv.FormatInt(it.EndpointID, 10)
 		}}
 }
 

@@ -133,7 +133,8 @@ func scanDelivery(row pgx.Row) (hookbus.Delivery, error) {
 
 // queued inserts the deliveries a CTE "new" selects (endpoint_id, event_id,
 // msg_id, type, job_id, version, occurred_at, replay, ord) in ord order, and
-// their outbox rows, in one statement.
+// one outbox row per endpoint that wakes its workflow (job_id 0: the pump
+// takes every job's deliveries), in one statement.
 const queued = `, ins AS (
     INSERT INTO webhook_deliveries (endpoint_id, event_id, msg_id, type, job_id, version, occurred_at, replay)
     SELECT endpoint_id, event_id, msg_id, type, job_id, version, occurred_at, replay FROM new ORDER BY ord
@@ -141,7 +142,23 @@ const queued = `, ins AS (
     RETURNING *
 ), ob AS (
     INSERT INTO webhook_outbox (delivery_id, endpoint_id, job_id)
-    SELECT id, endpoint_id, job_id FROM ins ORDER BY id
+    SELECT max(id), endpoint_id, 0 FROM ins GROUP BY endpoint_id
+)
+`
+
+// queuedUnpumped is queued for the dispatch: an endpoint whose pump holds
+// its lease polls for the new deliveries itself and is not woken (the lease
+// and the pump's release are ordered by PumpLock).
+const queuedUnpumped = `, ins AS (
+    INSERT INTO webhook_deliveries (endpoint_id, event_id, msg_id, type, job_id, version, occurred_at, replay)
+    SELECT endpoint_id, event_id, msg_id, type, job_id, version, occurred_at, replay FROM new ORDER BY ord
+    ON CONFLICT DO NOTHING
+    RETURNING *
+), ob AS (
+    INSERT INTO webhook_outbox (delivery_id, endpoint_id, job_id)
+    SELECT max(i.id), i.endpoint_id, 0 FROM ins i JOIN webhook_endpoints w ON w.id = i.endpoint_id
+    WHERE w.pump_until IS NULL OR w.pump_until < now()
+    GROUP BY i.endpoint_id
 )
 `
 
