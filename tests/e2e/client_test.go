@@ -85,7 +85,7 @@ func TestGeneratedClientMainFlow(t *testing.T) {
 		Title:       title,
 		Company:     "Factory",
 		Description: "<p>Run our <strong>events</strong></p>",
-		JobType:     client.Fulltime,
+		JobType:     "FullTime", // any case (JobTypeInput); answers are lower case
 		Tags:        "Events, community",
 		IdCity:      &cityID,
 		ExternalUrl: new("https://example.org/jobs/sdk?x=1"),
