@@ -86,7 +86,7 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		}
 	}
 	var n int
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alerts WHERE email = $1`, seeker).Scan(&n); err != nil || n != 1 {
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alerts a JOIN jobs.alert_addresses aa ON aa.id = a.address_id WHERE aa.email = $1`, seeker).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d alerts for the address (%v), want 1", n, err)
 	}
 	confirm := waitMail(t, dir, seeker, 2)
@@ -171,7 +171,8 @@ func TestAlertThroughTheGateway(t *testing.T) {
 	if status, _ := call(t, "GET", gw+manage, "", "", nil); status != 404 {
 		t.Fatalf("the deleted alert's page: %d, want 404", status)
 	}
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alerts WHERE email = $1`, seeker).Scan(&n); err != nil || n != 0 {
+	// its last alert gone, the address goes with it
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alert_addresses WHERE email = $1`, seeker).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("the address is still stored (%d, %v)", n, err)
 	}
 }

@@ -24,9 +24,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/privacybus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/commclient"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/alertmail"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/indexing"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobexpiry"
@@ -108,7 +108,8 @@ func main() {
 		erasures := &privacybus.Business{Store: alertdb.New(p.Pool), Sealer: sealer,
 			Community: commclient.New(cfg.CommunityURL, codec, 10*time.Second)}
 		p.Go(privacybus.Relay(erasures, alertdb.New(p.Pool).PrivacyOutboxTable(), func(it alertdb.PrivacyItem) string { return it.Token },
-			outbox.Relay[alertdb.PrivacyItem]{Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval}).Run)
+			// at most a minute between tries: an erasure goes through soon after community is back
+			outbox.Relay[alertdb.PrivacyItem]{Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval, MaxBackoff: time.Minute}).Run)
 		p.Go(func(ctx context.Context) error {
 			return (&alertmail.Relay{Store: alertdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)), Privacy: sealer,
 				Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender, Log: log,

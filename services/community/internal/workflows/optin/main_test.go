@@ -12,8 +12,8 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
-	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus/stores/newsletterdb"
 	"github.com/coworkjobs/coworkjobs/services/community/migrations"

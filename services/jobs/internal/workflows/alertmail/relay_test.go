@@ -16,9 +16,9 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
-	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
