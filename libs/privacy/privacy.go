@@ -13,7 +13,6 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -37,7 +36,10 @@ var ErrBadToken = errors.New("privacy token invalid")
 const keyLabel = "coworkjobs privacy erase v1"
 
 // Sealer seals and opens erasure tokens.
-type Sealer struct{ aead cipher.AEAD }
+type Sealer struct {
+	aead     cipher.AEAD
+	nonceKey []byte
+}
 
 // NewSealer derives the token key from secret (INTERNAL_IDENTITY_SECRET:
 // the one secret both services already share).
@@ -45,9 +47,7 @@ func NewSealer(secret []byte) (*Sealer, error) {
 	if len(secret) < 32 {
 		return nil, errors.New("privacy: the secret must be at least 32 bytes")
 	}
-	h := hmac.New(sha256.New, secret)
-	h.Write([]byte(keyLabel))
-	block, err := aes.NewCipher(h.Sum(nil))
+	block, err := aes.NewCipher(derive(secret, keyLabel))
 	if err != nil {
 		return nil, err
 	}
@@ -55,17 +55,27 @@ func NewSealer(secret []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sealer{aead: aead}, nil
+	return &Sealer{aead: aead, nonceKey: derive(secret, keyLabel+" nonce")}, nil
+}
+
+func derive(secret []byte, label string) []byte {
+	h := hmac.New(sha256.New, secret)
+	h.Write([]byte(label))
+	return h.Sum(nil)
 }
 
 // Normalize is an address as both services store it (trimmed, lower case).
 func Normalize(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
 
-// Token seals the normalised address (a fresh nonce each time).
+// Token seals the normalised address. The nonce is an HMAC of the address
+// (a synthetic IV): one address has one token, so a mail sent again is the
+// same mail, and two addresses never share a nonce.
 func (s *Sealer) Token(email string) string {
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(email)+s.aead.Overhead())
-	_, _ = rand.Read(nonce)
-	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, []byte(Normalize(email)), []byte(keyLabel)))
+	email = Normalize(email)
+	h := hmac.New(sha256.New, s.nonceKey)
+	h.Write([]byte(email))
+	nonce := h.Sum(nil)[:s.aead.NonceSize()]
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, []byte(email), []byte(keyLabel)))
 }
 
 // Open returns the address a token seals, or ErrBadToken.
