@@ -122,6 +122,10 @@ PLANS_JOBS ?= 100000
 plans: ## Regenerate docs/search-plans.md: make bench's searches explained on a fresh PLANS_JOBS-job database
 	@bash scripts/bench.sh -jobs $(PLANS_JOBS) -plans docs/search-plans.md
 
+.PHONY: bench-alerts
+bench-alerts: ## Instant job alerts: publishes at 10/s for 60 s through the gateway, p95 publish → mail (about 2 min; docs/benchmarks.md)
+	go test -count=1 -run '^$$' -bench BenchmarkInstantMail -benchtime 1x -timeout 10m ./tests/e2e/alerts/
+
 .PHONY: bench
 bench: docs ## Load the suite through the gateway with wrk against its ceilings (BENCH_JOBS, BENCH_ARGS e.g. -growth 10000,100000,1000000 -out report.md); not part of make test
 	@bash scripts/bench.sh -jobs $(BENCH_JOBS) $(BENCH_ARGS)

@@ -743,14 +743,17 @@ func (e RateLimitEnvelopeSuccess) Valid() bool {
 
 // Defines values for RouteInfoAuth.
 const (
-	Key    RouteInfoAuth = "key"
-	Public RouteInfoAuth = "public"
+	Key         RouteInfoAuth = "key"
+	OptionalKey RouteInfoAuth = "optional_key"
+	Public      RouteInfoAuth = "public"
 )
 
 // Valid indicates whether the value is a known member of the RouteInfoAuth enum.
 func (e RouteInfoAuth) Valid() bool {
 	switch e {
 	case Key:
+		return true
+	case OptionalKey:
 		return true
 	case Public:
 		return true
@@ -761,6 +764,7 @@ func (e RouteInfoAuth) Valid() bool {
 
 // Defines values for Scope.
 const (
+	ScopeAlertsWrite    Scope = "alerts:write"
 	ScopeCitiesRead     Scope = "cities:read"
 	ScopeEventsRead     Scope = "events:read"
 	ScopeJobsRead       Scope = "jobs:read"
@@ -775,6 +779,8 @@ const (
 // Valid indicates whether the value is a known member of the Scope enum.
 func (e Scope) Valid() bool {
 	switch e {
+	case ScopeAlertsWrite:
+		return true
 	case ScopeCitiesRead:
 		return true
 	case ScopeEventsRead:
@@ -1098,6 +1104,27 @@ func (e GetAggregatorFeedParamsFormat) Valid() bool {
 	}
 }
 
+// Defines values for AlertFeedParamsFormat.
+const (
+	AlertFeedParamsFormatAtom AlertFeedParamsFormat = "atom"
+	AlertFeedParamsFormatJson AlertFeedParamsFormat = "json"
+	AlertFeedParamsFormatRss  AlertFeedParamsFormat = "rss"
+)
+
+// Valid indicates whether the value is a known member of the AlertFeedParamsFormat enum.
+func (e AlertFeedParamsFormat) Valid() bool {
+	switch e {
+	case AlertFeedParamsFormatAtom:
+		return true
+	case AlertFeedParamsFormatJson:
+		return true
+	case AlertFeedParamsFormatRss:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeleteAlertPostFormdataBodyListUnsubscribe.
 const (
 	DeleteAlertPostFormdataBodyListUnsubscribeOneClick DeleteAlertPostFormdataBodyListUnsubscribe = "One-Click"
@@ -1262,9 +1289,18 @@ func (e JobsFeedParamsRemote) Valid() bool {
 
 // Alert defines model for Alert.
 type Alert struct {
-	Confirmed bool           `json:"confirmed"`
-	CreatedAt time.Time      `json:"created_at"`
-	Email     string         `json:"email"`
+	Confirmed bool      `json:"confirmed"`
+	CreatedAt time.Time `json:"created_at"`
+	Email     string    `json:"email"`
+
+	// Feeds The alert's own feed of its matches, one URL per format. Their token is of its own
+	// purpose: a feed URL can be pasted into a reader or shared without giving the right to
+	// manage the alert, and it carries no address.
+	Feeds *struct {
+		Atom string `json:"atom"`
+		Json string `json:"json"`
+		Rss  string `json:"rss"`
+	} `json:"feeds,omitempty"`
 	Frequency AlertFrequency `json:"frequency"`
 	Paused    bool           `json:"paused"`
 
@@ -1322,9 +1358,11 @@ type AlertPendingEnvelope struct {
 
 // AlertRequest A field not listed here is refused with 422 `validation_error` naming it. The search fields are `GET /v2/jobs`'s, validated the same way.
 type AlertRequest struct {
-	City      *string                `json:"city,omitempty"`
-	Currency  *string                `json:"currency,omitempty"`
-	Email     string                 `json:"email"`
+	City     *string `json:"city,omitempty"`
+	Currency *string `json:"currency,omitempty"`
+	Email    string  `json:"email"`
+
+	// Frequency Default `instant`.
 	Frequency *AlertRequestFrequency `json:"frequency,omitempty"`
 	JobType   *string                `json:"job_type,omitempty"`
 	Near      *string                `json:"near,omitempty"`
@@ -1333,10 +1371,12 @@ type AlertRequest struct {
 	Remote    *bool                  `json:"remote,omitempty"`
 	SalaryMin *int                   `json:"salary_min,omitempty"`
 	Tag       *string                `json:"tag,omitempty"`
-	TimeZone  *string                `json:"time_zone,omitempty"`
+
+	// TimeZone An IANA time zone, of the digests' 08:00; default the city's zone when `city` is given, else `UTC`.
+	TimeZone *string `json:"time_zone,omitempty"`
 }
 
-// AlertRequestFrequency defines model for AlertRequest.Frequency.
+// AlertRequestFrequency Default `instant`.
 type AlertRequestFrequency string
 
 // AlertUpdateRequest defines model for AlertUpdateRequest.
@@ -2003,8 +2043,13 @@ type JobCreateRequest struct {
 
 	// IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent.
 	IsRemote *JobCreateRequest_IsRemote `json:"is_remote,omitempty"`
-	JobType  JobType                    `json:"job_type"`
-	SalMax   *int                       `json:"sal_max,omitempty"`
+
+	// JobType A job type a request names (the `job_type` filter, the `job_type` of a job sent):
+	// fulltime, parttime, freelance or internship, in any case, surrounding spaces ignored.
+	// Every answer carries it lower case (`JobType`). A pattern rather than an enum for the
+	// reason CurrencyInput gives.
+	JobType JobTypeInput `json:"job_type"`
+	SalMax  *int         `json:"sal_max,omitempty"`
 
 	// SalMin Annual minimum; must not exceed sal_max.
 	SalMin *int `json:"sal_min,omitempty"`
@@ -2263,6 +2308,12 @@ type JobTransitionResultAction string
 // JobType defines model for JobType.
 type JobType string
 
+// JobTypeInput A job type a request names (the `job_type` filter, the `job_type` of a job sent):
+// fulltime, parttime, freelance or internship, in any case, surrounding spaces ignored.
+// Every answer carries it lower case (`JobType`). A pattern rather than an enum for the
+// reason CurrencyInput gives.
+type JobTypeInput = string
+
 // JobUnpublishRequest defines model for JobUnpublishRequest.
 type JobUnpublishRequest struct {
 	// JobId The job's id (`job_id` of the creation result, `id_job` in lists).
@@ -2380,20 +2431,20 @@ type RateLimitEnvelopeSuccess bool
 
 // RouteInfo defines model for RouteInfo.
 type RouteInfo struct {
-	// Auth `public` needs no key; `key` needs a key with one of `scopes`.
+	// Auth `public` needs no key; `key` needs a key with one of `scopes`; `optional_key` needs none, and a key sent must be valid and hold one of `scopes`.
 	Auth        RouteInfoAuth `json:"auth"`
 	Method      string        `json:"method"`
 	Path        string        `json:"path"`
 	RateLimited bool          `json:"rate_limited"`
 
-	// Scopes Any one of these scopes grants access (empty for public routes).
+	// Scopes Any one of these scopes grants access (empty for public routes; for `optional_key` routes, what a key sent must hold).
 	Scopes []string `json:"scopes"`
 
 	// Write A write route; `svc_rstr_` keys are refused (403).
 	Write bool `json:"write"`
 }
 
-// RouteInfoAuth `public` needs no key; `key` needs a key with one of `scopes`.
+// RouteInfoAuth `public` needs no key; `key` needs a key with one of `scopes`; `optional_key` needs none, and a key sent must be valid and hold one of `scopes`.
 type RouteInfoAuth string
 
 // Scope defines model for Scope.
@@ -2802,6 +2853,24 @@ type ConfirmAlertPostParams struct {
 	Token *AlertTokenOptional `form:"token,omitempty" json:"token,omitempty"`
 }
 
+// AlertFeedParams defines parameters for AlertFeed.
+type AlertFeedParams struct {
+	// Token The alert link's token ("<id>.<base64url HMAC>").
+	Token AlertToken `form:"token" json:"token"`
+
+	// Format `rss` (RSS 2.0, the default), `atom` (Atom 1.0) or `json` (JSON Feed 1.1). Anything else answers 422.
+	Format *AlertFeedParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// IfNoneMatch ETags of answers the client holds (from their `ETag`); when one matches, the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// IfModifiedSince An HTTP date (a `Last-Modified` received); without `If-None-Match`, an answer unchanged since then is 304 with no body.
+	IfModifiedSince *IfModifiedSince `json:"If-Modified-Since,omitempty"`
+}
+
+// AlertFeedParamsFormat defines parameters for AlertFeed.
+type AlertFeedParamsFormat string
+
 // GetAlertParams defines parameters for GetAlert.
 type GetAlertParams struct {
 	// Token The alert link's token ("<id>.<base64url HMAC>").
@@ -2918,9 +2987,9 @@ type ListJobsParams struct {
 	Currency *CurrencyInput `form:"currency,omitempty" json:"currency,omitempty"`
 
 	// SalaryMin Needs `currency`.
-	SalaryMin   *int       `form:"salary_min,omitempty" json:"salary_min,omitempty"`
-	PostedSince *time.Time `form:"posted_since,omitempty" json:"posted_since,omitempty"`
-	JobType     *JobType   `form:"job_type,omitempty" json:"job_type,omitempty"`
+	SalaryMin   *int          `form:"salary_min,omitempty" json:"salary_min,omitempty"`
+	PostedSince *time.Time    `form:"posted_since,omitempty" json:"posted_since,omitempty"`
+	JobType     *JobTypeInput `form:"job_type,omitempty" json:"job_type,omitempty"`
 
 	// Remote `1` or `true`: remote only. `0` or `false`: no filter (all jobs).
 	Remote *ListJobsParamsRemote `form:"remote,omitempty" json:"remote,omitempty"`
@@ -3088,9 +3157,9 @@ type JobsFeedParams struct {
 	Format *JobsFeedParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// Q Words to find, as `GET /v2/jobs` reads them.
-	Q       *string  `form:"q,omitempty" json:"q,omitempty"`
-	Tag     *string  `form:"tag,omitempty" json:"tag,omitempty"`
-	JobType *JobType `form:"job_type,omitempty" json:"job_type,omitempty"`
+	Q       *string       `form:"q,omitempty" json:"q,omitempty"`
+	Tag     *string       `form:"tag,omitempty" json:"tag,omitempty"`
+	JobType *JobTypeInput `form:"job_type,omitempty" json:"job_type,omitempty"`
 
 	// Remote `1` or `true`: remote only. `0` or `false`: no filter.
 	Remote *JobsFeedParamsRemote `form:"remote,omitempty" json:"remote,omitempty"`
@@ -3990,19 +4059,28 @@ type ClientInterface interface {
 	// CreateAlertWithBody Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-	// users, exists in the key table but is not served yet: the gateway does not authenticate
-	// public routes, so a key sent here is ignored.)
+	// criterion at all is a 422.
+	//
+	// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+	// limit). With one (any of the three ways keys are sent) the key must be valid (401
+	// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+	// click in the mail: a key cannot subscribe an address.
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4012,19 +4090,28 @@ type ClientInterface interface {
 	// CreateAlert Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-	// users, exists in the key table but is not served yet: the gateway does not authenticate
-	// public routes, so a key sent here is ignored.)
+	// criterion at all is a 422.
+	//
+	// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+	// limit). With one (any of the three ways keys are sent) the key must be valid (401
+	// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+	// click in the mail: a key cannot subscribe an address.
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4034,19 +4121,28 @@ type ClientInterface interface {
 	// CreateAlertWithFormdataBody Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-	// users, exists in the key table but is not served yet: the gateway does not authenticate
-	// public routes, so a key sent here is ignored.)
+	// criterion at all is a 422.
+	//
+	// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+	// limit). With one (any of the three ways keys are sent) the key must be valid (401
+	// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+	// click in the mail: a key cannot subscribe an address.
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
@@ -4055,7 +4151,10 @@ type ClientInterface interface {
 
 	// ConfirmAlert Confirm a job alert (link from its confirmation mail)
 	//
-	// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged unconfirmed, forged) is a 404.
+	// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged
+	// unconfirmed, forged) is a 404. The mail itself links to the HTML page `/alerts/confirm`
+	// (not part of this API), whose GET only shows a button that POSTs, so that a mail client's
+	// link scanner confirms nothing; this JSON route takes the same token.
 	//
 	// Corresponds with GET /v2/alerts/confirm (the `ConfirmAlert` operationId).
 	ConfirmAlert(ctx context.Context, params *ConfirmAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4080,6 +4179,18 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v2/alerts/confirm (the `ConfirmAlertPost` operationId).
 	ConfirmAlertPostWithFormdataBody(ctx context.Context, params *ConfirmAlertPostParams, body ConfirmAlertPostFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AlertFeed A job alert's feed of its matches (RSS 2.0, Atom 1.0, JSON Feed 1.1)
+	//
+	// Public; the token is the feed link's (the `feeds` URLs of the alert's management view),
+	// which manages nothing. The jobs the alert matched that are still listed, newest first (at
+	// most 50, among its 500 latest matches), in `rss` (the default), `atom` or `json` (JSON Feed
+	// 1.1). It names no address. Answered with a weak `ETag`, `Last-Modified` and
+	// `Cache-Control: private, max-age=60` (the URL is a capability: no shared cache keeps it);
+	// a matching `If-None-Match` answers 304.
+	//
+	// Corresponds with GET /v2/alerts/feed (the `AlertFeed` operationId).
+	AlertFeed(ctx context.Context, params *AlertFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAlert A job alert, by the management link of its mails
 	//
@@ -4117,9 +4228,10 @@ type ClientInterface interface {
 
 	// DeleteAlert Delete a job alert (link from any alert mail)
 	//
-	// Public. Deletes the alert with its matches and its address. Mails also carry
-	// `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058),
-	// which POST to this route.
+	// Public. Deletes the alert with its matches and its address. Mails carry `List-Unsubscribe`
+	// and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058) naming the HTML page
+	// `/alerts/unsubscribe`, whose one-click POST deletes the alert without a page in between
+	// (its GET only shows a button); this JSON route takes the same token.
 	//
 	// Corresponds with GET /v2/alerts/unsubscribe (the `DeleteAlert` operationId).
 	DeleteAlert(ctx context.Context, params *DeleteAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5414,19 +5526,28 @@ func (c *Client) GetApiInfo(ctx context.Context, reqEditors ...RequestEditorFn) 
 // CreateAlertWithBody Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-// users, exists in the key table but is not served yet: the gateway does not authenticate
-// public routes, so a key sent here is ignored.)
+// criterion at all is a 422.
+//
+// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+// limit). With one (any of the three ways keys are sent) the key must be valid (401
+// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+// click in the mail: a key cannot subscribe an address.
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5446,19 +5567,28 @@ func (c *Client) CreateAlertWithBody(ctx context.Context, contentType string, bo
 // CreateAlert Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-// users, exists in the key table but is not served yet: the gateway does not authenticate
-// public routes, so a key sent here is ignored.)
+// criterion at all is a 422.
+//
+// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+// limit). With one (any of the three ways keys are sent) the key must be valid (401
+// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+// click in the mail: a key cannot subscribe an address.
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5478,19 +5608,28 @@ func (c *Client) CreateAlert(ctx context.Context, body CreateAlertJSONRequestBod
 // CreateAlertWithFormdataBody Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-// users, exists in the key table but is not served yet: the gateway does not authenticate
-// public routes, so a key sent here is ignored.)
+// criterion at all is a 422.
+//
+// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+// limit). With one (any of the three ways keys are sent) the key must be valid (401
+// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+// click in the mail: a key cannot subscribe an address.
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -5509,7 +5648,10 @@ func (c *Client) CreateAlertWithFormdataBody(ctx context.Context, body CreateAle
 
 // ConfirmAlert Confirm a job alert (link from its confirmation mail)
 //
-// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged unconfirmed, forged) is a 404.
+// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged
+// unconfirmed, forged) is a 404. The mail itself links to the HTML page `/alerts/confirm`
+// (not part of this API), whose GET only shows a button that POSTs, so that a mail client's
+// link scanner confirms nothing; this JSON route takes the same token.
 //
 // Corresponds with GET /v2/alerts/confirm (the `ConfirmAlert` operationId).
 func (c *Client) ConfirmAlert(ctx context.Context, params *ConfirmAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5565,6 +5707,28 @@ func (c *Client) ConfirmAlertPost(ctx context.Context, params *ConfirmAlertPostP
 // Corresponds with POST /v2/alerts/confirm (the `ConfirmAlertPost` operationId).
 func (c *Client) ConfirmAlertPostWithFormdataBody(ctx context.Context, params *ConfirmAlertPostParams, body ConfirmAlertPostFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewConfirmAlertPostRequestWithFormdataBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AlertFeed A job alert's feed of its matches (RSS 2.0, Atom 1.0, JSON Feed 1.1)
+//
+// Public; the token is the feed link's (the `feeds` URLs of the alert's management view),
+// which manages nothing. The jobs the alert matched that are still listed, newest first (at
+// most 50, among its 500 latest matches), in `rss` (the default), `atom` or `json` (JSON Feed
+// 1.1). It names no address. Answered with a weak `ETag`, `Last-Modified` and
+// `Cache-Control: private, max-age=60` (the URL is a capability: no shared cache keeps it);
+// a matching `If-None-Match` answers 304.
+//
+// Corresponds with GET /v2/alerts/feed (the `AlertFeed` operationId).
+func (c *Client) AlertFeed(ctx context.Context, params *AlertFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAlertFeedRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5651,9 +5815,10 @@ func (c *Client) UpdateAlertWithFormdataBody(ctx context.Context, params *Update
 
 // DeleteAlert Delete a job alert (link from any alert mail)
 //
-// Public. Deletes the alert with its matches and its address. Mails also carry
-// `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058),
-// which POST to this route.
+// Public. Deletes the alert with its matches and its address. Mails carry `List-Unsubscribe`
+// and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058) naming the HTML page
+// `/alerts/unsubscribe`, whose one-click POST deletes the alert without a page in between
+// (its GET only shows a button); this JSON route takes the same token.
 //
 // Corresponds with GET /v2/alerts/unsubscribe (the `DeleteAlert` operationId).
 func (c *Client) DeleteAlert(ctx context.Context, params *DeleteAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8032,6 +8197,94 @@ func NewConfirmAlertPostRequestWithBody(server string, params *ConfirmAlertPostP
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewAlertFeedRequest constructs an http.Request for the AlertFeed method
+func NewAlertFeedRequest(server string, params *AlertFeedParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/alerts/feed")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "token", params.Token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.IfModifiedSince != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Modified-Since", headerParam1)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11166,19 +11419,28 @@ type ClientWithResponsesInterface interface {
 	// CreateAlertWithBodyWithResponse Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-	// users, exists in the key table but is not served yet: the gateway does not authenticate
-	// public routes, so a key sent here is ignored.)
+	// criterion at all is a 422.
+	//
+	// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+	// limit). With one (any of the three ways keys are sent) the key must be valid (401
+	// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+	// click in the mail: a key cannot subscribe an address.
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11188,19 +11450,28 @@ type ClientWithResponsesInterface interface {
 	// CreateAlertWithResponse Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-	// users, exists in the key table but is not served yet: the gateway does not authenticate
-	// public routes, so a key sent here is ignored.)
+	// criterion at all is a 422.
+	//
+	// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+	// limit). With one (any of the three ways keys are sent) the key must be valid (401
+	// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+	// click in the mail: a key cannot subscribe an address.
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11210,19 +11481,28 @@ type ClientWithResponsesInterface interface {
 	// CreateAlertWithFormdataBodyWithResponse Save a job alert (double opt-in)
 	//
 	// Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-	// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+	// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+	// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+	// else `UTC`) and the
 	// search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 	// `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-	// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-	// users, exists in the key table but is not served yet: the gateway does not authenticate
-	// public routes, so a key sent here is ignored.)
+	// criterion at all is a 422.
+	//
+	// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+	// limit). With one (any of the three ways keys are sent) the key must be valid (401
+	// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+	// click in the mail: a key cannot subscribe an address.
 	//
 	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
 	// asking again for the same address and search resends it (never a second alert); an alert
 	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
-	// link and RFC 8058 one-click unsubscribe in every mail.
+	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+	// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+	// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+	// expired meanwhile is left out). Mails are in English (the board has no languages).
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11231,7 +11511,10 @@ type ClientWithResponsesInterface interface {
 
 	// ConfirmAlertWithResponse Confirm a job alert (link from its confirmation mail)
 	//
-	// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged unconfirmed, forged) is a 404.
+	// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged
+	// unconfirmed, forged) is a 404. The mail itself links to the HTML page `/alerts/confirm`
+	// (not part of this API), whose GET only shows a button that POSTs, so that a mail client's
+	// link scanner confirms nothing; this JSON route takes the same token.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11258,6 +11541,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v2/alerts/confirm (the `ConfirmAlertPost` operationId).
 	ConfirmAlertPostWithFormdataBodyWithResponse(ctx context.Context, params *ConfirmAlertPostParams, body ConfirmAlertPostFormdataRequestBody, reqEditors ...RequestEditorFn) (*ConfirmAlertPostResponse, error)
+
+	// AlertFeedWithResponse A job alert's feed of its matches (RSS 2.0, Atom 1.0, JSON Feed 1.1)
+	//
+	// Public; the token is the feed link's (the `feeds` URLs of the alert's management view),
+	// which manages nothing. The jobs the alert matched that are still listed, newest first (at
+	// most 50, among its 500 latest matches), in `rss` (the default), `atom` or `json` (JSON Feed
+	// 1.1). It names no address. Answered with a weak `ETag`, `Last-Modified` and
+	// `Cache-Control: private, max-age=60` (the URL is a capability: no shared cache keeps it);
+	// a matching `If-None-Match` answers 304.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v2/alerts/feed (the `AlertFeed` operationId).
+	AlertFeedWithResponse(ctx context.Context, params *AlertFeedParams, reqEditors ...RequestEditorFn) (*AlertFeedResponse, error)
 
 	// GetAlertWithResponse A job alert, by the management link of its mails
 	//
@@ -11297,9 +11594,10 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteAlertWithResponse Delete a job alert (link from any alert mail)
 	//
-	// Public. Deletes the alert with its matches and its address. Mails also carry
-	// `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058),
-	// which POST to this route.
+	// Public. Deletes the alert with its matches and its address. Mails carry `List-Unsubscribe`
+	// and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058) naming the HTML page
+	// `/alerts/unsubscribe`, whose one-click POST deletes the alert without a page in between
+	// (its GET only shows a button); this JSON route takes the same token.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13175,6 +13473,24 @@ type CreateAlertResponse400Headers struct {
 	XRateLimitReset            *int
 }
 
+// CreateAlertResponse401Headers the declared response headers of an HTTP 401 response for CreateAlert
+type CreateAlertResponse401Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	WWWAuthenticate            *string
+}
+
+// CreateAlertResponse403Headers the declared response headers of an HTTP 403 response for CreateAlert
+type CreateAlertResponse403Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
 // CreateAlertResponse413Headers the declared response headers of an HTTP 413 response for CreateAlert
 type CreateAlertResponse413Headers struct {
 	AccessControlAllowOrigin   *string
@@ -13255,6 +13571,10 @@ type CreateAlertResponse struct {
 	JSON202 *AlertPendingEnvelope
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -13271,6 +13591,10 @@ type CreateAlertResponse struct {
 	JSON504 *Timeout
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *CreateAlertResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateAlertResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateAlertResponse403Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreateAlertResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -13295,6 +13619,16 @@ func (r CreateAlertResponse) GetJSON202() *AlertPendingEnvelope {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreateAlertResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateAlertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateAlertResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -13734,6 +14068,193 @@ func (r ConfirmAlertPostResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ConfirmAlertPostResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AlertFeedResponse200Headers the declared response headers of an HTTP 200 response for AlertFeed
+type AlertFeedResponse200Headers struct {
+	CacheControl *string
+	ETag         *string
+	LastModified *string
+}
+
+// AlertFeedResponse304Headers the declared response headers of an HTTP 304 response for AlertFeed
+type AlertFeedResponse304Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	CacheControl               *string
+	ETag                       *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	Vary                       *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// AlertFeedResponse404Headers the declared response headers of an HTTP 404 response for AlertFeed
+type AlertFeedResponse404Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// AlertFeedResponse422Headers the declared response headers of an HTTP 422 response for AlertFeed
+type AlertFeedResponse422Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// AlertFeedResponse429Headers the declared response headers of an HTTP 429 response for AlertFeed
+type AlertFeedResponse429Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	RetryAfter                 *int
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// AlertFeedResponse500Headers the declared response headers of an HTTP 500 response for AlertFeed
+type AlertFeedResponse500Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// AlertFeedResponse503Headers the declared response headers of an HTTP 503 response for AlertFeed
+type AlertFeedResponse503Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// AlertFeedResponse504Headers the declared response headers of an HTTP 504 response for AlertFeed
+type AlertFeedResponse504Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+type AlertFeedResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfeedJSON200 the response for an HTTP 200 `application/feed+json` response
+	ApplicationfeedJSON200 *JSONFeed
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Validation
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AlertFeedResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *AlertFeedResponse304Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AlertFeedResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *AlertFeedResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AlertFeedResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AlertFeedResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AlertFeedResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *AlertFeedResponse504Headers
+}
+
+// GetApplicationfeedJSON200 returns the response for an HTTP 200 `application/feed+json` response
+func (r AlertFeedResponse) GetApplicationfeedJSON200() *JSONFeed {
+	return r.ApplicationfeedJSON200
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AlertFeedResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r AlertFeedResponse) GetJSON422() *Validation {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AlertFeedResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AlertFeedResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AlertFeedResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r AlertFeedResponse) GetJSON504() *Timeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r AlertFeedResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AlertFeedResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AlertFeedResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AlertFeedResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -25027,19 +25548,28 @@ func (c *ClientWithResponses) GetApiInfoWithResponse(ctx context.Context, reqEdi
 // CreateAlertWithBodyWithResponse Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-// users, exists in the key table but is not served yet: the gateway does not authenticate
-// public routes, so a key sent here is ignored.)
+// criterion at all is a 422.
+//
+// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+// limit). With one (any of the three ways keys are sent) the key must be valid (401
+// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+// click in the mail: a key cannot subscribe an address.
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -25055,19 +25585,28 @@ func (c *ClientWithResponses) CreateAlertWithBodyWithResponse(ctx context.Contex
 // CreateAlertWithResponse Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-// users, exists in the key table but is not served yet: the gateway does not authenticate
-// public routes, so a key sent here is ignored.)
+// criterion at all is a 422.
+//
+// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+// limit). With one (any of the three ways keys are sent) the key must be valid (401
+// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+// click in the mail: a key cannot subscribe an address.
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -25083,19 +25622,28 @@ func (c *ClientWithResponses) CreateAlertWithResponse(ctx context.Context, body 
 // CreateAlertWithFormdataBodyWithResponse Save a job alert (double opt-in)
 //
 // Public (limited per IP, like the newsletter). JSON or a web form: `email`, `frequency`
-// (`instant`, the default, `daily` or `weekly`), `time_zone` (IANA, default `UTC`) and the
+// (`instant`, the default, `daily` or `weekly`), `time_zone` (an IANA name such as
+// `Europe/Lisbon`, else a 422 naming it; default: the zone of `city` when the search has one,
+// else `UTC`) and the
 // search in exactly `GET /v2/jobs`'s grammar and validation: `q`, `city`, `job_type`,
 // `remote`, `tag`, `near` + `radius_km`, `currency` + `salary_min`. A search with no
-// criterion at all is a 422. (Scope `alerts:write`, for platforms creating alerts for their
-// users, exists in the key table but is not served yet: the gateway does not authenticate
-// public routes, so a key sent here is ignored.)
+// criterion at all is a 422.
+//
+// **Platforms**: a key is optional here. Without one the request is public (the per-IP
+// limit). With one (any of the three ways keys are sent) the key must be valid (401
+// otherwise), live and hold `alerts:write` (403 otherwise); the alert records the key and the
+// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
+// click in the mail: a key cannot subscribe an address.
 //
 // The answer is always **202** with the same message: a new alert gets a confirmation mail;
 // asking again for the same address and search resends it (never a second alert); an alert
 // already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
-// link and RFC 8058 one-click unsubscribe in every mail.
+// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
+// job within a minute, a `daily` one by one digest at 08:00 in its time zone, a `weekly` one
+// on Mondays at 08:00, listing the matches still visible then (a job paused, closed or
+// expired meanwhile is left out). Mails are in English (the board has no languages).
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -25110,7 +25658,10 @@ func (c *ClientWithResponses) CreateAlertWithFormdataBodyWithResponse(ctx contex
 
 // ConfirmAlertWithResponse Confirm a job alert (link from its confirmation mail)
 //
-// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged unconfirmed, forged) is a 404.
+// Public. Confirming twice changes nothing. A token that names no alert (deleted, purged
+// unconfirmed, forged) is a 404. The mail itself links to the HTML page `/alerts/confirm`
+// (not part of this API), whose GET only shows a button that POSTs, so that a mail client's
+// link scanner confirms nothing; this JSON route takes the same token.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -25160,6 +25711,26 @@ func (c *ClientWithResponses) ConfirmAlertPostWithFormdataBodyWithResponse(ctx c
 		return nil, err
 	}
 	return ParseConfirmAlertPostResponse(rsp)
+}
+
+// AlertFeedWithResponse A job alert's feed of its matches (RSS 2.0, Atom 1.0, JSON Feed 1.1)
+//
+// Public; the token is the feed link's (the `feeds` URLs of the alert's management view),
+// which manages nothing. The jobs the alert matched that are still listed, newest first (at
+// most 50, among its 500 latest matches), in `rss` (the default), `atom` or `json` (JSON Feed
+// 1.1). It names no address. Answered with a weak `ETag`, `Last-Modified` and
+// `Cache-Control: private, max-age=60` (the URL is a capability: no shared cache keeps it);
+// a matching `If-None-Match` answers 304.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v2/alerts/feed (the `AlertFeed` operationId).
+func (c *ClientWithResponses) AlertFeedWithResponse(ctx context.Context, params *AlertFeedParams, reqEditors ...RequestEditorFn) (*AlertFeedResponse, error) {
+	rsp, err := c.AlertFeed(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAlertFeedResponse(rsp)
 }
 
 // GetAlertWithResponse A job alert, by the management link of its mails
@@ -25224,9 +25795,10 @@ func (c *ClientWithResponses) UpdateAlertWithFormdataBodyWithResponse(ctx contex
 
 // DeleteAlertWithResponse Delete a job alert (link from any alert mail)
 //
-// Public. Deletes the alert with its matches and its address. Mails also carry
-// `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058),
-// which POST to this route.
+// Public. Deletes the alert with its matches and its address. Mails carry `List-Unsubscribe`
+// and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058) naming the HTML page
+// `/alerts/unsubscribe`, whose one-click POST deletes the alert without a page in between
+// (its GET only shows a button); this JSON route takes the same token.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -28455,6 +29027,20 @@ func ParseCreateAlertResponse(rsp *http.Response) (*CreateAlertResponse, error) 
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28559,6 +29145,82 @@ func ParseCreateAlertResponse(rsp *http.Response) (*CreateAlertResponse, error) 
 			headers.XRateLimitReset = &value
 		}
 		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateAlertResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateAlertResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreateAlertResponse413Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
@@ -29767,6 +30429,499 @@ func ParseConfirmAlertPostResponse(rsp *http.Response) (*ConfirmAlertPostRespons
 		response.Headers503 = &headers
 	case rsp.StatusCode == 504:
 		var headers ConfirmAlertPostResponse504Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAlertFeedResponse parses an HTTP response from a AlertFeedWithResponse call
+func ParseAlertFeedResponse(rsp *http.Response) (*AlertFeedResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AlertFeedResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest JSONFeed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfeedJSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Validation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (application/rss+xml) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AlertFeedResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers AlertFeedResponse304Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 404:
+		var headers AlertFeedResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers AlertFeedResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers AlertFeedResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers AlertFeedResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers AlertFeedResponse503Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers AlertFeedResponse504Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

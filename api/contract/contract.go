@@ -30,8 +30,10 @@ type Operation struct {
 	Method string // upper case
 	Path   string // as written, e.g. /v2/jobs
 	ID     string // operationId
-	// Public operations need no key (`security: []`).
-	Public bool
+	// Public operations need no key (`security: []`, or `{}` among the
+	// requirements); OptionalKey ones also name the scopes a key sent must hold.
+	Public      bool
+	OptionalKey bool
 	// Scopes are the scopes its security requirements name (any one grants
 	// access), sorted and without duplicates.
 	Scopes []string
@@ -82,7 +84,9 @@ func operations(m *v3.Document) []Operation {
 			}
 			o := Operation{Method: strings.ToUpper(method), Path: path, ID: op.OperationId, Public: len(sec) == 0}
 			for _, req := range sec {
-				if req.Requirements == nil {
+				if req.Requirements == nil || req.Requirements.Len() == 0 {
+					// `{}` among the requirements: a key is optional
+					o.Public, o.OptionalKey = true, len(sec) > 1
 					continue
 				}
 				for _, scopes := range req.Requirements.FromOldest() {

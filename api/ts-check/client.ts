@@ -88,3 +88,58 @@ export async function wrongRequests(): Promise<void> {
     params: { query: { per_page: "20" } },
   });
 }
+
+// Job alerts: a platform saves one for its user with its alerts:write key (the seeker still
+// confirms it); the seeker's links (manage, unsubscribe, feed) need no key, only their token.
+const seeker = createClient<paths>({ baseUrl: "http://localhost:8080" });
+
+type AlertBody = paths["/v2/alerts"]["post"]["requestBody"]["content"]["application/json"];
+const alert: AlertBody = { email: "mia@example.com", frequency: "daily", city: "lisbon", q: "barista" };
+
+export async function createAlert(): Promise<string> {
+  const { data, error, response } = await api.POST("/v2/alerts", { body: { ...alert, remote: true, time_zone: "Europe/Lisbon" } });
+  if (error) {
+    throw new Error(describe(error));
+  }
+  const status: "pending_confirmation" = data.data.status;
+  return `${status} ${response.headers.get("X-RateLimit-Limit")}`;
+}
+
+export async function manageAlert(token: string): Promise<string> {
+  const shown = await seeker.GET("/v2/alerts/manage", { params: { query: { token } } });
+  if (shown.error) {
+    throw new Error(describe(shown.error));
+  }
+  const feeds: { rss: string; atom: string; json: string } | undefined = shown.data.data.feeds;
+  const changed = await seeker.POST("/v2/alerts/manage", { params: { query: { token } }, body: { frequency: "weekly", paused: true } });
+  if (changed.error) {
+    throw new Error(describe(changed.error));
+  }
+  const paused: boolean = changed.data.data.paused;
+  return `${shown.data.data.frequency} ${paused} ${feeds?.rss ?? ""}`;
+}
+
+// The feed is RSS or JSON Feed, not the envelope: read as text.
+export async function alertFeed(token: string): Promise<string> {
+  const { data, error } = await seeker.GET("/v2/alerts/feed", { params: { query: { token, format: "json" } }, parseAs: "text" });
+  if (error) {
+    throw new Error(describe(error));
+  }
+  return data;
+}
+
+export async function unsubscribe(token: string): Promise<string> {
+  const { data, error } = await seeker.POST("/v2/alerts/unsubscribe", { params: { query: { token } } });
+  return error ? describe(error) : data.data.status;
+}
+
+export async function wrongAlertRequests(token: string): Promise<void> {
+  // @ts-expect-error frequency is instant, daily or weekly
+  await api.POST("/v2/alerts", { body: { ...alert, frequency: "hourly" } });
+  // @ts-expect-error paused is a boolean, not text
+  await seeker.POST("/v2/alerts/manage", { params: { query: { token } }, body: { paused: "yes" } });
+  // @ts-expect-error the feed's format is rss, atom or json
+  await seeker.GET("/v2/alerts/feed", { params: { query: { token, format: "vine" } } });
+  // @ts-expect-error the feed needs its token
+  await seeker.GET("/v2/alerts/feed", { params: { query: { format: "rss" } } });
+}

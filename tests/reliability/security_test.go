@@ -357,6 +357,7 @@ func TestSpaceKeysIsolatedEveryRoute(t *testing.T) {
 		"POST /v2/alerts/manage":           "token-addressed, owned by no space",
 		"GET /v2/alerts/unsubscribe":       "token-addressed, owned by no space",
 		"POST /v2/alerts/unsubscribe":      "token-addressed, owned by no space",
+		"GET /v2/alerts/feed":              "token-addressed (a feed token, which manages nothing), owned by no space",
 		"GET /robots.txt":                  "public crawling rules",
 		"GET /sitemap.xml":                 "public pages of active (published) jobs",
 		"GET /feeds/jobs.xml":              "public feed of active (published) jobs",

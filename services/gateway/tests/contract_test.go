@@ -26,16 +26,19 @@ func TestRouteTableIsTheDocument(t *testing.T) {
 		if r.Public() != op.Public {
 			t.Errorf("%s %s: routed public=%v, documented public=%v", op.Method, op.Path, r.Public(), op.Public)
 		}
-		want := slices.Sorted(slices.Values(r.Scopes))
+		if optional := r.KeyScopes != nil; optional != op.OptionalKey {
+			t.Errorf("%s %s: routed optional key %v, documented %v", op.Method, op.Path, optional, op.OptionalKey)
+		}
+		want := slices.Sorted(slices.Values(append(slices.Clone(r.Scopes), r.KeyScopes...)))
 		if !slices.Equal(want, op.Scopes) {
 			t.Errorf("%s %s: routed scopes %v, documented %v", op.Method, op.Path, want, op.Scopes)
 		}
 		// The answers the gateway itself may give are documented, and only those.
 		has := func(code string) bool { return slices.Contains(op.Statuses, code) }
-		if !r.Public() && (!has("401") || !has("403")) {
+		if (!r.Public() || r.KeyScopes != nil) && (!has("401") || !has("403")) {
 			t.Errorf("%s %s needs a key but does not document 401 and 403: %v", op.Method, op.Path, op.Statuses)
 		}
-		if r.Public() && has("401") {
+		if r.Public() && r.KeyScopes == nil && has("401") {
 			t.Errorf("%s %s is public but documents 401", op.Method, op.Path)
 		}
 		if limited := r.Limit != routes.LimitNone; limited != has("429") {

@@ -119,6 +119,7 @@ func TestListFieldsAndFilters(t *testing.T) {
 		{"list200QCaseInsensitiveCompany", "q=QUOKKA", 1},
 		{"list200QTags", "q=barist", 1},
 		{"list200JobType", "job_type=parttime", 1},
+		{"list200JobTypeAnyCase", "job_type=%20PartTime", 1},
 		{"list200RemoteTrue", "remote=true", 2},
 		{"list200Remote1", "remote=1", 2},
 		{"list200RemoteFalseIsNoFilter", "remote=false", 6},

@@ -52,7 +52,8 @@ func TestAlertThroughTheGateway(t *testing.T) {
 	go func() { _ = catcher.Serve(cctx, ln) }()
 	sys := suite.StartTest(t, suite.Options{
 		Name: "alerts", DatabaseURL: dbURL, Keys: true, Workers: []string{"jobs-worker"},
-		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "SMTP_URL=smtp://" + ln.Addr().String(), "JOBS_RELAY_INTERVAL=200ms"},
+		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "SMTP_URL=smtp://" + ln.Addr().String(), "JOBS_RELAY_INTERVAL=200ms",
+			"ALERT_DIGEST_PERIOD=1s", "PUBLIC_POST_RATE_LIMIT_PER_MINUTE=30"},
 	})
 	db, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
@@ -71,6 +72,7 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		`{"email":"mia@example.com","q":"host","near":"91,0","radius_km":5}`: "near",
 		`{"email":"mia@example.com","q":"host","colour":"red"}`:              "colour",
 		`{"email":"mia@example.com","q":"host","time_zone":"Mars/Olympus"}`:  "time_zone",
+		`{"email":"mia@example.com","q":"host","time_zone":"Local"}`:         "time_zone",
 	} {
 		status, msg := call(t, "POST", gw+"/v2/alerts", "", body, nil)
 		if status != 422 || !strings.Contains(msg, want) {
@@ -90,7 +92,8 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		t.Fatalf("%d alerts for the address (%v), want 1", n, err)
 	}
 	confirm := waitMail(t, dir, seeker, 2)
-	link := linkIn(t, confirm[0].Text, "/v2/alerts/confirm")
+	// The mail links to the page; its JSON twin is under /v2.
+	link := "/v2" + linkIn(t, confirm[0].Text, "/alerts/confirm")
 	if confirm[1].Text != confirm[0].Text {
 		t.Fatal("the resent confirmation differs")
 	}
@@ -118,8 +121,10 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		Confirmed bool              `json:"confirmed"`
 		Paused    bool              `json:"paused"`
 		Search    map[string]string `json:"search"`
+		TimeZone  string            `json:"time_zone"`
 	}
-	if status, msg := call(t, "GET", gw+link, "", "", &alert); status != 200 || !alert.Confirmed || alert.Search["city"] != "berlin" {
+	if status, msg := call(t, "GET", gw+link, "", "", &alert); status != 200 || !alert.Confirmed || alert.Search["city"] != "berlin" ||
+		alert.TimeZone != "Europe/Berlin" {
 		t.Fatalf("confirm: %d %s %+v", status, msg, alert)
 	}
 	if status, _ := call(t, "GET", gw+"/v2/alerts/confirm?token=1.forged", "", "", nil); status != 404 {
@@ -143,7 +148,7 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		t.Fatalf("no one-click header: %v", match.Header)
 	}
 	unsub := strings.Trim(match.Header.Get("List-Unsubscribe"), "<>")
-	manage := linkIn(t, match.Text, "/v2/alerts/manage")
+	manage := "/v2" + linkIn(t, match.Text, "/alerts/manage")
 
 	// Manage: pause through the link; a job published meanwhile is not mailed.
 	if status, msg := call(t, "POST", gw+manage, "", `{"paused":true}`, &alert); status != 200 || !alert.Paused {
@@ -174,6 +179,73 @@ func TestAlertThroughTheGateway(t *testing.T) {
 	// its last alert gone, the address goes with it
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alert_addresses WHERE email = $1`, seeker).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("the address is still stored (%d, %v)", n, err)
+	}
+
+	digest(t, db, gw, dir, pro)
+}
+
+// digest follows a daily alert: its zone is its city's (or the one given),
+// the digest clock (ticking every second here) schedules it at 08:00 in
+// Lisbon, and when that morning comes (the test moves next_digest_at to
+// now: it cannot wait for 08:00) the digest arrives through the outbox,
+// Temporal and SMTP, listing the new job with the alert's links.
+func digest(t *testing.T, db *pgxpool.Pool, gw, dir, pro string) {
+	ctx := context.Background()
+	other := "zone-" + suite.RandomHex(4) + "@example.com"
+	if status, msg := call(t, "POST", gw+"/v2/alerts", "", fmt.Sprintf(`{"email":%q,"city":"lisbon","q":"host","time_zone":"America/New_York"}`, other), nil); status != 202 {
+		t.Fatalf("create with a zone: %d %s", status, msg)
+	}
+	var tz string
+	if err := db.QueryRow(ctx, `SELECT time_zone FROM jobs.alerts WHERE address_id = (SELECT id FROM jobs.alert_addresses WHERE email = $1)`, other).Scan(&tz); err != nil || tz != "America/New_York" {
+		t.Fatalf("the given zone: %q %v", tz, err)
+	}
+
+	seeker := "digest-" + suite.RandomHex(4) + "@example.com"
+	if status, msg := call(t, "POST", gw+"/v2/alerts", "", fmt.Sprintf(`{"email":%q,"city":"lisbon","q":"barista","frequency":"daily"}`, seeker), nil); status != 202 {
+		t.Fatalf("create daily: %d %s", status, msg)
+	}
+	link := "/v2" + linkIn(t, waitMail(t, dir, seeker, 1)[0].Text, "/alerts/confirm")
+	var alert struct {
+		TimeZone  string `json:"time_zone"`
+		Frequency string `json:"frequency"`
+	}
+	if status, msg := call(t, "GET", gw+link, "", "", &alert); status != 200 || alert.TimeZone != "Europe/Lisbon" || alert.Frequency != "daily" {
+		t.Fatalf("confirm daily: %d %s %+v", status, msg, alert)
+	}
+	var job struct {
+		JobID int64 `json:"job_id"`
+	}
+	if status, msg := call(t, "POST", gw+"/v2/jobs", pro, `{"title":"Lisbon Barista","company":"Factory","description":"<p>Coffee</p>",
+		"job_type":"fulltime","tags":"coffee","city_name":"Lisbon","currency":"EUR","sal_min":20000}`, &job); status != 201 {
+		t.Fatalf("create job: %d %s", status, msg)
+	}
+	var local string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var pairs int
+		err := db.QueryRow(ctx, `SELECT count(*), coalesce(to_char(max(a.next_digest_at) AT TIME ZONE 'Europe/Lisbon', 'HH24:MI'), '')
+			FROM jobs.alerts a JOIN jobs.alert_matches m ON m.alert_id = a.id AND m.sent_at IS NULL WHERE a.address_id = (SELECT id FROM jobs.alert_addresses WHERE email = $1) AND m.job_id = $2`,
+			seeker, job.JobID).Scan(&pairs, &local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pairs == 1 && local != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute: %d unsent pairs, next digest at %q Lisbon time", pairs, local)
+		}
+	}
+	if local != "08:00" {
+		t.Fatalf("the digest is due at %s Lisbon time, want 08:00", local)
+	}
+	if _, err := db.Exec(ctx, `UPDATE jobs.alerts SET next_digest_at = now() WHERE address_id = (SELECT id FROM jobs.alert_addresses WHERE email = $1)`, seeker); err != nil {
+		t.Fatal(err)
+	}
+	m := waitMail(t, dir, seeker, 2)[1]
+	if !strings.Contains(m.Subject, "1 new job today") || !strings.Contains(m.Text, "Lisbon Barista") ||
+		!strings.Contains(m.Text, fmt.Sprintf("-%d", job.JobID)) || !strings.Contains(m.Text, "from 20000 EUR") ||
+		!strings.Contains(m.Text, "/alerts/manage?token=") || m.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
+		t.Fatalf("digest %q %v:\n%s", m.Subject, m.Header, m.Text)
 	}
 }
 

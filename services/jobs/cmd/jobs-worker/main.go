@@ -94,9 +94,8 @@ func main() {
 			p.Go(notices.Run)
 			log.Info("indexing notices on", "api", client.BaseURL, "daily_quota", cfg.IndexingDailyQuota)
 		}
-		// Job alerts: matching job_events and mailing (alertmail), every
-		// mail with its erasure link; the erasures the jobs API took, handed
-		// to community (retried while it is away).
+		// The erasures the jobs API took, handed to community (retried
+		// while it is away); every alert mail carries the erasure link.
 		sealer, err := privacy.NewSealer([]byte(cfg.AlertSecret))
 		if err != nil {
 			return err
@@ -110,10 +109,31 @@ func main() {
 		p.Go(privacybus.Relay(erasures, alertdb.New(p.Pool).PrivacyOutboxTable(), func(it alertdb.PrivacyItem) string { return it.Token },
 			// at most a minute between tries: an erasure goes through soon after community is back
 			outbox.Relay[alertdb.PrivacyItem]{Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval, MaxBackoff: time.Minute}).Run)
+		// Job alerts: matching job_events, the outbox relay starting one
+		// mail workflow per mail, their worker, and the digest clock.
+		alerts := &alertmail.Relay{Store: alertdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)), Privacy: sealer,
+			Starter: alertmail.TemporalStarter{Client: tc},
+			Jobs:    jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender, Log: log,
+			Metrics: relayMetrics, Interval: cfg.RelayInterval}
+		p.AddWorker("alerts", temporalx.NewWorker(tc, alertmail.TaskQueue, alertmail.Register, &alertmail.Activities{Mails: alerts}, log))
+		p.Go(alerts.Run)
 		p.Go(func(ctx context.Context) error {
-			return (&alertmail.Relay{Store: alertdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)), Privacy: sealer,
-				Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender, Log: log,
-				Metrics: relayMetrics, Interval: cfg.RelayInterval}).Run(ctx)
+			// Keep trying until the clock runs: Temporal may start after us.
+			for {
+				sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				err := alertmail.EnsureClock(sctx, tc, alertmail.ClockInput{Period: cfg.DigestPeriod})
+				cancel()
+				if err == nil {
+					log.Info("alert digest clock running", "every", cfg.DigestPeriod.String())
+					return nil
+				}
+				log.Warn("alert digest clock", "error", err)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(5 * time.Second):
+				}
+			}
 		})
 		p.Go(func(ctx context.Context) error {
 			relay := &jobexpiry.Relay{Outbox: store, Starter: jobexpiry.TemporalStarter{Client: tc, RemindBefore: cfg.RemindBefore}, Log: log,
@@ -163,6 +183,11 @@ type workerConfig struct {
 	IndexingDailyQuota  int    `env:"INDEXING_DAILY_QUOTA" envDefault:"200"`
 	// AlertSecret signs the alerts' links as the jobs service checks them.
 	AlertSecret string `env:"INTERNAL_IDENTITY_SECRET"`
+	// DigestPeriod is the digest clock's tick (the alerts' digests are due
+	// at 08:00 local, so quarter hours; shorter only for tests). A running
+	// clock keeps the period it was started with (across continue-as-new):
+	// terminate it to change it.
+	DigestPeriod time.Duration `env:"ALERT_DIGEST_PERIOD" envDefault:"15m"`
 	// CommunityURL is where erasures go on to the newsletter's data.
 	CommunityURL string `env:"COMMUNITY_URL" envDefault:"http://127.0.0.1:8084"`
 }
@@ -171,6 +196,9 @@ func (c workerConfig) Validate() error {
 	errs := []error{c.WorkerConfig.Validate()}
 	if c.SweepInterval < time.Second || c.RelayInterval <= 0 {
 		errs = append(errs, errors.New("JOBS_SWEEP_INTERVAL must be at least 1s and JOBS_RELAY_INTERVAL positive"))
+	}
+	if c.DigestPeriod < time.Second || c.DigestPeriod > time.Hour {
+		errs = append(errs, errors.New("ALERT_DIGEST_PERIOD must be between 1s and 1h"))
 	}
 	if c.RemindBefore < 0 {
 		errs = append(errs, errors.New("JOBS_REMIND_BEFORE must not be negative"))

@@ -23,6 +23,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/reachapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/cityzone"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
@@ -66,7 +67,8 @@ func main() {
 		// Mounted without Stripe too, where it answers 503 (not configured).
 		payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
 		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP}), Codec: p.Codec})
-		alertapp.Routes(app, alertapp.Config{Codec: p.Codec, Bus: &alertbus.Business{Store: alertdb.New(p.Pool),
+		go cityzone.Warm() // the alerts' zones by city
+		alertapp.Routes(app, alertapp.Config{Codec: p.Codec, Jobs: bus, Log: log, Bus: &alertbus.Business{Store: alertdb.New(p.Pool), Zones: cityzone.Finder{Dir: dir},
 			Signer: alertbus.NewSigner([]byte(cfg.IdentitySecret))}})
 		// The erasure page of every mail's link; community hears of it
 		// through the worker's privacy outbox relay.

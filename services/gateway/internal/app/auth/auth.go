@@ -66,6 +66,10 @@ func presentedKey(c *fiber.Ctx) string {
 	return c.Query("api_key")
 }
 
+// Presented reports whether the request carries a key in any of the three
+// places (a malformed Authorization header counts: it is answered 401).
+func Presented(c *fiber.Ctx) bool { return presentedKey(c) != "" }
+
 // Authenticate returns the key of a request on the keyed route r, or the
 // error to answer: 401 without a valid key, 403 when the key lacks r's
 // scopes or r writes and the key is restricted, 503 when keys cannot be read.
@@ -83,8 +87,12 @@ func (a *Authenticator) Authenticate(c *fiber.Ctx, r routes.Route) (*keybus.Key,
 		return nil, &web.Error{Status: http.StatusServiceUnavailable, Code: web.CodeServiceUnavailable,
 			Message: "Authentication is temporarily unavailable; retry shortly"}
 	}
-	if !key.HasAnyScope(r.Scopes) {
-		return nil, web.Forbidden("This API key lacks a scope for " + r.Method + " " + r.Path + "; one of: " + strings.Join(r.Scopes, ", "))
+	scopes := r.Scopes
+	if r.Public() {
+		scopes = r.KeyScopes // a public route's optional key
+	}
+	if !key.HasAnyScope(scopes) {
+		return nil, web.Forbidden("This API key lacks a scope for " + r.Method + " " + r.Path + "; one of: " + strings.Join(scopes, ", "))
 	}
 	if r.Write && !key.Live() {
 		return nil, web.Forbidden("Restricted keys (svc_rstr_) are read-only")

@@ -62,7 +62,9 @@ func (b *Budgets) For(c *fiber.Ctx, r routes.Route, key *keybus.Key) (name strin
 		return "", 0
 	}
 	switch {
-	case r.Limit == routes.LimitKeyWrite:
+	// A public POST reached with its optional key spends the key's write
+	// budget, not the per-IP one (a platform posts for many users).
+	case r.Limit == routes.LimitKeyWrite, r.Limit == routes.LimitPublicIP:
 		limit = b.cfg.WriteLimitPerMinute
 		if key.RateLimitPerMinute > 0 {
 			limit = key.RateLimitPerMinute

@@ -26,8 +26,11 @@ func Info(version, publicBaseURL string, limited func(Route) bool) fiber.Handler
 		list := make([]routeInfo, 0, len(Table))
 		for _, r := range Table {
 			ri := routeInfo{Method: r.Method, Path: DocPath(r.Path), Auth: "public", Scopes: []string{}, Write: r.Write, RateLimited: limited(r)}
-			if !r.Public() {
+			switch {
+			case !r.Public():
 				ri.Auth, ri.Scopes = "key", r.Scopes
+			case r.KeyScopes != nil:
+				ri.Auth, ri.Scopes = "optional_key", r.KeyScopes
 			}
 			list = append(list, ri)
 		}
@@ -64,7 +67,7 @@ func Feeds(base string) []Feed {
 // poster's pages (their links are capabilities), and the sitemap is named.
 func Robots(publicBaseURL string) fiber.Handler {
 	body := "User-agent: *\nDisallow: /jobs/edit\nDisallow: /jobs/unpublish\nDisallow: /jobs/pay\n" +
-		"Disallow: /jobs/publish\nDisallow: /jobs/pause\nDisallow: /jobs/resume\nDisallow: /jobs/relist\n\n" +
+		"Disallow: /jobs/publish\nDisallow: /jobs/pause\nDisallow: /jobs/resume\nDisallow: /jobs/relist\nDisallow: /alerts/\n\n" +
 		"Sitemap: " + strings.TrimRight(publicBaseURL, "/") + "/sitemap.xml\n"
 	return func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)

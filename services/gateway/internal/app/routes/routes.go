@@ -65,6 +65,11 @@ type Route struct {
 	Backend string
 	// Scopes: any one of them grants access; nil means public.
 	Scopes []string
+	// KeyScopes, on a public route, makes a key optional: without one the
+	// request is public (per-IP budget); with one the key must be valid (401)
+	// and hold one of these (403), the backend is told of it and the key's
+	// write budget applies.
+	KeyScopes []string
 	// Write routes refuse svc_rstr_ keys whatever their scopes.
 	Write   bool
 	Limit   string
@@ -91,6 +96,7 @@ var (
 	broadRead   = []string{keybus.ScopeRead, keybus.ScopeWrite}
 	keysManage  = []string{keybus.ScopeKeysManage}
 	webhooks    = []string{keybus.ScopeWebhooks}
+	alertsWrite = []string{keybus.ScopeAlertsWrite}
 	publicRoute []string
 )
 
@@ -141,14 +147,16 @@ var Table = []Route{
 	{Method: "POST", Path: "/v2/webhooks/:id_webhook/recover", Backend: BackendJobs, Scopes: webhooks, Write: true, Limit: LimitKeyWrite, Summary: "Deliver every event since a time again"},
 
 	// Job alerts: public and limited per IP as the newsletter; the links'
-	// tokens are the capability (a key with alerts:write marks its alerts).
-	{Method: "POST", Path: "/v2/alerts", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Save a job alert"},
+	// tokens are the capability. A platform key with alerts:write may save
+	// alerts for its users (the alert records the key; the seeker confirms).
+	{Method: "POST", Path: "/v2/alerts", Backend: BackendJobs, Scopes: publicRoute, KeyScopes: alertsWrite, Write: true, Limit: LimitPublicIP, Summary: "Save a job alert"},
 	{Method: "GET", Path: "/v2/alerts/confirm", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Confirm a job alert (link form)"},
 	{Method: "POST", Path: "/v2/alerts/confirm", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Confirm a job alert"},
 	{Method: "GET", Path: "/v2/alerts/manage", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "A job alert, by its management link"},
 	{Method: "POST", Path: "/v2/alerts/manage", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Change or pause a job alert"},
 	{Method: "GET", Path: "/v2/alerts/unsubscribe", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Delete a job alert (link form)"},
 	{Method: "POST", Path: "/v2/alerts/unsubscribe", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Delete a job alert (RFC 8058 one-click)"},
+	{Method: "GET", Path: "/v2/alerts/feed", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "A job alert's feed of its matches"},
 	// An address's erasure across alerts and newsletter (docs/privacy.md):
 	// the link of every mail; its token is the capability. The GET is a page
 	// with a button, so a mail scanner's prefetch erases nothing.
@@ -199,6 +207,15 @@ var Pages = []Route{
 	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Create a key of the space"},
 	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys/:key<int>/revoke", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Revoke a key of the space"},
 	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys/:key<int>/replace", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Replace a key of the space"},
+
+	// A job alert's pages, behind its mails' links (the token is the
+	// capability); the one-click unsubscribe POSTs to /alerts/unsubscribe.
+	{Method: "GET", Path: "/alerts/confirm", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "Confirm a job alert: the page"},
+	{Method: "POST", Path: "/alerts/confirm", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Confirm a job alert"},
+	{Method: "GET", Path: "/alerts/manage", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "A job alert's page"},
+	{Method: "POST", Path: "/alerts/manage", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Change, pause or resume a job alert"},
+	{Method: "GET", Path: "/alerts/unsubscribe", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "Delete a job alert: the page"},
+	{Method: "POST", Path: "/alerts/unsubscribe", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Delete a job alert (the button, or RFC 8058 one-click)"},
 
 	{Method: "GET", Path: "/jobs/edit", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "The poster's page of a job"},
 	{Method: "POST", Path: "/jobs/edit", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Save the poster's edit"},

@@ -5,6 +5,7 @@ package alertapp
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/mail"
 	"net/url"
@@ -18,21 +19,28 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
 // Config wires the handlers.
 type Config struct {
 	Bus   *alertbus.Business
 	Codec *identity.Codec
+	// Jobs reads the jobs of an alert's feed and makes the public URLs.
+	Jobs *jobbus.Business
+	Log  *slog.Logger
 }
 
-type handlers struct{ bus *alertbus.Business }
+type handlers struct {
+	bus  *alertbus.Business
+	jobs *jobbus.Business
+}
 
 // Routes mounts the alert routes. They are public (the gateway limits them
 // per IP); a platform key with alerts:write reaches POST /v2/alerts too, and
 // its alerts still wait for the seeker's click.
 func Routes(app *fiber.App, cfg Config) {
-	h := handlers{bus: cfg.Bus}
+	h := handlers{bus: cfg.Bus, jobs: cfg.Jobs}
 	v2 := app.Group("/v2", cfg.Codec.Middleware())
 	v2.Post("/alerts", h.create)
 	v2.Get("/alerts/confirm", h.confirm)
@@ -41,6 +49,11 @@ func Routes(app *fiber.App, cfg Config) {
 	v2.Post("/alerts/manage", h.update)
 	v2.Get("/alerts/unsubscribe", h.unsubscribe)
 	v2.Post("/alerts/unsubscribe", h.unsubscribe)
+	v2.Get("/alerts/feed", h.feed)
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	pageRoutes(app, h, cfg.Log)
 }
 
 // ScopeAlertsWrite is the key scope that marks a platform's alerts as its own.
@@ -116,9 +129,9 @@ func (h handlers) create(c *fiber.Ctx) error {
 			p = append(p, "frequency must be one of "+strings.Join(Frequencies, ", "))
 		}
 	}
-	if tz == "" {
-		tz = "UTC"
-	} else if _, err := time.LoadLocation(tz); err != nil || len(tz) > 64 {
+	// "": the city's zone, else UTC (alertbus.Save). "Local" is the server's,
+	// no zone of the seeker's.
+	if _, err := time.LoadLocation(tz); tz != "" && (err != nil || len(tz) > 64 || tz == "Local") {
 		p = append(p, "time_zone must be an IANA time zone, e.g. Europe/Lisbon")
 	}
 	if len(p) == 0 && alertbus.Broad(f) {
@@ -147,11 +160,14 @@ type View struct {
 	Paused    bool              `json:"paused"`
 	Email     string            `json:"email"`
 	CreatedAt time.Time         `json:"created_at"`
+	// Feeds are the alert's feed URLs (a capability of their own, safe to
+	// paste into a reader or share: they cannot manage the alert).
+	Feeds *Feeds `json:"feeds,omitempty"`
 }
 
-func view(a alertbus.Alert) View {
+func (h handlers) view(a alertbus.Alert) View {
 	v := View{Search: map[string]string{}, Frequency: a.Frequency, TimeZone: a.TimeZone, Confirmed: a.ConfirmedAt != nil,
-		Paused: a.Paused, Email: a.Email, CreatedAt: a.CreatedAt}
+		Paused: a.Paused, Email: a.Email, CreatedAt: a.CreatedAt, Feeds: h.feeds(a)}
 	q, _ := url.ParseQuery(a.Search)
 	for k := range q {
 		v.Search[k] = q.Get(k)
@@ -212,7 +228,7 @@ func (h handlers) confirm(c *fiber.Ctx) error {
 	if err != nil {
 		return notFound(err)
 	}
-	return web.OK(c, http.StatusOK, view(a))
+	return web.OK(c, http.StatusOK, h.view(a))
 }
 
 func (h handlers) show(c *fiber.Ctx) error {
@@ -220,7 +236,7 @@ func (h handlers) show(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return web.OK(c, http.StatusOK, view(a))
+	return web.OK(c, http.StatusOK, h.view(a))
 }
 
 func (h handlers) update(c *fiber.Ctx) error {
@@ -262,7 +278,7 @@ func (h handlers) update(c *fiber.Ctx) error {
 	if err != nil {
 		return notFound(err)
 	}
-	return web.OK(c, http.StatusOK, view(a))
+	return web.OK(c, http.StatusOK, h.view(a))
 }
 
 // Deleted is the answer of an unsubscribe.

@@ -202,7 +202,8 @@ func parseFiltersOf(get func(string) string, f *jobbus.ListFilter) []string {
 			f.Tag = tags[0]
 		}
 	}
-	if t := get("job_type"); t != "" {
+	// job_type is case-insensitive as on the write path (JobTypeInput).
+	if t := strings.ToLower(strings.TrimSpace(get("job_type"))); t != "" {
 		if !jobbus.ValidJobType(t) {
 			p = append(p, "job_type must be one of "+strings.Join(jobbus.JobTypes, ", "))
 		}

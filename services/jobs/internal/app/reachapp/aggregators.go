@@ -62,15 +62,7 @@ func (h *handlers) aggregatorFeed(c *fiber.Ctx) error {
 }
 
 func (h *handlers) indeedJob(b []byte, d *jobbus.Detail) []byte {
-	el := func(name, v string) {
-		b = append(b, '<')
-		b = append(b, name...)
-		b = append(b, '>')
-		b = appendCDATA(b, v)
-		b = append(b, "</"...)
-		b = append(b, name...)
-		b = append(b, ">\n"...)
-	}
+	el := func(name, v string) { b = appendElement(b, name, func(b []byte) []byte { return appendCDATA(b, v) }) }
 	id := strconv.FormatInt(d.ID, 10)
 	b = append(b, "<job>\n"...)
 	el("title", d.Title)
@@ -99,23 +91,9 @@ func (h *handlers) indeedJob(b []byte, d *jobbus.Detail) []byte {
 }
 
 func (h *handlers) joobleJob(b []byte, d *jobbus.Detail) []byte {
-	el := func(name, v string) {
-		b = append(b, '<')
-		b = append(b, name...)
-		b = append(b, '>')
-		b = appendCDATA(b, v)
-		b = append(b, "</"...)
-		b = append(b, name...)
-		b = append(b, ">\n"...)
-	}
+	el := func(name, v string) { b = appendElement(b, name, func(b []byte) []byte { return appendCDATA(b, v) }) }
 	date := func(name string, t time.Time) {
-		b = append(b, '<')
-		b = append(b, name...)
-		b = append(b, '>')
-		b = t.UTC().AppendFormat(b, "02.01.2006")
-		b = append(b, "</"...)
-		b = append(b, name...)
-		b = append(b, ">\n"...)
+		b = appendElement(b, name, func(b []byte) []byte { return t.UTC().AppendFormat(b, "02.01.2006") })
 	}
 	b = append(b, `<job id="`...)
 	b = strconv.AppendInt(b, d.ID, 10)
@@ -150,6 +128,17 @@ func salary(d *jobbus.Detail) string {
 		return d.Currency + " " + strconv.FormatInt(*d.SalMax, 10)
 	}
 	return ""
+}
+
+// appendElement appends <name>, what value appends, </name> and a newline.
+func appendElement(b []byte, name string, value func([]byte) []byte) []byte {
+	b = append(b, '<')
+	b = append(b, name...)
+	b = append(b, '>')
+	b = value(b)
+	b = append(b, "</"...)
+	b = append(b, name...)
+	return append(b, ">\n"...)
 }
 
 // appendCDATA appends s as a CDATA section, as both aggregators ask of

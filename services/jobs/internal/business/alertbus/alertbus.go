@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // time_zone is validated the same on a machine without a zoneinfo
+	"unicode/utf8"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
@@ -72,7 +74,8 @@ func Canonical(get func(string) string) string {
 }
 
 // PercolationKey is the search's most selective criterion a job can be
-// looked up by: its city, else its tag, else "" (compared with every job).
+// looked up by: its city, else its tag, else one of its words (WordKey),
+// else "" (compared with every job).
 func PercolationKey(f jobbus.ListFilter) string {
 	switch {
 	case f.CitySlug != "":
@@ -80,10 +83,37 @@ func PercolationKey(f jobbus.ListFilter) string {
 	case f.Tag != "":
 		return "tag:" + f.Tag
 	}
-	return ""
+	return WordKey(f.Search)
 }
 
-// JobKeys are the percolation keys a job answers to ("" included).
+// WordKey is the key of a search by one of its words, every one of which a
+// listed job must match: "word:<word>:<P|E><typos>", the word with how the
+// search reads it (P: also as a prefix, the last word being typed; the typos
+// it forgives), so that the matching can ask PostgreSQL, with the search's
+// own term_queries, whether a job matches that word at all. The longest word
+// is kept (the rarest, as a rule), a whole word before the prefix one. ""
+// when the search has no word (phrases or exclusions only).
+func WordKey(s jobbus.Search) string {
+	best := -1
+	for i, w := range s.Words {
+		if best < 0 || (s.Prefix[best] && !s.Prefix[i]) ||
+			(s.Prefix[best] == s.Prefix[i] && utf8.RuneCountInString(w) > utf8.RuneCountInString(s.Words[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	mode := "E"
+	if s.Prefix[best] {
+		mode = "P"
+	}
+	return "word:" + s.Words[best] + ":" + mode + strconv.Itoa(s.Fuzz[best])
+}
+
+// JobKeys are the percolation keys a job answers to ("" included); the
+// word keys it answers to are asked of PostgreSQL (alertdb), since typos,
+// stems and prefixes make a word match more than its own lexeme.
 func JobKeys(citySlug string, tags []string) []string {
 	keys := make([]string, 0, len(tags)+2)
 	keys = append(keys, "")
@@ -172,10 +202,19 @@ type Store interface {
 	Matches(ctx context.Context, id int64, limit int) ([]int64, error)
 }
 
+// CityZones finds a city's IANA time zone by its slug ("" when unknown).
+type CityZones interface {
+	CityZone(ctx context.Context, slug string) (string, error)
+}
+
+// DefaultZone is an alert's zone when neither it nor its city gives one.
+const DefaultZone = "UTC"
+
 // Business holds the alerts' rules.
 type Business struct {
 	Store  Store
 	Signer *Signer
+	Zones  CityZones // nil: an alert without time_zone keeps DefaultZone
 }
 
 // NewAlert is what POST /v2/alerts asks for, already validated.
@@ -184,12 +223,24 @@ type NewAlert struct {
 	Search    string // Canonical
 	Filter    jobbus.ListFilter
 	Frequency string
-	TimeZone  string
+	TimeZone  string // IANA, validated; "": the city's, else DefaultZone
 	KeyID     int64
 }
 
 // Save stores (or finds) the alert; the store queues its confirmation mail.
+// An alert without a zone takes its city's (its digests come at the city's
+// morning).
 func (b *Business) Save(ctx context.Context, n NewAlert) (Alert, error) {
+	if n.TimeZone == "" && n.Filter.CitySlug != "" && b.Zones != nil {
+		tz, err := b.Zones.CityZone(ctx, n.Filter.CitySlug)
+		if err != nil {
+			return Alert{}, err
+		}
+		n.TimeZone = tz
+	}
+	if n.TimeZone == "" {
+		n.TimeZone = DefaultZone
+	}
 	a, _, err := b.Store.Save(ctx, Alert{Email: n.Email, Search: n.Search, Frequency: n.Frequency, TimeZone: n.TimeZone,
 		Nonce: NewNonce(), KeyID: n.KeyID}, PercolationKey(n.Filter))
 	return a, err

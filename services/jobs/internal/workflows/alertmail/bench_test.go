@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 )
 
 func envInt(k string, def int) int {
@@ -42,15 +44,19 @@ func BenchmarkMatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	drain(b, r)
+	jobRun := alertbus.NewNonce()[:6]
 	var startXid string
 	var startSeq int64
 	if err := pool.QueryRow(ctx, `SELECT xid::text, seq FROM alert_dispatch`).Scan(&startXid, &startSeq); err != nil {
 		b.Fatal(err)
 	}
 	for i := range nJobs {
-		newJob(b, fmt.Sprintf("w%d w%d %s %d", i%30, (i*7)%30, run, i), fmt.Sprintf("c%d", i%50),
+		// new jobs on every call (the framework calls again with a larger
+		// b.N): the same titles would be updates, visible already, no match
+		newJob(b, fmt.Sprintf("w%d w%d %s %s %d", i%30, (i*7)%30, run, jobRun, i), fmt.Sprintf("c%d", i%50),
 			fmt.Sprintf("t%d,t%d", i%20, (i*3)%20), false)
 	}
+	drain(b, r) // past the cluster's commit horizon, else a round may read none of the jobs' events
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()

@@ -1,13 +1,13 @@
 // Package alertmail matches job alerts off the request's path and mails
 // them: a loop reads job_events past the alerts' own position (alertdb.Match),
-// and an outbox relay (libs/outbox) hands confirmation and instant mails to
-// SMTP, retrying while it is away.
+// and an outbox relay (libs/outbox) starts one Temporal workflow per mail
+// (confirmation, instant match, digest) whose activity sends it, retrying
+// while SMTP is away, as jobmail does. Daily and weekly digests are queued by
+// DigestClockWorkflow: workflow timers, not a schedule (its comment says why).
 package alertmail
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/url"
 	"strconv"
@@ -30,6 +30,7 @@ const MatchBatch = 500
 // Relay matches and mails.
 type Relay struct {
 	Store    *alertdb.Store
+	Starter  Starter // where deliver hands the mails
 	Signer   *alertbus.Signer
 	Privacy  *privacy.Sealer // the erasure link of every mail (erasure.go)
 	Jobs     *jobbus.Business
@@ -103,41 +104,17 @@ func (r *Relay) RelayOnce(ctx context.Context) (outbox.Result, error) {
 	return r.relay().RunOnce(ctx)
 }
 
-// deliver sends one mail; an alert deleted meanwhile sends nothing.
+// deliver hands one mail to Temporal (AlertMailWorkflow, whose activity
+// sends it, retrying while SMTP is away).
 func (r *Relay) deliver(ctx context.Context, m outbox.Message[alertdb.OutboxItem]) error {
-	a, err := r.Store.Get(ctx, m.Payload.AlertID)
-	if errors.Is(err, alertbus.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var msg mailer.Message
-	switch m.Payload.Kind {
-	case "confirm":
-		if a.ConfirmedAt != nil {
-			return nil
-		}
-		msg = r.ConfirmMail(a)
-	default:
-		d, err := r.Jobs.QueryByID(ctx, m.Payload.JobID)
-		if errors.Is(err, jobbus.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		msg = r.MatchMail(a, d.Job)
-	}
-	if err := r.Mail.Send(ctx, msg); err != nil {
-		return fmt.Errorf("alert mail %s: %w", m.Payload.Kind, err)
-	}
-	return nil
+	return r.Starter.StartMail(ctx, MailInput{OutboxID: m.ID, AlertID: m.Payload.AlertID, Kind: m.Payload.Kind,
+		JobID: m.Payload.JobID, DigestAt: m.Payload.DigestAt})
 }
 
-// Link is an alert's public link of purpose (the routes of alertapp).
+// Link is an alert's public link of purpose: alertapp's page, whose GET
+// only shows a button (a link scanner's fetch changes nothing).
 func (r *Relay) Link(path, purpose string, a alertbus.Alert) string {
-	return r.Jobs.BaseURL() + "/v2/alerts/" + path + "?token=" + url.QueryEscape(r.Signer.Token(purpose, a))
+	return r.Jobs.BaseURL() + "/alerts/" + path + "?token=" + url.QueryEscape(r.Signer.Token(purpose, a))
 }
 
 // Describe is a search in words, for the mails' subjects.

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventpos"
 
@@ -21,6 +23,13 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobsearch"
 )
+
+// compared counts the distinct searches matching ran against a batch of
+// jobs (the benchmarks' comparisons).
+var compared atomic.Int64
+
+// Compared is how many searches matching has compared with a batch so far.
+func Compared() int64 { return compared.Load() }
 
 // Store is the alerts' store.
 type Store struct{ pool *pgxpool.Pool }
@@ -94,10 +103,12 @@ func (s *Store) Confirm(ctx context.Context, id int64) error {
 	return s.exec(ctx, "confirm alert", `UPDATE alerts SET confirmed_at = coalesce(confirmed_at, now()) WHERE id = $1`, id)
 }
 
-// Update changes an alert's frequency or pause (nil: unchanged).
+// Update changes an alert's frequency or pause (nil: unchanged). Its next
+// digest is computed anew by the digest clock's next tick (a resumed alert
+// waits for its next morning, not the one it missed).
 func (s *Store) Update(ctx context.Context, id int64, frequency *string, paused *bool) error {
-	return s.exec(ctx, "update alert", `UPDATE alerts SET frequency = coalesce($2, frequency), paused = coalesce($3, paused)
-		WHERE id = $1`, id, frequency, paused)
+	return s.exec(ctx, "update alert", `UPDATE alerts SET frequency = coalesce($2, frequency), paused = coalesce($3, paused),
+		next_digest_at = NULL WHERE id = $1`, id, frequency, paused)
 }
 
 // Delete deletes an alert with its matches, and its address when no other
@@ -253,6 +264,13 @@ func matchJobs(ctx context.Context, tx pgx.Tx, jobIDs []int64, parse Parse) (int
 	if len(keySet) == 0 {
 		return 0, nil // none of them is still listed
 	}
+	words, err := wordKeys(ctx, tx, jobIDs)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range words {
+		keySet[k] = true
+	}
 	keys := make([]string, 0, len(keySet))
 	for k := range keySet {
 		keys = append(keys, k)
@@ -273,6 +291,7 @@ func matchJobs(ctx context.Context, tx pgx.Tx, jobIDs []int64, parse Parse) (int
 	if err != nil {
 		return 0, err
 	}
+	compared.Add(int64(len(groups)))
 	total := 0
 	for _, g := range groups {
 		f, ok := parse(g.search)
@@ -324,14 +343,15 @@ func listIDs(ctx context.Context, tx jobsearch.DB, f jobbus.ListFilter) ([]int64
 
 // OutboxItem is one mail to send.
 type OutboxItem struct {
-	AlertID int64
-	Kind    string
-	JobID   int64
+	AlertID  int64
+	Kind     string
+	JobID    int64
+	DigestAt time.Time // a digest's: its pairs' sent_at
 }
 
 // OutboxTable is alert_outbox for outbox.Relay (the mails keep no order).
 func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
 	return outbox.Table[OutboxItem]{DB: s.pool, Name: "alert_outbox", Due: "next_try_at",
-		Columns: []string{"alert_id", "kind", "job_id"},
-		Payload: func(it *OutboxItem) []any { return []any{&it.AlertID, &it.Kind, &it.JobID} }}
+		Columns: []string{"alert_id", "kind", "job_id", "digest_at"},
+		Payload: func(it *OutboxItem) []any { return []any{&it.AlertID, &it.Kind, &it.JobID, &it.DigestAt} }}
 }

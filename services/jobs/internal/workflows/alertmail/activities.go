@@ -1,0 +1,90 @@
+package alertmail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/libs/mailer"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+)
+
+// DigestBatch is how many alerts one digest statement takes.
+const DigestBatch = 500
+
+// Activities are the alert mails' and the digest clock's activities; they
+// compose with the relay's mails (ConfirmMail, MatchMail, DigestMail).
+type Activities struct {
+	Mails *Relay
+}
+
+// TakeDigests is the digest clock's tick at the workflow's time at (never
+// the wall clock's: the tests skip time): the alerts due by then have
+// their pairs marked sent and a digest queued (alertdb.TakeDigests).
+func (a *Activities) TakeDigests(ctx context.Context, at time.Time) (TickResult, error) {
+	n, d, err := a.Mails.Store.TakeDigests(ctx, at.Truncate(time.Microsecond), DigestBatch)
+	return TickResult{Alerts: n, Digests: d}, err
+}
+
+// SendAlertMail sends one alert mail. It is idempotent per outbox row: its
+// workflow's id is the row's (alert, job) pair or (alert, morning), and a
+// mail with nothing left to tell (the alert deleted, a confirmed alert's
+// confirmation, a job gone, a digest whose jobs all left) is skipped.
+func (a *Activities) SendAlertMail(ctx context.Context, in MailInput) (string, error) {
+	r := a.Mails
+	al, err := r.Store.Get(ctx, in.AlertID)
+	if errors.Is(err, alertbus.ErrNotFound) {
+		return ResultSkipped, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var msg mailer.Message
+	switch in.Kind {
+	case KindConfirm:
+		if al.ConfirmedAt != nil {
+			return ResultSkipped, nil
+		}
+		msg = r.ConfirmMail(al)
+	case KindMatch:
+		d, err := r.Jobs.QueryByID(ctx, in.JobID)
+		if errors.Is(err, jobbus.ErrNotFound) {
+			return ResultSkipped, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		msg = r.MatchMail(al, d.Job)
+	case KindDigest:
+		if al.Paused {
+			return ResultSkipped, nil
+		}
+		ids, err := r.Store.DigestJobs(ctx, al.ID, in.DigestAt, MaxDigestJobs)
+		if err != nil {
+			return "", err
+		}
+		jobs := make([]jobbus.Job, 0, len(ids))
+		for _, id := range ids {
+			d, err := r.Jobs.QueryByID(ctx, id)
+			if errors.Is(err, jobbus.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return "", err
+			}
+			jobs = append(jobs, d.Job)
+		}
+		if len(jobs) == 0 {
+			return ResultSkipped, nil
+		}
+		msg = r.DigestMail(al, jobs)
+	default:
+		return ResultSkipped, nil
+	}
+	if err := r.Mail.Send(ctx, msg); err != nil {
+		return "", fmt.Errorf("alert mail %s: %w", in.Kind, err)
+	}
+	return ResultSent, nil
+}
