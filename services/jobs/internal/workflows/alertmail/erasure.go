@@ -5,8 +5,7 @@ import (
 )
 
 // WithErasure adds the erasure link of m.To (libs/privacy, docs/privacy.md)
-// to m: every alert mail goes through it — the confirmation, the instant
-// match, and the digest (call it on the digest's message as the last step).
+// to m: every alert mail goes through it (ConfirmMail, MatchMail, DigestMail).
 func (r *Relay) WithErasure(m mailer.Message) mailer.Message {
 	return r.Privacy.AddLink(m, r.Jobs.BaseURL())
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
 // An address is stored once and goes with its last alert; erasing it takes
@@ -71,7 +72,10 @@ func TestAddressStoredOnceAndErased(t *testing.T) {
 func TestMailsCarryTheErasureLink(t *testing.T) {
 	r, _ := fixture(t)
 	a := alertbus.Alert{ID: 7, Email: "link@seeker.example", Search: "q=host", Frequency: alertbus.Instant, Nonce: "n"}
-	for name, m := range map[string]string{"confirm": r.ConfirmMail(a).Text, "confirm html": r.ConfirmMail(a).HTML} {
+	j := jobbus.Job{ID: 9, Title: "Host", Company: "Factory", CityName: "Berlin", Slug: "host"}
+	for name, m := range map[string]string{"confirm": r.ConfirmMail(a).Text, "confirm html": r.ConfirmMail(a).HTML,
+		"match": r.MatchMail(a, j).Text, "match html": r.MatchMail(a, j).HTML,
+		"digest": r.DigestMail(a, []jobbus.Job{j}).Text, "digest html": r.DigestMail(a, []jobbus.Job{j}).HTML} {
 		i := strings.Index(m, base+privacy.ErasePath+"?token=")
 		if i < 0 {
 			t.Fatalf("%s: no erasure link:\n%s", name, m)
