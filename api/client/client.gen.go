@@ -5150,7 +5150,7 @@ type ClientInterface interface {
 	// token. The GET erases nothing, so a mail scanner that prefetches links cannot erase an
 	// address. The token is the address sealed with a key of the services (docs/privacy.md):
 	// verified without a database; a forged or altered one answers 404, a missing or too long
-	// one 422, as HTML pages.
+	// one 422: HTML pages for a browser (`Accept: text/html`), the envelope otherwise.
 	//
 	// Corresponds with GET /v2/privacy/erase (the `GetErasurePage` operationId).
 	GetErasurePage(ctx context.Context, params *GetErasurePageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7267,7 +7267,7 @@ func (c *Client) StripeWebhook(ctx context.Context, params *StripeWebhookParams,
 // token. The GET erases nothing, so a mail scanner that prefetches links cannot erase an
 // address. The token is the address sealed with a key of the services (docs/privacy.md):
 // verified without a database; a forged or altered one answers 404, a missing or too long
-// one 422, as HTML pages.
+// one 422: HTML pages for a browser (`Accept: text/html`), the envelope otherwise.
 //
 // Corresponds with GET /v2/privacy/erase (the `GetErasurePage` operationId).
 func (c *Client) GetErasurePage(ctx context.Context, params *GetErasurePageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -12552,7 +12552,7 @@ type ClientWithResponsesInterface interface {
 	// token. The GET erases nothing, so a mail scanner that prefetches links cannot erase an
 	// address. The token is the address sealed with a key of the services (docs/privacy.md):
 	// verified without a database; a forged or altered one answers 404, a missing or too long
-	// one 422, as HTML pages.
+	// one 422: HTML pages for a browser (`Accept: text/html`), the envelope otherwise.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -21747,6 +21747,10 @@ type GetErasurePageResponse504Headers struct {
 type GetErasurePageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorEnvelope
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -21763,6 +21767,16 @@ type GetErasurePageResponse struct {
 	Headers503 *GetErasurePageResponse503Headers
 	// Headers504 the parsed response headers for an HTTP 504 response
 	Headers504 *GetErasurePageResponse504Headers
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetErasurePageResponse) GetJSON404() *ErrorEnvelope {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetErasurePageResponse) GetJSON422() *ValidationErrorEnvelope {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -27071,7 +27085,7 @@ func (c *ClientWithResponses) StripeWebhookWithResponse(ctx context.Context, par
 // token. The GET erases nothing, so a mail scanner that prefetches links cannot erase an
 // address. The token is the address sealed with a key of the services (docs/privacy.md):
 // verified without a database; a forged or altered one answers 404, a missing or too long
-// one 422, as HTML pages.
+// one 422: HTML pages for a browser (`Accept: text/html`), the envelope otherwise.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -48969,6 +48983,20 @@ func ParseGetErasurePageResponse(rsp *http.Response) (*GetErasurePageResponse, e
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -48996,6 +49024,12 @@ func ParseGetErasurePageResponse(rsp *http.Response) (*GetErasurePageResponse, e
 			return nil, err
 		}
 		response.JSON504 = &dest
+
+	case rsp.StatusCode == 404:
+	// Content-type (text/html) unsupported
+
+	case rsp.StatusCode == 422:
+		// Content-type (text/html) unsupported
 
 	}
 

@@ -42,6 +42,7 @@ func TestErasureRoute(t *testing.T) {
 		req := httptest.NewRequest("GET", target, nil)
 		h, _ := codec.Sign(*pub, 60e9)
 		req.Header.Set(identity.Header, h)
+		req.Header.Set("Accept", "text/html")
 		res, err := appFlat.Test(req, -1)
 		if err != nil {
 			t.Fatal(err)
@@ -55,6 +56,12 @@ func TestErasureRoute(t *testing.T) {
 	}
 	if status, _ := page("/v2/privacy/erase?token=" + url.QueryEscape(tok[:len(tok)-2])); status != 404 {
 		t.Fatalf("page of a cut token: %d, want 404", status)
+	}
+	if r := do(t, appFlat, "GET", "/v2/privacy/erase?token="+url.QueryEscape(tok[:len(tok)-2]), "", pub); r.Status != 404 {
+		t.Fatalf("GET of a cut token as an API client: %d, want 404 in the envelope", r.Status)
+	}
+	if r := do(t, appFlat, "GET", "/v2/privacy/erase", "", pub); r.Status != 422 {
+		t.Fatalf("GET without a token as an API client: %d, want 422 in the envelope", r.Status)
 	}
 	if alerts() != 2 {
 		t.Fatal("the page erased something")

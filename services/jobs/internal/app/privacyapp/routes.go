@@ -90,14 +90,22 @@ func tokenProblem(t string) []string {
 
 const badLink = "This erasure link is not valid: it may have been altered or cut. Use the link of a mail as it came."
 
-// GET /v2/privacy/erase?token=: the confirmation page (HTML).
+// GET /v2/privacy/erase?token=: the confirmation page (HTML). Its errors
+// are pages for a browser, the envelope for any other client.
 func (h handlers) page(c *fiber.Ctx) error {
+	html := wantsHTML(c)
 	t := c.Query("token")
 	if p := tokenProblem(t); p != nil {
+		if !html {
+			return web.Validation("Validation failed", p)
+		}
 		return render(c, http.StatusUnprocessableEntity, view{Title: "Invalid link", Message: p[0]})
 	}
 	email, err := h.bus.Open(t)
 	if err != nil {
+		if !html {
+			return web.NotFound(badLink)
+		}
 		return render(c, http.StatusNotFound, view{Title: "Invalid link", Message: badLink})
 	}
 	return render(c, http.StatusOK, view{Title: "Erase your address", Email: email, Token: t})
