@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	mail "github.com/wneessen/go-mail"
@@ -91,7 +92,7 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 		return fmt.Errorf("from: %w", err)
 	}
 	if err := msg.To(m.To); err != nil {
-		return fmt.Errorf("to: %w", err)
+		return redact(fmt.Errorf("to: %w", err), m.To)
 	}
 	msg.Subject(m.Subject)
 	msg.SetMessageID()
@@ -116,7 +117,36 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 		return fmt.Errorf("smtp client: %w", err)
 	}
 	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
-		return fmt.Errorf("send mail: %w", err)
+		return redact(fmt.Errorf("send mail: %w", err), m.To)
 	}
 	return nil
+}
+
+// redacted is an error whose text names no recipient: go-mail's SendError
+// lists the "affected recipient(s)" and servers echo the address in their
+// replies, and the callers log the error and keep it in their outbox rows,
+// where an address must never be (docs/privacy.md).
+type redacted struct {
+	err  error
+	text string
+}
+
+func (e *redacted) Error() string { return e.text }
+func (e *redacted) Unwrap() error { return e.err }
+
+func redact(err error, to string) error {
+	to = strings.TrimSpace(to)
+	if to == "" {
+		return err
+	}
+	text := err.Error()
+	// case-insensitive: a server may echo the address in its own case
+	for i := strings.Index(strings.ToLower(text), strings.ToLower(to)); i >= 0; i = strings.Index(strings.ToLower(text), strings.ToLower(to)) {
+		if i+len(to) > len(text) { // lower-casing changed the length (non-ASCII): the plain pass below
+			break
+		}
+		text = text[:i] + "<recipient>" + text[i+len(to):]
+	}
+	text = strings.ReplaceAll(text, to, "<recipient>")
+	return &redacted{err: err, text: text}
 }

@@ -143,6 +143,9 @@ func ErrorCode(err error) string {
 // IsUniqueViolation reports a unique constraint failure.
 func IsUniqueViolation(err error) bool { return ErrorCode(err) == CodeUniqueViolation }
 
+// IsForeignKeyViolation reports a foreign key failure.
+func IsForeignKeyViolation(err error) bool { return ErrorCode(err) == CodeForeignKeyViolation }
+
 // Check is a readiness probe for the pool.
 func Check(pool *pgxpool.Pool) func(ctx context.Context) error {
 	return func(ctx context.Context) error { return pool.Ping(ctx) }

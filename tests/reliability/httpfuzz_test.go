@@ -57,6 +57,7 @@ var validBodies = map[string]map[string]any{
 	"/v2/alerts/confirm":                {"token": "not-a-token"},
 	"/v2/alerts/manage":                 {"token": "not-a-token", "paused": true},
 	"/v2/alerts/unsubscribe":            {"token": "not-a-token"},
+	"/v2/privacy/erase":                 {"token": "not-a-token"},
 	"/v2/keys":                          {"name": "fuzzed key", "scopes": []string{"jobs:read"}, "restricted": true, "rate_limit_per_minute": 10},
 	"/v2/keys/{id}/rotate":              {"grace_seconds": 60},
 	"/v2/webhooks":                      {"url": "https://hooks.example/fuzz", "events": []string{"job.published"}, "description": "fuzz"},

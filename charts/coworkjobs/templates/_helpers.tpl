@@ -202,8 +202,9 @@ env and its checksum/secret both come from it.
 */}}
 {{- define "coworkjobs.secretKeys" -}}
 {{- $keys := list "DATABASE_URL" -}}
-{{- /* jobs-worker signs the job alerts' links as the jobs API checks them. */ -}}
-{{- if or .api (eq .component "jobs-worker") }}{{ $keys = append $keys "INTERNAL_IDENTITY_SECRET" }}{{ end -}}
+{{- /* jobs-worker signs the job alerts' links as the jobs API checks them;
+both workers seal the erasure links of their mails (libs/privacy). */ -}}
+{{- if or .api (has .component (list "jobs-worker" "community-worker")) }}{{ $keys = append $keys "INTERNAL_IDENTITY_SECRET" }}{{ end -}}
 {{- /* Every workload: the gateway's rate limit, and the change versions every
 writer bumps (libs/changes), which the gateway's response cache is keyed by. A
 backend without it would write without bumping, and the cache would serve what

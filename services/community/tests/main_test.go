@@ -14,6 +14,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/api/contract"
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/app/communityapp"
@@ -34,6 +35,7 @@ var (
 	pool   *pgxpool.Pool
 	svc    *webtest.Service
 	signer *newsletterbus.Signer
+	sealer *privacy.Sealer
 )
 
 func TestMain(m *testing.M) {
@@ -42,9 +44,12 @@ func TestMain(m *testing.M) {
 		pool = db.Pool
 		signer, _ = newsletterbus.NewSigner(tokenSecret)
 		var err error
+		if sealer, err = privacy.NewSealer([]byte(identitySecret)); err != nil {
+			return err
+		}
 		svc, err = webtest.NewService("community", identitySecret, checker, func(srv *web.Server, codec *identity.Codec) error {
 			communityapp.Routes(srv.App, communityapp.Config{Pool: pool, Codec: codec, PublicBaseURL: baseURL,
-				Signer: signer, ConsentVersion: "test-v1", ResendInterval: 10 * time.Minute})
+				Signer: signer, ConsentVersion: "test-v1", ResendInterval: 10 * time.Minute, Privacy: sealer})
 			return nil
 		})
 		if err != nil {

@@ -23,15 +23,19 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/hookapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/privacyapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/reachapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/privacybus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
@@ -96,6 +100,11 @@ func appOn(bus *jobbus.Business, paginated bool) *fiber.App {
 	srv := web.New(webtest.Config(), testLog, "jobs")
 	jobapp.Routes(srv.App, jobapp.Config{Log: testLog, Bus: bus, Codec: codec, PaginationEnabled: paginated})
 	hookapp.Routes(srv.App, hookapp.Config{Bus: hookbus.New(hookdb.New(pool), hookbus.Config{}), Codec: codec})
+	sealer, err := privacy.NewSealer([]byte(secret))
+	if err != nil {
+		panic(err)
+	}
+	privacyapp.Routes(srv.App, privacyapp.Config{Codec: codec, Bus: &privacybus.Business{Store: alertdb.New(pool), Sealer: sealer}})
 	srv.Fallback()
 	return srv.App
 }

@@ -88,7 +88,7 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		}
 	}
 	var n int
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alerts WHERE email = $1`, seeker).Scan(&n); err != nil || n != 1 {
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alerts a JOIN jobs.alert_addresses aa ON aa.id = a.address_id WHERE aa.email = $1`, seeker).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d alerts for the address (%v), want 1", n, err)
 	}
 	confirm := waitMail(t, dir, seeker, 2)
@@ -176,7 +176,8 @@ func TestAlertThroughTheGateway(t *testing.T) {
 	if status, _ := call(t, "GET", gw+manage, "", "", nil); status != 404 {
 		t.Fatalf("the deleted alert's page: %d, want 404", status)
 	}
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alerts WHERE email = $1`, seeker).Scan(&n); err != nil || n != 0 {
+	// its last alert gone, the address goes with it
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alert_addresses WHERE email = $1`, seeker).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("the address is still stored (%d, %v)", n, err)
 	}
 
@@ -195,7 +196,7 @@ func digest(t *testing.T, db *pgxpool.Pool, gw, dir, pro string) {
 		t.Fatalf("create with a zone: %d %s", status, msg)
 	}
 	var tz string
-	if err := db.QueryRow(ctx, `SELECT time_zone FROM jobs.alerts WHERE email = $1`, other).Scan(&tz); err != nil || tz != "America/New_York" {
+	if err := db.QueryRow(ctx, `SELECT time_zone FROM jobs.alerts WHERE address_id = (SELECT id FROM jobs.alert_addresses WHERE email = $1)`, other).Scan(&tz); err != nil || tz != "America/New_York" {
 		t.Fatalf("the given zone: %q %v", tz, err)
 	}
 
@@ -222,7 +223,7 @@ func digest(t *testing.T, db *pgxpool.Pool, gw, dir, pro string) {
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		var pairs int
 		err := db.QueryRow(ctx, `SELECT count(*), coalesce(to_char(max(a.next_digest_at) AT TIME ZONE 'Europe/Lisbon', 'HH24:MI'), '')
-			FROM jobs.alerts a JOIN jobs.alert_matches m ON m.alert_id = a.id AND m.sent_at IS NULL WHERE a.email = $1 AND m.job_id = $2`,
+			FROM jobs.alerts a JOIN jobs.alert_matches m ON m.alert_id = a.id AND m.sent_at IS NULL WHERE a.address_id = (SELECT id FROM jobs.alert_addresses WHERE email = $1) AND m.job_id = $2`,
 			seeker, job.JobID).Scan(&pairs, &local)
 		if err != nil {
 			t.Fatal(err)
@@ -237,7 +238,7 @@ func digest(t *testing.T, db *pgxpool.Pool, gw, dir, pro string) {
 	if local != "08:00" {
 		t.Fatalf("the digest is due at %s Lisbon time, want 08:00", local)
 	}
-	if _, err := db.Exec(ctx, `UPDATE jobs.alerts SET next_digest_at = now() WHERE email = $1`, seeker); err != nil {
+	if _, err := db.Exec(ctx, `UPDATE jobs.alerts SET next_digest_at = now() WHERE address_id = (SELECT id FROM jobs.alert_addresses WHERE email = $1)`, seeker); err != nil {
 		t.Fatal(err)
 	}
 	m := waitMail(t, dir, seeker, 2)[1]

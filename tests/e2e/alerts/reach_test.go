@@ -93,7 +93,7 @@ func TestAlertReach(t *testing.T) {
 	}
 	keyOf := func(email string) (int64, bool) {
 		var id int64
-		err := db.QueryRow(ctx, `SELECT key_id FROM jobs.alerts WHERE email = $1`, email).Scan(&id)
+		err := db.QueryRow(ctx, `SELECT key_id FROM jobs.alerts WHERE address_id = (SELECT id FROM jobs.alert_addresses WHERE email = $1)`, email).Scan(&id)
 		return id, err == nil
 	}
 
@@ -156,7 +156,7 @@ func TestAlertReach(t *testing.T) {
 	}
 	confirmed := func() bool {
 		var ok bool
-		if err := db.QueryRow(ctx, `SELECT confirmed_at IS NOT NULL FROM jobs.alerts WHERE email = $1`, seeker).Scan(&ok); err != nil {
+		if err := db.QueryRow(ctx, `SELECT confirmed_at IS NOT NULL FROM jobs.alerts WHERE address_id = (SELECT id FROM jobs.alert_addresses WHERE email = $1)`, seeker).Scan(&ok); err != nil {
 			t.Fatal(err)
 		}
 		return ok
@@ -246,7 +246,7 @@ func TestAlertReach(t *testing.T) {
 
 	// The management page in the browser: pause, change frequency, delete.
 	state := func() (paused bool, freq string, n int) {
-		_ = db.QueryRow(ctx, `SELECT count(*), coalesce(bool_or(paused), false), coalesce(max(frequency), '') FROM jobs.alerts WHERE email = $1`,
+		_ = db.QueryRow(ctx, `SELECT count(*), coalesce(bool_or(paused), false), coalesce(max(frequency), '') FROM jobs.alerts WHERE address_id = (SELECT id FROM jobs.alert_addresses WHERE email = $1)`,
 			seeker).Scan(&n, &paused, &freq)
 		return
 	}

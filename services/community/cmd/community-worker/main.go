@@ -12,6 +12,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
@@ -41,7 +42,11 @@ func main() {
 		m := p.Metrics
 		store := newsletterdb.New(p.Pool)
 		nl := newsletterbus.New(store, signer, newsletterbus.Config{ConsentVersion: cfg.ConsentVersion, ResendInterval: cfg.ResendInterval})
-		acts := &optin.Activities{Newsletter: nl, Mail: sender, PublicBaseURL: cfg.PublicBaseURL,
+		sealer, err := privacy.NewSealer([]byte(cfg.IdentitySecret))
+		if err != nil {
+			return err
+		}
+		acts := &optin.Activities{Newsletter: nl, Mail: sender, PublicBaseURL: cfg.PublicBaseURL, Privacy: sealer,
 			Metrics: optin.NewMetrics(m.Registry)}
 		p.AddWorker("worker", temporalx.NewWorker(tc, optin.TaskQueue, optin.Register, acts, log))
 		relay := &optin.Relay{Outbox: store, Temporal: tc, ConfirmWindow: cfg.ConfirmWindow, Log: log,
@@ -64,12 +69,18 @@ type workerConfig struct {
 	SMTPURL        string        `env:"SMTP_URL" envDefault:"smtp://127.0.0.1:1025"`
 	MailFrom       string        `env:"MAIL_FROM" envDefault:"coworkjobs <newsletter@coworkjobs.example>"`
 	OutboxInterval time.Duration `env:"OUTBOX_POLL_INTERVAL" envDefault:"1s"`
+	// IdentitySecret seals the erasure link of every mail as the jobs
+	// service opens it (libs/privacy).
+	IdentitySecret string `env:"INTERNAL_IDENTITY_SECRET"`
 }
 
 func (c workerConfig) Validate() error {
 	errs := []error{c.WorkerConfig.Validate(), config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL)}
 	if len(c.TokenSecret) < newsletterbus.MinSecretLen {
 		errs = append(errs, errors.New("NEWSLETTER_TOKEN_SECRET must be at least 32 characters"))
+	}
+	if len(c.IdentitySecret) < 32 {
+		errs = append(errs, errors.New("INTERNAL_IDENTITY_SECRET must be at least 32 characters (it seals the mails' erasure links)"))
 	}
 	if c.ResendInterval <= 0 || c.ConfirmWindow <= 0 || c.OutboxInterval <= 0 {
 		errs = append(errs, errors.New("NEWSLETTER_RESEND_INTERVAL, NEWSLETTER_CONFIRM_WINDOW and OUTBOX_POLL_INTERVAL must be positive"))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/app/communityapp"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
@@ -23,7 +24,11 @@ func main() {
 		if err != nil {
 			return fmt.Errorf("newsletter tokens: %w", err)
 		}
-		communityapp.Routes(p.API.App, communityapp.Config{
+		sealer, err := privacy.NewSealer([]byte(cfg.IdentitySecret))
+		if err != nil {
+			return err
+		}
+		communityapp.Routes(p.API.App, communityapp.Config{Privacy: sealer,
 			Pool: p.Pool, Reads: p.Reads, Codec: p.Codec, PublicBaseURL: cfg.PublicBaseURL, Signer: signer,
 			ConsentVersion: cfg.ConsentVersion, ResendInterval: cfg.ResendInterval,
 		})

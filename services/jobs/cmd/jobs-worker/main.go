@@ -12,9 +12,11 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
+	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/outbound"
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
@@ -23,6 +25,8 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/privacybus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/commclient"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/alertmail"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/indexing"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobexpiry"
@@ -90,9 +94,24 @@ func main() {
 			p.Go(notices.Run)
 			log.Info("indexing notices on", "api", client.BaseURL, "daily_quota", cfg.IndexingDailyQuota)
 		}
+		// The erasures the jobs API took, handed to community (retried
+		// while it is away); every alert mail carries the erasure link.
+		sealer, err := privacy.NewSealer([]byte(cfg.AlertSecret))
+		if err != nil {
+			return err
+		}
+		codec, err := identity.NewCodec(cfg.AlertSecret)
+		if err != nil {
+			return err
+		}
+		erasures := &privacybus.Business{Store: alertdb.New(p.Pool), Sealer: sealer,
+			Community: commclient.New(cfg.CommunityURL, codec, 10*time.Second)}
+		p.Go(privacybus.Relay(erasures, alertdb.New(p.Pool).PrivacyOutboxTable(), func(it alertdb.PrivacyItem) string { return it.Token },
+			// at most a minute between tries: an erasure goes through soon after community is back
+			outbox.Relay[alertdb.PrivacyItem]{Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval, MaxBackoff: time.Minute}).Run)
 		// Job alerts: matching job_events, the outbox relay starting one
 		// mail workflow per mail, their worker, and the digest clock.
-		alerts := &alertmail.Relay{Store: alertdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)),
+		alerts := &alertmail.Relay{Store: alertdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)), Privacy: sealer,
 			Starter: alertmail.TemporalStarter{Client: tc},
 			Jobs:    jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender, Log: log,
 			Metrics: relayMetrics, Interval: cfg.RelayInterval}
@@ -169,6 +188,8 @@ type workerConfig struct {
 	// clock keeps the period it was started with (across continue-as-new):
 	// terminate it to change it.
 	DigestPeriod time.Duration `env:"ALERT_DIGEST_PERIOD" envDefault:"15m"`
+	// CommunityURL is where erasures go on to the newsletter's data.
+	CommunityURL string `env:"COMMUNITY_URL" envDefault:"http://127.0.0.1:8084"`
 }
 
 func (c workerConfig) Validate() error {
@@ -182,7 +203,8 @@ func (c workerConfig) Validate() error {
 	if c.RemindBefore < 0 {
 		errs = append(errs, errors.New("JOBS_REMIND_BEFORE must not be negative"))
 	}
-	errs = append(errs, config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL), config.HTTPURL("INDEXING_API_URL", c.IndexingBaseURL))
+	errs = append(errs, config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL), config.HTTPURL("INDEXING_API_URL", c.IndexingBaseURL),
+		config.HTTPURL("COMMUNITY_URL", c.CommunityURL))
 	if c.IndexingDailyQuota < 1 {
 		errs = append(errs, errors.New("INDEXING_DAILY_QUOTA must be at least 1"))
 	}

@@ -12,12 +12,14 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/alertapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/hookapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobpages"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/payapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/privacyapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/reachapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
@@ -28,6 +30,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobcache"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/privacybus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/invoicepay"
@@ -67,6 +70,13 @@ func main() {
 		go cityzone.Warm() // the alerts' zones by city
 		alertapp.Routes(app, alertapp.Config{Codec: p.Codec, Jobs: bus, Log: log, Bus: &alertbus.Business{Store: alertdb.New(p.Pool), Zones: cityzone.Finder{Dir: dir},
 			Signer: alertbus.NewSigner([]byte(cfg.IdentitySecret))}})
+		// The erasure page of every mail's link; community hears of it
+		// through the worker's privacy outbox relay.
+		sealer, err := privacy.NewSealer([]byte(cfg.IdentitySecret))
+		if err != nil {
+			return err
+		}
+		privacyapp.Routes(app, privacyapp.Config{Codec: p.Codec, Bus: &privacybus.Business{Store: alertdb.New(p.Pool), Sealer: sealer}})
 		jobpages.Routes(app, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret),
 			Announcements: indexdb.New(p.Pool), AggregatorPlans: cfg.AggregatorPlans})
 		reachapp.Routes(app, reachapp.Config{Log: log, Bus: bus, Codec: p.Codec, Spaces: dir,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/metrics"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 )
 
@@ -20,6 +21,8 @@ type Activities struct {
 	Newsletter    *newsletterbus.Business
 	Mail          mailer.Sender
 	PublicBaseURL string
+	// Privacy adds the erasure link to every mail (docs/privacy.md).
+	Privacy *privacy.Sealer
 	// Metrics counts confirmations and timeouts (nil: not counted).
 	Metrics *metrics.Counts
 }
@@ -99,8 +102,8 @@ coworkjobs
 <p><a href="%s">Confirm my subscription</a></p>
 <p>The link is valid for %d hours. If you did not ask for this, ignore this mail.</p>`,
 		htmlEscape(greeting), confirm, hours)
-	if err := a.Mail.Send(ctx, mailer.Message{To: s.Email, Subject: "Confirm your coworkjobs newsletter subscription",
-		Text: text, HTML: html, ListUnsubscribe: unsubscribe}); err != nil {
+	if err := a.Mail.Send(ctx, a.Privacy.AddLink(mailer.Message{To: s.Email, Subject: "Confirm your coworkjobs newsletter subscription",
+		Text: text, HTML: html, ListUnsubscribe: unsubscribe}, a.PublicBaseURL)); err != nil {
 		return SendResult{}, err
 	}
 	if err := a.Newsletter.MarkMailSent(ctx, s.ID); err != nil {
@@ -139,8 +142,8 @@ Your subscription is confirmed. You can unsubscribe at any time:
 
 coworkjobs
 `, unsubscribe)
-	return a.Mail.Send(ctx, mailer.Message{To: s.Email, Subject: "Welcome to the coworkjobs newsletter",
-		Text: text, ListUnsubscribe: unsubscribe})
+	return a.Mail.Send(ctx, a.Privacy.AddLink(mailer.Message{To: s.Email, Subject: "Welcome to the coworkjobs newsletter",
+		Text: text, ListUnsubscribe: unsubscribe}, a.PublicBaseURL))
 }
 
 // ExpirePending removes the record if it is still pending and was not

@@ -13,6 +13,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/mailcatcher"
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus"
 	"github.com/coworkjobs/coworkjobs/services/community/internal/business/newsletterbus/stores/newsletterdb"
 	"github.com/coworkjobs/coworkjobs/services/community/migrations"
@@ -56,7 +57,8 @@ func TestMain(m *testing.M) {
 		signer, _ = newsletterbus.NewSigner("test-newsletter-secret-0123456789abcdef")
 		store = newsletterdb.New(pool)
 		bus = newsletterbus.New(store, signer, newsletterbus.Config{ConsentVersion: "t1", ResendInterval: 10 * time.Minute})
-		acts = &Activities{Newsletter: bus, Mail: sender, PublicBaseURL: baseURL}
+		sealer, _ := privacy.NewSealer([]byte("test-identity-secret-0123456789abcdef"))
+		acts = &Activities{Newsletter: bus, Mail: sender, PublicBaseURL: baseURL, Privacy: sealer}
 		return nil
 	})
 	stopCatcher()

@@ -157,6 +157,11 @@ var Table = []Route{
 	{Method: "GET", Path: "/v2/alerts/unsubscribe", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Delete a job alert (link form)"},
 	{Method: "POST", Path: "/v2/alerts/unsubscribe", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Delete a job alert (RFC 8058 one-click)"},
 	{Method: "GET", Path: "/v2/alerts/feed", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "A job alert's feed of its matches"},
+	// An address's erasure across alerts and newsletter (docs/privacy.md):
+	// the link of every mail; its token is the capability. The GET is a page
+	// with a button, so a mail scanner's prefetch erases nothing.
+	{Method: "GET", Path: "/v2/privacy/erase", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "The erasure page of an address (HTML)"},
+	{Method: "POST", Path: "/v2/privacy/erase", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Summary: "Erase an address everywhere"},
 
 	{Method: "GET", Path: "/v2/cities", Backend: BackendDirectory, Scopes: citiesRead, Limit: LimitKeyRead, Summary: "Confirmed cities", Cache: cacheDirectory},
 	{Method: "GET", Path: "/v2/spaces", Backend: BackendDirectory, Scopes: spacesRead, Limit: LimitKeyRead, Summary: "Confirmed spaces", Cache: cacheDirectory},

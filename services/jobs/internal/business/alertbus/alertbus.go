@@ -175,6 +175,18 @@ func (s *Signer) Verify(purpose string, a Alert, mac string) bool {
 	return hmac.Equal([]byte(mac), []byte(s.mac(purpose, a.ID, a.Nonce)))
 }
 
+// AlertExport is one alert as an address's export shows it (docs/privacy.md).
+type AlertExport struct {
+	Search      string     `json:"search"`
+	Frequency   string     `json:"frequency"`
+	TimeZone    string     `json:"time_zone"`
+	Paused      bool       `json:"paused"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ConfirmedAt *time.Time `json:"confirmed_at"`
+	Matches     int        `json:"matches"`
+	Mailed      int        `json:"matches_mailed"`
+}
+
 // Store is what the rules need of storage.
 type Store interface {
 	// Save creates the alert of (email, search) or, when it exists, returns

@@ -43,5 +43,5 @@ func (r *Relay) DigestMail(a alertbus.Alert, jobs []jobbus.Job) mailer.Message {
 	html.WriteString("</ul><p><a href=\"" + esc(manage) + "\">Manage the alert</a> · <a href=\"" + esc(unsub) +
 		"\">Unsubscribe</a></p>")
 	subject := "Your job alert: " + count + " " + period
-	return mailer.Message{To: a.Email, Subject: subject, Text: text.String(), HTML: html.String(), ListUnsubscribe: unsub}
+	return r.WithErasure(mailer.Message{To: a.Email, Subject: subject, Text: text.String(), HTML: html.String(), ListUnsubscribe: unsub})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
@@ -31,6 +32,7 @@ type Relay struct {
 	Store    *alertdb.Store
 	Starter  Starter // where deliver hands the mails
 	Signer   *alertbus.Signer
+	Privacy  *privacy.Sealer // the erasure link of every mail (erasure.go)
 	Jobs     *jobbus.Business
 	Mail     mailer.Sender
 	Log      *slog.Logger
@@ -132,10 +134,10 @@ func (r *Relay) ConfirmMail(a alertbus.Alert) mailer.Message {
 	link := r.Link("confirm", alertbus.PurposeConfirm, a)
 	text := "Hello,\n\nsomeone (we hope you) asked for " + a.Frequency + " mails about new jobs matching: " + Describe(a.Search) +
 		".\n\nConfirm the alert: " + link + "\n\nIf it was not you, ignore this mail: the alert is deleted unconfirmed after 48 hours.\n"
-	return mailer.Message{To: a.Email, Subject: "Confirm your job alert", Text: text,
+	return r.WithErasure(mailer.Message{To: a.Email, Subject: "Confirm your job alert", Text: text,
 		HTML: "<p>Hello,</p><p>someone (we hope you) asked for " + esc(a.Frequency) + " mails about new jobs matching: " +
 			esc(Describe(a.Search)) + ".</p><p><a href=\"" + esc(link) + "\">Confirm the alert</a></p>" +
-			"<p>If it was not you, ignore this mail: the alert is deleted unconfirmed after 48 hours.</p>"}
+			"<p>If it was not you, ignore this mail: the alert is deleted unconfirmed after 48 hours.</p>"})
 }
 
 // MatchMail tells of one new job.
@@ -152,8 +154,8 @@ func (r *Relay) MatchMail(a alertbus.Alert, j jobbus.Job) mailer.Message {
 	html := "<p>A new job matches your alert (" + esc(Describe(a.Search)) + "):</p><p><a href=\"" + esc(jobURL) + "\">" +
 		esc(j.Title) + "</a><br>" + esc(strings.Join(lines[1:], " · ")) + "</p><p><a href=\"" + esc(manage) +
 		"\">Manage the alert</a> · <a href=\"" + esc(unsub) + "\">Unsubscribe</a></p>"
-	return mailer.Message{To: a.Email, Subject: "New job: " + j.Title + " at " + j.Company, Text: text, HTML: html,
-		ListUnsubscribe: unsub}
+	return r.WithErasure(mailer.Message{To: a.Email, Subject: "New job: " + j.Title + " at " + j.Company, Text: text, HTML: html,
+		ListUnsubscribe: unsub})
 }
 
 func salary(j jobbus.Job) string {

@@ -20,6 +20,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -58,7 +59,11 @@ func fixture(t testing.TB) (*Relay, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Relay{Store: alertdb.New(pool), Signer: alertbus.NewSigner([]byte(strings.Repeat("s", 32))),
+	sealer, err := privacy.NewSealer([]byte(strings.Repeat("s", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Relay{Store: alertdb.New(pool), Signer: alertbus.NewSigner([]byte(strings.Repeat("s", 32))), Privacy: sealer,
 		Jobs: jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: base}), Mail: sender, Log: quiet}
 	r.Starter = envStarter{acts: &Activities{Mails: r}}
 	return r, dir
@@ -174,7 +179,7 @@ func TestInstantAlert(t *testing.T) {
 	// confirmed before the relay ran: its confirmation is not sent
 	if len(got) != 1 {
 		var m string
-		_ = pool.QueryRow(ctx, `SELECT coalesce(string_agg(alert_id||':'||job_id||':'||a.email, ','), '') FROM alert_matches JOIN alerts a ON a.id = alert_id`).Scan(&m)
+		_ = pool.QueryRow(ctx, `SELECT coalesce(string_agg(alert_id||':'||job_id||':'||aa.email, ','), '') FROM alert_matches JOIN alerts a ON a.id = alert_id JOIN alert_addresses aa ON aa.id = a.address_id`).Scan(&m)
 		for _, x := range got {
 			t.Log(x.Subject)
 		}

@@ -178,3 +178,46 @@ func (s *Store) OutboxLen(ctx context.Context) (int, error) {
 	err := s.pool.QueryRow(ctx, "SELECT count(*) FROM newsletter_outbox").Scan(&n)
 	return n, err
 }
+
+// ExportAddress implements newsletterbus.AddressStore: the subscriber of an
+// address (nil: none) and its feedback messages.
+func (s *Store) ExportAddress(ctx context.Context, email string) (*newsletterbus.Subscriber, int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM feedback WHERE lower(btrim(email)) = $1`, email).Scan(&n); err != nil {
+		return nil, 0, fmt.Errorf("export feedback: %w", err)
+	}
+	sub, err := s.GetByEmail(ctx, email)
+	if errors.Is(err, newsletterbus.ErrNotFound) {
+		return nil, n, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return &sub, n, nil
+}
+
+// EraseAddress implements newsletterbus.AddressStore: the subscriber row
+// (its consent evidence with it), its queued outbox rows, and the address
+// of its feedback messages (the messages stay, anonymous), in one
+// transaction. A running opt-in workflow then finds no subscriber and
+// sends nothing.
+func (s *Store) EraseAddress(ctx context.Context, email string) (newsletterbus.Erased, error) {
+	var out newsletterbus.Erased
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM subscribers WHERE email = $1`, email)
+		if err != nil {
+			return err
+		}
+		out.Subscriber = tag.RowsAffected() > 0
+		if _, err := tx.Exec(ctx, `DELETE FROM newsletter_outbox WHERE email = $1`, email); err != nil {
+			return err
+		}
+		tag, err = tx.Exec(ctx, `UPDATE feedback SET email = NULL WHERE lower(btrim(email)) = $1`, email)
+		out.Feedback = int(tag.RowsAffected())
+		return err
+	})
+	if err != nil {
+		return newsletterbus.Erased{}, fmt.Errorf("erase an address: %w", err)
+	}
+	return out, nil
+}

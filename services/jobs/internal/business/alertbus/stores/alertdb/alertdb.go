@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
+	"github.com/coworkjobs/coworkjobs/libs/pg"
+	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobsearch"
@@ -34,7 +36,14 @@ type Store struct{ pool *pgxpool.Pool }
 
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
-const columns = `id, email, search, frequency, time_zone, nonce, confirmed_at, paused, key_id, created_at`
+// columns are read FROM alerts a JOIN alert_addresses aa (fromAlerts): the
+// address is stored once, in alert_addresses, and an Alert still has it.
+const columns = `a.id, aa.email, a.search, a.frequency, a.time_zone, a.nonce, a.confirmed_at, a.paused, a.key_id, a.created_at`
+
+const fromAlerts = ` FROM alerts a JOIN alert_addresses aa ON aa.id = a.address_id`
+
+// returning is columns for an INSERT's RETURNING, the address given as $1.
+const returning = `id, $1::text, search, frequency, time_zone, nonce, confirmed_at, paused, key_id, created_at`
 
 func scan(row pgx.Row, a *alertbus.Alert, extra ...any) error {
 	return row.Scan(append([]any{&a.ID, &a.Email, &a.Search, &a.Frequency, &a.TimeZone, &a.Nonce, &a.ConfirmedAt, &a.Paused,
@@ -46,13 +55,21 @@ func scan(row pgx.Row, a *alertbus.Alert, extra ...any) error {
 func (s *Store) Save(ctx context.Context, a alertbus.Alert, pkey string) (alertbus.Alert, bool, error) {
 	var out alertbus.Alert
 	var created bool
+	email := privacy.Normalize(a.Email)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		row := tx.QueryRow(ctx, `INSERT INTO alerts (email, search, pkey, frequency, time_zone, nonce, key_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (email, search) DO UPDATE SET
+		// The address's row, locked (DO UPDATE) so that a delete of its last
+		// alert running meanwhile cannot take it away under the new alert.
+		var addr int64
+		if err := tx.QueryRow(ctx, `INSERT INTO alert_addresses (email) VALUES ($1)
+			ON CONFLICT (email) DO UPDATE SET email = EXCLUDED.email RETURNING id`, email).Scan(&addr); err != nil {
+			return err
+		}
+		row := tx.QueryRow(ctx, `INSERT INTO alerts (address_id, search, pkey, frequency, time_zone, nonce, key_id)
+			VALUES ($8, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (address_id, search) DO UPDATE SET
 			  frequency = CASE WHEN alerts.confirmed_at IS NULL THEN EXCLUDED.frequency ELSE alerts.frequency END,
 			  time_zone = CASE WHEN alerts.confirmed_at IS NULL THEN EXCLUDED.time_zone ELSE alerts.time_zone END
-			RETURNING `+columns+`, xmax = 0`, a.Email, a.Search, pkey, a.Frequency, a.TimeZone, a.Nonce, a.KeyID)
+			RETURNING `+returning+`, xmax = 0`, email, a.Search, pkey, a.Frequency, a.TimeZone, a.Nonce, a.KeyID, addr)
 		if err := scan(row, &out, &created); err != nil {
 			return err
 		}
@@ -71,7 +88,7 @@ func (s *Store) Save(ctx context.Context, a alertbus.Alert, pkey string) (alertb
 // Get returns an alert by id.
 func (s *Store) Get(ctx context.Context, id int64) (alertbus.Alert, error) {
 	var a alertbus.Alert
-	err := scan(s.pool.QueryRow(ctx, `SELECT `+columns+` FROM alerts WHERE id = $1`, id), &a)
+	err := scan(s.pool.QueryRow(ctx, `SELECT `+columns+fromAlerts+` WHERE a.id = $1`, id), &a)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, alertbus.ErrNotFound
 	}
@@ -94,18 +111,40 @@ func (s *Store) Update(ctx context.Context, id int64, frequency *string, paused 
 		next_digest_at = NULL WHERE id = $1`, id, frequency, paused)
 }
 
-// Delete deletes an alert with its matches and address.
+// Delete deletes an alert with its matches, and its address when no other
+// alert holds it (the newsletter's copy is community's own, docs/privacy.md).
 func (s *Store) Delete(ctx context.Context, id int64) error {
-	return s.exec(ctx, "delete alert", `DELETE FROM alerts WHERE id = $1`, id)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var addr int64
+		if err := tx.QueryRow(ctx, `DELETE FROM alerts WHERE id = $1 RETURNING address_id`, id).Scan(&addr); err != nil {
+			return err
+		}
+		return dropAddresses(ctx, tx, []int64{addr})
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return alertbus.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("delete alert: %w", err)
+	}
+	return nil
 }
 
-// DeleteAddress deletes every alert of an address.
-func (s *Store) DeleteAddress(ctx context.Context, email string) (int, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM alerts WHERE lower(email) = lower($1)`, email)
-	if err != nil {
-		return 0, fmt.Errorf("erase alerts of an address: %w", err)
+// dropAddresses deletes the addresses of ids that no alert holds any more.
+// An alert saved meanwhile for one of them (its Save holds the row's lock,
+// so this statement waits and then fails the foreign key) keeps them all:
+// the savepoint keeps the caller's deletes, and the hourly sweep
+// (PurgeUnconfirmed) takes what is left unheld.
+func dropAddresses(ctx context.Context, tx pgx.Tx, ids []int64) error {
+	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		_, err := sp.Exec(ctx, `DELETE FROM alert_addresses aa WHERE aa.id = ANY($1)
+			AND NOT EXISTS (SELECT 1 FROM alerts WHERE address_id = aa.id)`, ids)
+		return err
+	})
+	if pg.IsForeignKeyViolation(err) {
+		return nil
 	}
-	return int(tag.RowsAffected()), nil
+	return err
 }
 
 // Matches are the newest jobs matched by an alert (its feed).
@@ -118,14 +157,29 @@ func (s *Store) Matches(ctx context.Context, id int64, limit int) ([]int64, erro
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-// PurgeUnconfirmed deletes the alerts unconfirmed after alertbus.UnconfirmedTTL.
+// PurgeUnconfirmed deletes the alerts unconfirmed after alertbus.UnconfirmedTTL,
+// then every address no alert holds (theirs, and any a race left).
 func (s *Store) PurgeUnconfirmed(ctx context.Context) (int, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM alerts WHERE confirmed_at IS NULL AND created_at < now() - $1::interval`,
-		strconv.Itoa(int(alertbus.UnconfirmedTTL.Seconds()))+" seconds")
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM alerts WHERE confirmed_at IS NULL AND created_at < now() - $1::interval`,
+			strconv.Itoa(int(alertbus.UnconfirmedTTL.Seconds()))+" seconds")
+		if err != nil {
+			return err
+		}
+		n = int(tag.RowsAffected())
+		return pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+			_, err := sp.Exec(ctx, `DELETE FROM alert_addresses aa WHERE NOT EXISTS (SELECT 1 FROM alerts WHERE address_id = aa.id)`)
+			if pg.IsForeignKeyViolation(err) {
+				return nil // an alert saved meanwhile: the next sweep
+			}
+			return err
+		})
+	})
 	if err != nil {
 		return 0, fmt.Errorf("purge unconfirmed alerts: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 func (s *Store) exec(ctx context.Context, what, sql string, args ...any) error {
