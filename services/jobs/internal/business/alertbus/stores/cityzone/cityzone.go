@@ -6,11 +6,15 @@ package cityzone
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ringsaturn/tzf"
+	tzfrellite "github.com/ringsaturn/tzf-rel-lite"
+	pb "github.com/ringsaturn/tzf/gen/go/tzf/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
@@ -26,16 +30,46 @@ type Finder struct {
 	Dir Directory
 }
 
-// The boundaries are loaded once per process, on the first look-up.
-var boundaries = sync.OnceValues(tzf.NewDefaultFinder)
+// The zones come from two indexes, each loaded once per process when first
+// needed: the tiles (about 9 MiB of heap) answer for a point whose tile lies
+// in one zone, which is most cities; only a city on a tile that a border
+// crosses loads the polygons (about 40 MiB kept, a 150 MiB peak while they
+// decode), which tzf's DefaultFinder would load in every jobs replica.
+var (
+	tiles = sync.OnceValues(func() (tzf.F, error) {
+		in := &pb.PreindexTimezones{}
+		if err := proto.Unmarshal(tzfrellite.PreindexData, in); err != nil {
+			return nil, err
+		}
+		return tzf.NewFuzzyFinderFromPB(in)
+	})
+	polygons = sync.OnceValues(func() (tzf.F, error) {
+		in := &pb.CompressedTimezones{}
+		if err := proto.Unmarshal(tzfrellite.LiteCompressData, in); err != nil {
+			return nil, err
+		}
+		f, err := tzf.NewFinderFromCompressed(in, tzf.SetDropPBTZ)
+		debug.FreeOSMemory() // give the decoding's peak back at once
+		return f, err
+	})
+)
 
 // Zone is the IANA zone at a point ("" when none is known).
 func Zone(lat, lon float64) (string, error) {
-	f, err := boundaries()
+	t, err := tiles()
 	if err != nil {
-		return "", fmt.Errorf("time zone boundaries: %w", err)
+		return "", fmt.Errorf("time zone tiles: %w", err)
 	}
-	tz := f.GetTimezoneName(lon, lat)
+	var tz string
+	if names, err := t.GetTimezoneNames(lon, lat); err == nil && len(names) == 1 {
+		tz = names[0]
+	} else {
+		p, err := polygons()
+		if err != nil {
+			return "", fmt.Errorf("time zone boundaries: %w", err)
+		}
+		tz = p.GetTimezoneName(lon, lat)
+	}
 	if _, err := time.LoadLocation(tz); tz == "" || err != nil {
 		return "", nil
 	}
@@ -67,6 +101,6 @@ func (f Finder) CityZone(ctx context.Context, slug string) (string, error) {
 	return Zone(city.Lat, city.Lon)
 }
 
-// Warm loads the boundaries now (they take a second or two), so that the
-// first alert saved does not wait for them.
-func Warm() { _, _ = boundaries() }
+// Warm loads the tiles now, so that the first alert saved does not wait
+// for them.
+func Warm() { _, _ = tiles() }
