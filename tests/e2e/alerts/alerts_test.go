@@ -281,6 +281,28 @@ func waitMail(t *testing.T, dir, addr string, n int) []*mailcatcher.Mail {
 	}
 }
 
+// waitMatch waits for addr's first match mail ("New job: …"); the
+// confirmations before it are any number (asking again resends one).
+func waitMatch(t *testing.T, dir, addr string) *mailcatcher.Mail {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, err := mailcatcher.For(dir, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range got {
+			if strings.HasPrefix(m.Subject, "New job") {
+				return m
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no match mail to %s after a minute (%d mails)", addr, len(got))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // call sends a request and returns the status and the error's text.
 func call(t *testing.T, method, url, key, body string, data any) (int, string) {
 	t.Helper()

@@ -186,7 +186,7 @@ func TestAlertReach(t *testing.T) {
 		"job_type":"fulltime","tags":"coffee","city_name":"Berlin"}`, &job); status != 201 {
 		t.Fatalf("create job: %d %s", status, msg)
 	}
-	match := waitMail(t, dir, seeker, 2)[1]
+	match := waitMatch(t, dir, seeker)
 	manageLink := linkIn(t, match.Text, "/alerts/manage")
 	var view struct {
 		Feeds struct{ RSS, Atom, JSON string }
