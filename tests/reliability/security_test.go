@@ -358,6 +358,8 @@ func TestSpaceKeysIsolatedEveryRoute(t *testing.T) {
 		"GET /v2/alerts/unsubscribe":       "token-addressed, owned by no space",
 		"POST /v2/alerts/unsubscribe":      "token-addressed, owned by no space",
 		"GET /v2/alerts/feed":              "token-addressed (a feed token, which manages nothing), owned by no space",
+		"GET /v2/privacy/erase":            "token-addressed (an address sealed by the server), owned by no space; GET erases nothing",
+		"POST /v2/privacy/erase":           "token-addressed (an address sealed by the server), owned by no space",
 		"GET /robots.txt":                  "public crawling rules",
 		"GET /sitemap.xml":                 "public pages of active (published) jobs",
 		"GET /feeds/jobs.xml":              "public feed of active (published) jobs",
