@@ -318,7 +318,6 @@ type phase struct {
 	lost, dupes    int
 	retried        int // second receipts of a webhook-id not yet answered 2xx (retries)
 	lat            []time.Duration
-	latFailing     int
 	drained        time.Duration
 	rate           float64 // deliveries per second during the load
 	load           [3]string

@@ -2,6 +2,7 @@ package alertmail
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -45,7 +46,9 @@ func TestPurgeUnconfirmed(t *testing.T) {
 		}
 	}
 	stop()
-	<-done
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("the relay: %v", err)
+	}
 	if !exists(young.ID) || !exists(kept.ID) {
 		t.Fatalf("purged too much: young %v, confirmed %v", exists(young.ID), exists(kept.ID))
 	}

@@ -19,7 +19,7 @@ func TestWordAlertsAreTheListing(t *testing.T) {
 	r, _ := fixture(t)
 	ctx := context.Background()
 	run := alertbus.NewNonce()[:8]
-	searches := []string{"q=barista", "q=baristas", "q=barsita", "q=bar", "q=community+host", "q=host+community",
+	searches := []string{"q=barista", "q=baristas", "q=barsita", "q=bar", "q=community+host", "q=host+community", //nolint:misspell // a typo on purpose
 		"q=barista+-chef", "q=barista&remote=true", "q=manager&job_type=fulltime", "q=%22community+host%22+barista",
 		"q=gardener"}
 	alerts := make([]alertbus.Alert, len(searches))
@@ -39,7 +39,7 @@ func TestWordAlertsAreTheListing(t *testing.T) {
 		title  string
 		remote bool
 	}{
-		{"Head Barista", false}, {"Baristas Wanted", true}, {"Barsita Shift", false}, {"Bartender", false},
+		{"Head Barista", false}, {"Baristas Wanted", true}, {"Barsita Shift", false}, {"Bartender", false}, //nolint:misspell // a typo on purpose
 		{"Community Host", false}, {"Host of the Community", true}, {"Chef and Barista", false},
 		{"Community Host and Barista", false}, {"Office Manager", false}, {"Gardner", false}, {"Accountant", false},
 	} {

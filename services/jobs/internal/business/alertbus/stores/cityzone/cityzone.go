@@ -70,10 +70,16 @@ func Zone(lat, lon float64) (string, error) {
 		}
 		tz = p.GetTimezoneName(lon, lat)
 	}
-	if _, err := time.LoadLocation(tz); tz == "" || err != nil {
+	if tz == "" || !loadable(tz) {
 		return "", nil
 	}
 	return tz, nil
+}
+
+// loadable reports whether this Go knows zone tz (tzf's data may be newer).
+func loadable(tz string) bool {
+	_, err := time.LoadLocation(tz)
+	return err == nil
 }
 
 // CityZone is the zone of the confirmed city of slug, "" when the directory
