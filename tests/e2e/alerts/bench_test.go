@@ -1,12 +1,8 @@
 package alerts
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -30,23 +26,11 @@ import (
 // -benchtime 1x; docs/benchmarks.md has the figures.
 func BenchmarkInstantMail(b *testing.B) {
 	rate, seconds := envInt("ALERTS_BENCH_RATE", 10), envInt("ALERTS_BENCH_SECONDS", 60)
-	ctx := context.Background()
 	temporal := faults.Temporal(b)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	catcher, err := mailcatcher.New(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cctx, stopCatcher := context.WithCancel(ctx)
-	b.Cleanup(stopCatcher)
-	go func() { _ = catcher.Serve(cctx, ln) }()
+	smtpAddr, dir := mailcatcher.StartTest(b)
 	sys := suite.StartTest(b, suite.Options{
 		Name: "alerts-bench", DatabaseURL: dbURL, Keys: true, Workers: []string{"jobs-worker"},
-		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "SMTP_URL=smtp://" + ln.Addr().String(),
+		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "SMTP_URL=smtp://" + smtpAddr,
 			"WRITE_RATE_LIMIT_PER_MINUTE=100000", "KEY_MAX_RATE_LIMIT_PER_MINUTE=100000"},
 	})
 	gw, pro := sys.URL["gateway"], sys.Keys["space 1 (Pro) key"]

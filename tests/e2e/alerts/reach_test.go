@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -33,21 +31,10 @@ func TestAlertReach(t *testing.T) {
 	}
 	ctx := context.Background()
 	temporal := faults.Temporal(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	catcher, err := mailcatcher.New(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, stopCatcher := context.WithCancel(ctx)
-	t.Cleanup(stopCatcher)
-	go func() { _ = catcher.Serve(cctx, ln) }()
+	smtpAddr, dir := mailcatcher.StartTest(t)
 	sys := suite.StartTest(t, suite.Options{
 		Name: "alertreach", DatabaseURL: dbURL, Keys: true, Workers: []string{"jobs-worker"},
-		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "SMTP_URL=smtp://" + ln.Addr().String(), "JOBS_RELAY_INTERVAL=200ms"},
+		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "SMTP_URL=smtp://" + smtpAddr, "JOBS_RELAY_INTERVAL=200ms"},
 	})
 	db, err := pgxpool.New(ctx, dbURL)
 	if err != nil {

@@ -7,9 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -33,22 +30,11 @@ func TestPosterMailsThroughTemporal(t *testing.T) {
 	ctx := context.Background()
 	temporal := faults.Temporal(t)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	catcher, err := mailcatcher.New(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, stopCatcher := context.WithCancel(ctx)
-	t.Cleanup(stopCatcher)
-	go func() { _ = catcher.Serve(cctx, ln) }()
+	smtpAddr, dir := mailcatcher.StartTest(t)
 
 	sys := suite.StartTest(t, suite.Options{
 		Name: "mail", DatabaseURL: dbURL, Keys: true, Workers: []string{"jobs-worker"},
-		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "SMTP_URL=smtp://" + ln.Addr().String(),
+		Env: []string{"TEMPORAL_ADDRESS=" + temporal.Addr, "SMTP_URL=smtp://" + smtpAddr,
 			"JOBS_RELAY_INTERVAL=200ms", "JOBS_REMIND_BEFORE=72h"},
 	})
 	db, err := pgxpool.New(ctx, dbURL)

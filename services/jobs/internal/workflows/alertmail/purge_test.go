@@ -3,6 +3,8 @@ package alertmail
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -15,7 +17,7 @@ import (
 func TestPurgeUnconfirmed(t *testing.T) {
 	r, _ := fixture(t)
 	ctx := context.Background()
-	run := alertbus.NewNonce()[:8]
+	run := fmt.Sprintf("%08x", rand.Uint32()) // a city slug: lower-case hex, not a nonce's base64
 	old := saved(t, r, "old-"+run+"@seeker.example", "q=purge&city=purge-"+run, false)
 	young := saved(t, r, "young-"+run+"@seeker.example", "q=purge&city=purge-"+run, false)
 	kept := saved(t, r, "kept-"+run+"@seeker.example", "q=purge&city=purge-"+run, true)

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobsearch"
 )
 
 // TestWordAlertsAreTheListing: alerts whose search is words only (plus
@@ -49,7 +49,7 @@ func TestWordAlertsAreTheListing(t *testing.T) {
 	for i, a := range alerts {
 		f, _ := Parse(a.Search)
 		f.JobIDs, f.Sort = jobs, jobbus.SortNewest
-		listed, err := listIDs(ctx, f)
+		listed, err := alertdb.ListIDs(ctx, pool, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,21 +72,4 @@ func TestWordAlertsAreTheListing(t *testing.T) {
 			t.Logf("%s lists none of the jobs", searches[i])
 		}
 	}
-}
-
-func listIDs(ctx context.Context, f jobbus.ListFilter) ([]int64, error) {
-	rows, err := jobsearch.List(ctx, pool, f)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	var j jobbus.Job
-	for rows.Next() {
-		if err := rows.Scan(&j); err != nil {
-			return nil, err
-		}
-		ids = append(ids, j.ID)
-	}
-	return ids, rows.Err()
 }

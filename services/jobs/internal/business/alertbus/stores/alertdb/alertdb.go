@@ -299,7 +299,7 @@ func matchJobs(ctx context.Context, tx pgx.Tx, jobIDs []int64, parse Parse) (int
 			continue
 		}
 		f.JobIDs, f.Sort, f.Limit, f.Offset, f.SpaceID = jobIDs, jobbus.SortNewest, 0, 0, 0
-		listed, err := listIDs(ctx, tx, f)
+		listed, err := ListIDs(ctx, tx, f)
 		if err != nil {
 			return 0, err
 		}
@@ -324,7 +324,9 @@ func matchJobs(ctx context.Context, tx pgx.Tx, jobIDs []int64, parse Parse) (int
 	return total, nil
 }
 
-func listIDs(ctx context.Context, tx jobsearch.DB, f jobbus.ListFilter) ([]int64, error) {
+// ListIDs are the ids of the jobs GET /v2/jobs lists for f (its own
+// statement), the matching's oracle and its tests'.
+func ListIDs(ctx context.Context, tx jobsearch.DB, f jobbus.ListFilter) ([]int64, error) {
 	rows, err := jobsearch.List(ctx, tx, f)
 	if err != nil {
 		return nil, err
