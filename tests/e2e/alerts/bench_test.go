@@ -25,7 +25,7 @@ import (
 // period, the wait for the mails after 3 minutes more. Run with
 // -benchtime 1x; docs/benchmarks.md has the figures.
 func BenchmarkInstantMail(b *testing.B) {
-	rate, seconds := envInt("ALERTS_BENCH_RATE", 10), envInt("ALERTS_BENCH_SECONDS", 60)
+	rate, seconds := envInt("ALERTS_BENCH_RATE", 10), envInt("ALERTS_BENCH_SECONDS", 5) // make bench-alerts: 60
 	temporal := faults.Temporal(b)
 	smtpAddr, dir := mailcatcher.StartTest(b)
 	sys := suite.StartTest(b, suite.Options{
@@ -38,9 +38,20 @@ func BenchmarkInstantMail(b *testing.B) {
 	if status, raw := suite.Do(b, "POST", gw+"/v2/alerts", "", fmt.Sprintf(`{"email":%q,"city":"berlin","q":"benchhost"}`, seeker)); status != 202 {
 		b.Fatalf("create alert: %d %s", status, raw)
 	}
-	confirm := waitMailTB(b, dir, seeker, 1, time.Minute)
+	var confirm []*mailcatcher.Mail
+	for deadline := time.Now().Add(time.Minute); len(confirm) == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var err error
+		if confirm, err = mailcatcher.For(dir, seeker); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(confirm) == 0 {
+		b.Fatal("no confirmation mail after a minute")
+	}
+	// The mail's link opens the page (whose GET confirms nothing); its JSON
+	// twin under /v2 confirms.
 	link := linkRE.FindString(confirm[0].Text)
-	if status, raw := suite.Do(b, "GET", gw+link[len(base):], "", ""); status != 200 {
+	if status, raw := suite.Do(b, "GET", gw+"/v2"+link[len(base):], "", ""); status != 200 {
 		b.Fatalf("confirm: %d %s", status, raw)
 	}
 	b.ResetTimer()
@@ -64,7 +75,7 @@ func BenchmarkInstantMail(b *testing.B) {
 	}
 	tick.Stop()
 	wg.Wait()
-	mails := waitMailTB(b, dir, seeker, 1+len(published), 3*time.Minute)
+	mails := waitMatches(b, dir, seeker, len(published), 3*time.Minute)
 	b.StopTimer()
 	var lat []time.Duration
 	for _, m := range mails {
@@ -102,7 +113,9 @@ func envInt(k string, def int) int {
 	return def
 }
 
-func waitMailTB(t testing.TB, dir, addr string, n int, wait time.Duration) []*mailcatcher.Mail {
+// waitMatches waits for n match mails to addr (the confirmation, sent or
+// skipped for an alert confirmed before its turn, is not counted).
+func waitMatches(t testing.TB, dir, addr string, n int, wait time.Duration) []*mailcatcher.Mail {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
@@ -110,7 +123,13 @@ func waitMailTB(t testing.TB, dir, addr string, n int, wait time.Duration) []*ma
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) >= n || time.Now().After(deadline) {
+		matches := 0
+		for _, m := range got {
+			if subjectRE.MatchString(m.Subject) {
+				matches++
+			}
+		}
+		if matches >= n || time.Now().After(deadline) {
 			return got
 		}
 		time.Sleep(500 * time.Millisecond)
