@@ -2362,7 +2362,7 @@ type KeyEvent struct {
 	// EffectiveAt When it takes effect: a rotation's end of grace.
 	EffectiveAt time.Time `json:"effective_at"`
 
-	// Event `created`, `rotated` or `revoked`.
+	// Event `created`, `rotated`, `revoked`, or `rotate_refused` (a rotation refused because the caller could not create the key: see `POST /v2/keys/{id}/rotate`).
 	Event string `json:"event"`
 	Id    int    `json:"id"`
 
@@ -4072,9 +4072,16 @@ type ClientInterface interface {
 	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 	// click in the mail: a key cannot subscribe an address.
 	//
-	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-	// asking again for the same address and search resends it (never a second alert); an alert
-	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+	// The answer is always **202** with the same message. Confirmation mails are the address's,
+	// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+	// of the address still unconfirmed, each with its own link; a request while that mail is
+	// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+	// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+	// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+	// same address and search never makes a second alert; an alert already confirmed is left as
+	// it is. A confirmation shows a search only by what it matches by (its words, letters and
+	// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+	// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
 	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -4103,9 +4110,16 @@ type ClientInterface interface {
 	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 	// click in the mail: a key cannot subscribe an address.
 	//
-	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-	// asking again for the same address and search resends it (never a second alert); an alert
-	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+	// The answer is always **202** with the same message. Confirmation mails are the address's,
+	// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+	// of the address still unconfirmed, each with its own link; a request while that mail is
+	// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+	// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+	// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+	// same address and search never makes a second alert; an alert already confirmed is left as
+	// it is. A confirmation shows a search only by what it matches by (its words, letters and
+	// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+	// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
 	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -4134,9 +4148,16 @@ type ClientInterface interface {
 	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 	// click in the mail: a key cannot subscribe an address.
 	//
-	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-	// asking again for the same address and search resends it (never a second alert); an alert
-	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+	// The answer is always **202** with the same message. Confirmation mails are the address's,
+	// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+	// of the address still unconfirmed, each with its own link; a request while that mail is
+	// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+	// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+	// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+	// same address and search never makes a second alert; an alert already confirmed is left as
+	// it is. A confirmation shows a search only by what it matches by (its words, letters and
+	// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+	// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
 	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -4913,6 +4934,14 @@ type ClientInterface interface {
 	// `expiring` and `revoked_at` says until when), then stops. A key already revoked or replaced
 	// answers 409. The body is optional.
 	//
+	// Rotation mints a key, so it follows creation's rule: the caller must be able to create the
+	// key it renews. Each of the key's scopes must be covered by the caller's own (as on
+	// `POST /v2/keys`), and a trusted-importer key is rotated only by the operator (or by itself);
+	// otherwise **403** naming the scope, the key is left as it was, and the attempt is recorded
+	// in the audit log as `rotate_refused`. A key may always renew itself: the new key holds
+	// exactly what the caller holds. (In the dashboard a space's owner or admin acts as the space
+	// and may grant, and so renew, any scope a space key may hold, but not a trusted importer.)
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v2/keys/{id}/rotate (the `RotateKey` operationId).
@@ -4924,6 +4953,14 @@ type ClientInterface interface {
 	// key keeps working for `grace_seconds` (0 by default, at most 604800 = 7 days; its `status` is
 	// `expiring` and `revoked_at` says until when), then stops. A key already revoked or replaced
 	// answers 409. The body is optional.
+	//
+	// Rotation mints a key, so it follows creation's rule: the caller must be able to create the
+	// key it renews. Each of the key's scopes must be covered by the caller's own (as on
+	// `POST /v2/keys`), and a trusted-importer key is rotated only by the operator (or by itself);
+	// otherwise **403** naming the scope, the key is left as it was, and the attempt is recorded
+	// in the audit log as `rotate_refused`. A key may always renew itself: the new key holds
+	// exactly what the caller holds. (In the dashboard a space's owner or admin acts as the space
+	// and may grant, and so renew, any scope a space key may hold, but not a trusted importer.)
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5539,9 +5576,16 @@ func (c *Client) GetApiInfo(ctx context.Context, reqEditors ...RequestEditorFn) 
 // key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 // click in the mail: a key cannot subscribe an address.
 //
-// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-// asking again for the same address and search resends it (never a second alert); an alert
-// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+// The answer is always **202** with the same message. Confirmation mails are the address's,
+// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+// of the address still unconfirmed, each with its own link; a request while that mail is
+// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+// same address and search never makes a second alert; an alert already confirmed is left as
+// it is. A confirmation shows a search only by what it matches by (its words, letters and
+// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
 // link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -5580,9 +5624,16 @@ func (c *Client) CreateAlertWithBody(ctx context.Context, contentType string, bo
 // key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 // click in the mail: a key cannot subscribe an address.
 //
-// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-// asking again for the same address and search resends it (never a second alert); an alert
-// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+// The answer is always **202** with the same message. Confirmation mails are the address's,
+// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+// of the address still unconfirmed, each with its own link; a request while that mail is
+// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+// same address and search never makes a second alert; an alert already confirmed is left as
+// it is. A confirmation shows a search only by what it matches by (its words, letters and
+// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
 // link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -5621,9 +5672,16 @@ func (c *Client) CreateAlert(ctx context.Context, body CreateAlertJSONRequestBod
 // key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 // click in the mail: a key cannot subscribe an address.
 //
-// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-// asking again for the same address and search resends it (never a second alert); an alert
-// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+// The answer is always **202** with the same message. Confirmation mails are the address's,
+// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+// of the address still unconfirmed, each with its own link; a request while that mail is
+// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+// same address and search never makes a second alert; an alert already confirmed is left as
+// it is. A confirmation shows a search only by what it matches by (its words, letters and
+// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
 // link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -6860,6 +6918,14 @@ func (c *Client) GetKey(ctx context.Context, id int, reqEditors ...RequestEditor
 // `expiring` and `revoked_at` says until when), then stops. A key already revoked or replaced
 // answers 409. The body is optional.
 //
+// Rotation mints a key, so it follows creation's rule: the caller must be able to create the
+// key it renews. Each of the key's scopes must be covered by the caller's own (as on
+// `POST /v2/keys`), and a trusted-importer key is rotated only by the operator (or by itself);
+// otherwise **403** naming the scope, the key is left as it was, and the attempt is recorded
+// in the audit log as `rotate_refused`. A key may always renew itself: the new key holds
+// exactly what the caller holds. (In the dashboard a space's owner or admin acts as the space
+// and may grant, and so renew, any scope a space key may hold, but not a trusted importer.)
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v2/keys/{id}/rotate (the `RotateKey` operationId).
@@ -6881,6 +6947,14 @@ func (c *Client) RotateKeyWithBody(ctx context.Context, id int, contentType stri
 // key keeps working for `grace_seconds` (0 by default, at most 604800 = 7 days; its `status` is
 // `expiring` and `revoked_at` says until when), then stops. A key already revoked or replaced
 // answers 409. The body is optional.
+//
+// Rotation mints a key, so it follows creation's rule: the caller must be able to create the
+// key it renews. Each of the key's scopes must be covered by the caller's own (as on
+// `POST /v2/keys`), and a trusted-importer key is rotated only by the operator (or by itself);
+// otherwise **403** naming the scope, the key is left as it was, and the attempt is recorded
+// in the audit log as `rotate_refused`. A key may always renew itself: the new key holds
+// exactly what the caller holds. (In the dashboard a space's owner or admin acts as the space
+// and may grant, and so renew, any scope a space key may hold, but not a trusted importer.)
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11432,9 +11506,16 @@ type ClientWithResponsesInterface interface {
 	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 	// click in the mail: a key cannot subscribe an address.
 	//
-	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-	// asking again for the same address and search resends it (never a second alert); an alert
-	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+	// The answer is always **202** with the same message. Confirmation mails are the address's,
+	// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+	// of the address still unconfirmed, each with its own link; a request while that mail is
+	// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+	// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+	// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+	// same address and search never makes a second alert; an alert already confirmed is left as
+	// it is. A confirmation shows a search only by what it matches by (its words, letters and
+	// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+	// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
 	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -11463,9 +11544,16 @@ type ClientWithResponsesInterface interface {
 	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 	// click in the mail: a key cannot subscribe an address.
 	//
-	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-	// asking again for the same address and search resends it (never a second alert); an alert
-	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+	// The answer is always **202** with the same message. Confirmation mails are the address's,
+	// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+	// of the address still unconfirmed, each with its own link; a request while that mail is
+	// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+	// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+	// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+	// same address and search never makes a second alert; an alert already confirmed is left as
+	// it is. A confirmation shows a search only by what it matches by (its words, letters and
+	// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+	// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
 	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -11494,9 +11582,16 @@ type ClientWithResponsesInterface interface {
 	// key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 	// click in the mail: a key cannot subscribe an address.
 	//
-	// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-	// asking again for the same address and search resends it (never a second alert); an alert
-	// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+	// The answer is always **202** with the same message. Confirmation mails are the address's,
+	// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+	// of the address still unconfirmed, each with its own link; a request while that mail is
+	// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+	// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+	// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+	// same address and search never makes a second alert; an alert already confirmed is left as
+	// it is. A confirmation shows a search only by what it matches by (its words, letters and
+	// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+	// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 	// 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 	// published, resumed, relisted) and that its search lists, once per job, with a management
 	// link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -12307,6 +12402,14 @@ type ClientWithResponsesInterface interface {
 	// `expiring` and `revoked_at` says until when), then stops. A key already revoked or replaced
 	// answers 409. The body is optional.
 	//
+	// Rotation mints a key, so it follows creation's rule: the caller must be able to create the
+	// key it renews. Each of the key's scopes must be covered by the caller's own (as on
+	// `POST /v2/keys`), and a trusted-importer key is rotated only by the operator (or by itself);
+	// otherwise **403** naming the scope, the key is left as it was, and the attempt is recorded
+	// in the audit log as `rotate_refused`. A key may always renew itself: the new key holds
+	// exactly what the caller holds. (In the dashboard a space's owner or admin acts as the space
+	// and may grant, and so renew, any scope a space key may hold, but not a trusted importer.)
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v2/keys/{id}/rotate (the `RotateKey` operationId).
@@ -12318,6 +12421,14 @@ type ClientWithResponsesInterface interface {
 	// key keeps working for `grace_seconds` (0 by default, at most 604800 = 7 days; its `status` is
 	// `expiring` and `revoked_at` says until when), then stops. A key already revoked or replaced
 	// answers 409. The body is optional.
+	//
+	// Rotation mints a key, so it follows creation's rule: the caller must be able to create the
+	// key it renews. Each of the key's scopes must be covered by the caller's own (as on
+	// `POST /v2/keys`), and a trusted-importer key is rotated only by the operator (or by itself);
+	// otherwise **403** naming the scope, the key is left as it was, and the attempt is recorded
+	// in the audit log as `rotate_refused`. A key may always renew itself: the new key holds
+	// exactly what the caller holds. (In the dashboard a space's owner or admin acts as the space
+	// and may grant, and so renew, any scope a space key may hold, but not a trusted importer.)
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -25575,9 +25686,16 @@ func (c *ClientWithResponses) GetApiInfoWithResponse(ctx context.Context, reqEdi
 // key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 // click in the mail: a key cannot subscribe an address.
 //
-// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-// asking again for the same address and search resends it (never a second alert); an alert
-// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+// The answer is always **202** with the same message. Confirmation mails are the address's,
+// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+// of the address still unconfirmed, each with its own link; a request while that mail is
+// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+// same address and search never makes a second alert; an alert already confirmed is left as
+// it is. A confirmation shows a search only by what it matches by (its words, letters and
+// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
 // link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -25612,9 +25730,16 @@ func (c *ClientWithResponses) CreateAlertWithBodyWithResponse(ctx context.Contex
 // key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 // click in the mail: a key cannot subscribe an address.
 //
-// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-// asking again for the same address and search resends it (never a second alert); an alert
-// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+// The answer is always **202** with the same message. Confirmation mails are the address's,
+// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+// of the address still unconfirmed, each with its own link; a request while that mail is
+// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+// same address and search never makes a second alert; an alert already confirmed is left as
+// it is. A confirmation shows a search only by what it matches by (its words, letters and
+// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
 // link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -25649,9 +25774,16 @@ func (c *ClientWithResponses) CreateAlertWithResponse(ctx context.Context, body 
 // key's write limit applies instead of the per-IP one. The seeker still confirms it by the
 // click in the mail: a key cannot subscribe an address.
 //
-// The answer is always **202** with the same message: a new alert gets a confirmation mail;
-// asking again for the same address and search resends it (never a second alert); an alert
-// already confirmed is left as it is. An unconfirmed alert sends nothing and is deleted after
+// The answer is always **202** with the same message. Confirmation mails are the address's,
+// not the search's, so that nobody can flood a stranger's inbox: one mail lists every search
+// of the address still unconfirmed, each with its own link; a request while that mail is
+// waiting adds its search to it; the next mail goes no sooner than 10 minutes after the
+// previous one (`ALERT_CONFIRM_EVERY`), and at most 5 a UTC day (`ALERT_CONFIRMS_PER_DAY`):
+// past that the search is stored, unconfirmed, and mailed by no one. Asking again for the
+// same address and search never makes a second alert; an alert already confirmed is left as
+// it is. A confirmation shows a search only by what it matches by (its words, letters and
+// digits only; city; tag; filters), never the text as typed. Control characters (line breaks
+// included) in any search field are a 422 naming the field. An unconfirmed alert sends nothing and is deleted after
 // 48 hours. A confirmed alert hears of each job that becomes visible (created active,
 // published, resumed, relisted) and that its search lists, once per job, with a management
 // link and RFC 8058 one-click unsubscribe in every mail: an `instant` alert by one mail per
@@ -26738,6 +26870,14 @@ func (c *ClientWithResponses) GetKeyWithResponse(ctx context.Context, id int, re
 // `expiring` and `revoked_at` says until when), then stops. A key already revoked or replaced
 // answers 409. The body is optional.
 //
+// Rotation mints a key, so it follows creation's rule: the caller must be able to create the
+// key it renews. Each of the key's scopes must be covered by the caller's own (as on
+// `POST /v2/keys`), and a trusted-importer key is rotated only by the operator (or by itself);
+// otherwise **403** naming the scope, the key is left as it was, and the attempt is recorded
+// in the audit log as `rotate_refused`. A key may always renew itself: the new key holds
+// exactly what the caller holds. (In the dashboard a space's owner or admin acts as the space
+// and may grant, and so renew, any scope a space key may hold, but not a trusted importer.)
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v2/keys/{id}/rotate (the `RotateKey` operationId).
@@ -26755,6 +26895,14 @@ func (c *ClientWithResponses) RotateKeyWithBodyWithResponse(ctx context.Context,
 // key keeps working for `grace_seconds` (0 by default, at most 604800 = 7 days; its `status` is
 // `expiring` and `revoked_at` says until when), then stops. A key already revoked or replaced
 // answers 409. The body is optional.
+//
+// Rotation mints a key, so it follows creation's rule: the caller must be able to create the
+// key it renews. Each of the key's scopes must be covered by the caller's own (as on
+// `POST /v2/keys`), and a trusted-importer key is rotated only by the operator (or by itself);
+// otherwise **403** naming the scope, the key is left as it was, and the attempt is recorded
+// in the audit log as `rotate_refused`. A key may always renew itself: the new key holds
+// exactly what the caller holds. (In the dashboard a space's owner or admin acts as the space
+// and may grant, and so renew, any scope a space key may hold, but not a trusted importer.)
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

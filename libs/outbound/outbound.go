@@ -167,3 +167,38 @@ func (c *Client) Do(ctx context.Context, req *http.Request) (Response, error) {
 	}
 	return Response{Status: resp.StatusCode, Body: body}, nil
 }
+
+// Describe is err in words fit to show the endpoint's owner: what failed,
+// never how this side's network is laid out (a resolver's address, a dialled
+// address, a proxy's name).
+func Describe(err error) string {
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrRefused):
+		return "address not allowed"
+	case errors.As(err, &dns):
+		if dns.IsTimeout {
+			return "could not resolve the host (timed out)"
+		}
+		return "could not resolve the host"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), isTimeout(err):
+		return "timed out"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "connection closed before an answer"
+	case strings.Contains(err.Error(), "tls:") || strings.Contains(err.Error(), "x509:"):
+		return "TLS handshake failed"
+	case errors.As(err, &op):
+		return "could not connect"
+	}
+	return "request failed"
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}

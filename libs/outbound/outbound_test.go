@@ -82,3 +82,35 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("slow: %v after %v", err, time.Since(start))
 	}
 }
+
+// What a failed request says names the failure, never this side's network:
+// not the resolver that answered, nor the address that was dialled.
+func TestDescribeHidesTheNetwork(t *testing.T) {
+	t.Parallel()
+	c := New(Config{Timeout: 2 * time.Second})
+	// A name no resolver knows, and an address the dial refuses.
+	for _, u := range []string{"http://no-such-host.invalid/hook", "http://127.0.0.1:9/hook", "http://[::ffff:10.0.0.1]/hook"} {
+		req, _ := http.NewRequest(http.MethodPost, u, nil)
+		_, err := c.Do(context.Background(), req)
+		if err == nil {
+			t.Fatalf("%s: no error", u)
+		}
+		got := Describe(err)
+		if strings.ContainsAny(got, "0123456789") || got == "request failed" {
+			t.Errorf("%s: %q (from %v)", u, got, err)
+		}
+	}
+	// A resolver's failure carries its server's address; the words don't.
+	wrapped := &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "server misbehaving", Name: "hooks.example",
+		Server: "10.96.0.10:53"}}
+	if got := Describe(wrapped); got != "could not resolve the host" {
+		t.Errorf("dns: %q", got)
+	}
+	for err, want := range map[error]string{
+		nil: "", context.DeadlineExceeded: "timed out", errors.New("x509: certificate signed by unknown authority"): "TLS handshake failed",
+	} {
+		if got := Describe(err); got != want {
+			t.Errorf("%v: %q, want %q", err, got, want)
+		}
+	}
+}

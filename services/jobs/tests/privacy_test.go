@@ -24,7 +24,7 @@ func TestErasureRoute(t *testing.T) {
 	store := alertdb.New(pool)
 	for _, q := range []string{"q=host", "q=cook"} {
 		if _, _, err := store.Save(ctx, alertbus.Alert{Email: email, Search: q, Frequency: alertbus.Instant, TimeZone: "UTC",
-			Nonce: alertbus.NewNonce()}, ""); err != nil {
+			Nonce: alertbus.NewNonce()}, "", alertbus.ConfirmLimits{PerDay: 1000}); err != nil {
 			t.Fatal(err)
 		}
 	}

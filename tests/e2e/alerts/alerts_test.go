@@ -59,6 +59,8 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		`{"email":"mia@example.com","q":"host","colour":"red"}`:              "colour",
 		`{"email":"mia@example.com","q":"host","time_zone":"Mars/Olympus"}`:  "time_zone",
 		`{"email":"mia@example.com","q":"host","time_zone":"Local"}`:         "time_zone",
+		`{"email":"mia@example.com","q":"host\nclick here"}`:                 "q must not contain control characters",
+		`{"email":"mia@example.com","q":"host","tag":"a\u0007"}`:            "tag must not contain control characters",
 	} {
 		status, msg := call(t, "POST", gw+"/v2/alerts", "", body, nil)
 		if status != 422 || !strings.Contains(msg, want) {
@@ -68,7 +70,7 @@ func TestAlertThroughTheGateway(t *testing.T) {
 
 	seeker := "seeker-" + suite.RandomHex(4) + "@example.com"
 	body := fmt.Sprintf(`{"email":%q,"city":"berlin","q":"host","frequency":"instant"}`, seeker)
-	for range 2 { // asking twice: one alert, the confirmation resent
+	for range 2 { // asking twice: one alert, one mail now (the next one no sooner than ALERT_CONFIRM_EVERY)
 		if status, msg := call(t, "POST", gw+"/v2/alerts", "", body, nil); status != 202 {
 			t.Fatalf("create: %d %s", status, msg)
 		}
@@ -77,12 +79,10 @@ func TestAlertThroughTheGateway(t *testing.T) {
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alerts a JOIN jobs.alert_addresses aa ON aa.id = a.address_id WHERE aa.email = $1`, seeker).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d alerts for the address (%v), want 1", n, err)
 	}
-	confirm := waitMail(t, dir, seeker, 2)
+	confirm := waitMail(t, dir, seeker, 1)
 	// The mail links to the page; its JSON twin is under /v2.
 	link := "/v2" + linkIn(t, confirm[0].Text, "/alerts/confirm")
-	if confirm[1].Text != confirm[0].Text {
-		t.Fatal("the resent confirmation differs")
-	}
+	noFlood(t, db, gw, dir)
 
 	// Unconfirmed: a matching job sends nothing.
 	pro := sys.Keys["space 1 (Pro) key"]
@@ -124,8 +124,8 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		"job_type":"fulltime","tags":"hosting","city_name":"Berlin","currency":"EUR","sal_min":30000,"sal_max":40000}`, &job); status != 201 {
 		t.Fatalf("create job: %d %s", status, msg)
 	}
-	mails := waitMail(t, dir, seeker, 3)
-	match := mails[2]
+	mails := waitMail(t, dir, seeker, 2)
+	match := mails[1]
 	if !strings.Contains(match.Subject, "Community Host") || strings.Contains(match.Subject, "Early") ||
 		!strings.Contains(match.Text, fmt.Sprintf("-%d", job.JobID)) || !strings.Contains(match.Text, "30000") {
 		t.Fatalf("match mail %q:\n%s", match.Subject, match.Text)
@@ -168,6 +168,75 @@ func TestAlertThroughTheGateway(t *testing.T) {
 	}
 
 	digest(t, db, gw, dir, pro)
+}
+
+// noFlood is issue 44's reproduction: ten searches for a stranger's address
+// in a second make one mail, which quotes none of the free text (no link),
+// then nothing until ALERT_CONFIRM_EVERY (10 minutes) has passed; the next
+// one lists every pending search; past ALERT_CONFIRMS_PER_DAY nothing goes.
+func noFlood(t *testing.T, db *pgxpool.Pool, gw, dir string) {
+	ctx := context.Background()
+	victim := "victim-" + suite.RandomHex(4) + "@example.com"
+	for i := range 10 {
+		body := fmt.Sprintf(`{"email":%q,"q":"host%d visit https://evil.example/login now"}`, victim, i)
+		if status, msg := call(t, "POST", gw+"/v2/alerts", "", body, nil); status != 202 {
+			t.Fatalf("create %d: %d %s", i, status, msg)
+		}
+	}
+	first := waitMail(t, dir, victim, 1)[0]
+	raw, err := os.ReadFile(first.Path) // both parts, as sent
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{first.Text, string(raw)} {
+		if strings.Contains(m, "evil.example") || strings.Contains(m, "https://evil") {
+			t.Fatalf("the confirmation echoes the free text:\n%s", m)
+		}
+	}
+	if !strings.Contains(first.Text, "/alerts/confirm?token=") || !strings.Contains(first.Text, "host0") {
+		t.Fatalf("the confirmation has no link, or not the search's words:\n%s", first.Text)
+	}
+	// The ten came before the relay's next round (every 200 ms here), so
+	// they share that mail. A search asked for after it was sent waits in the
+	// outbox until ALERT_CONFIRM_EVERY after it: nothing more for now.
+	if status, msg := call(t, "POST", gw+"/v2/alerts", "", fmt.Sprintf(`{"email":%q,"q":"host10"}`, victim), nil); status != 202 {
+		t.Fatalf("create after the mail: %d %s", status, msg)
+	}
+	time.Sleep(3 * time.Second)
+	if got, _ := mailcatcher.For(dir, victim); len(got) != 1 {
+		t.Fatalf("%d confirmation mails within seconds, want 1", len(got))
+	}
+	var waiting int
+	var wait time.Duration
+	if err := db.QueryRow(ctx, `SELECT count(*), coalesce(extract(epoch FROM max(o.next_try_at) - now()), 0)::bigint * 1000000000
+		FROM jobs.alert_outbox o JOIN jobs.alerts a ON a.id = o.alert_id JOIN jobs.alert_addresses aa ON aa.id = a.address_id
+		WHERE aa.email = $1 AND o.kind = 'confirm'`, victim).Scan(&waiting, &wait); err != nil {
+		t.Fatal(err)
+	}
+	if waiting != 1 || wait < 9*time.Minute {
+		t.Fatalf("%d confirmations waiting, the next in %s; want 1 in about 10 minutes", waiting, wait)
+	}
+	// Ten minutes later (moved, not waited): one mail listing all eleven.
+	if _, err := db.Exec(ctx, `UPDATE jobs.alert_outbox SET next_try_at = now() WHERE kind = 'confirm' AND alert_id IN
+		(SELECT a.id FROM jobs.alerts a JOIN jobs.alert_addresses aa ON aa.id = a.address_id WHERE aa.email = $1)`, victim); err != nil {
+		t.Fatal(err)
+	}
+	second := waitMail(t, dir, victim, 2)[1]
+	if n := strings.Count(second.Text, "/alerts/confirm?token="); n != 11 {
+		t.Fatalf("the second confirmation lists %d searches, want 11:\n%s", n, second.Text)
+	}
+	// The day's budget spent: a new search queues no mail at all.
+	if _, err := db.Exec(ctx, `UPDATE jobs.alert_addresses SET confirm_count = 5, confirm_due_at = now() - interval '1 hour'
+		WHERE email = $1`, victim); err != nil {
+		t.Fatal(err)
+	}
+	if status, msg := call(t, "POST", gw+"/v2/alerts", "", fmt.Sprintf(`{"email":%q,"q":"barista"}`, victim), nil); status != 202 {
+		t.Fatalf("create past the cap: %d %s", status, msg)
+	}
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.alert_outbox o JOIN jobs.alerts a ON a.id = o.alert_id
+		JOIN jobs.alert_addresses aa ON aa.id = a.address_id WHERE aa.email = $1`, victim).Scan(&waiting); err != nil || waiting != 0 {
+		t.Fatalf("past the day's cap %d mails queued (%v), want 0", waiting, err)
+	}
 }
 
 // digest follows a daily alert: its zone is its city's (or the one given),

@@ -270,19 +270,59 @@ func TestSignInLinkIsSingleUseAndExpires(t *testing.T) {
 	}
 }
 
-// An address is sent at most DASHBOARD_LINKS_PER_HOUR links an hour.
-func TestSignInMailsAreLimitedPerAddress(t *testing.T) {
-	email := addAdmin(t, 2, "editor")
-	for i := 0; i < 7; i++ {
+// Issue 44's reproduction: nobody can lock an owner out. Fifty requests for
+// the owner's address from fifty other clients make one mail, whose link
+// works; the owner asking again within DASHBOARD_LINK_RESEND_EVERY sends
+// nothing new (the link is in the inbox), and later it is that same link
+// that is mailed again, not a new one; each client has its own budget.
+func TestSignInCannotLockTheOwnerOut(t *testing.T) {
+	email := addAdmin(t, 2, "owner")
+	ask := func(client string) {
+		t.Helper()
 		b := newClient(t)
-		if p := b.post("/dashboard/sign-in", url.Values{"email": {email}, "_csrf": {b.get("/dashboard").csrf(t)}}); p.status != 200 {
-			t.Fatalf("request %d: %d", i, p.status)
+		form := b.get("/dashboard")
+		if p := b.post("/dashboard/sign-in", url.Values{"email": {email}, "_csrf": {form.csrf(t)}}, "X-Forwarded-For", client); p.status != 200 ||
+			!strings.Contains(p.body, "on its way") && !strings.Contains(p.body, "sign-in link") {
+			t.Fatalf("request from %s: %d %s", client, p.status, p.body)
 		}
 	}
-	mailedLinks(t, email, 5)
+	for i := range 50 {
+		ask(fmt.Sprintf("198.51.100.%d", i+1))
+	}
+	links := mailedLinks(t, email, 1)
 	waitOutboxEmpty(t)
-	if got, _ := mailcatcher.For(mailDir, email); len(got) != 5 {
-		t.Errorf("%d mails, want 5", len(got))
+	// The owner, from their own address, asks too.
+	ask("203.0.113.7")
+	waitOutboxEmpty(t)
+	if got, _ := mailcatcher.For(mailDir, email); len(got) != 1 {
+		t.Fatalf("%d mails after 51 requests within minutes, want 1", len(got))
+	}
+	// Minutes later, asking mails the same link again.
+	if _, err := db.Exec(context.Background(), `UPDATE gateway.dashboard_sign_ins SET mailed_at = mailed_at - interval '3 minutes'
+		WHERE email = $1`, email); err != nil {
+		t.Fatal(err)
+	}
+	ask("203.0.113.7")
+	again := mailedLinks(t, email, 2)
+	if again[1] != links[0] {
+		t.Fatalf("a new link was minted (%s), not the outstanding one resent", again[1])
+	}
+	// The link works for the owner.
+	b := newClient(t)
+	confirm := b.get(strings.TrimPrefix(links[0], sys.URL["gateway"]))
+	u, _ := url.Parse(links[0])
+	if p := b.post("/dashboard/sign-in/link", url.Values{"token": {u.Query().Get("token")}, "_csrf": {confirm.csrf(t)}}); p.status != http.StatusSeeOther {
+		t.Fatalf("the owner's sign-in after 50 foreign requests: %d %s", p.status, p.body)
+	}
+	// Each client's budget is its own: the fifty spent one each.
+	var most int
+	if err := db.QueryRow(context.Background(), `SELECT max(n) FROM (SELECT count(*) AS n FROM gateway.dashboard_sign_in_requests
+		WHERE email = $1 GROUP BY client_ip) c`, email).Scan(&most); err != nil || most != 2 {
+		t.Fatalf("requests per client: at most %d (%v), want 2 (the owner's)", most, err)
+	}
+	var stored int
+	if err := db.QueryRow(context.Background(), `SELECT count(*) FROM gateway.dashboard_sign_ins WHERE email = $1`, email).Scan(&stored); err != nil || stored != 1 {
+		t.Fatalf("%d links stored (%v), want 1", stored, err)
 	}
 }
 
@@ -480,4 +520,50 @@ func TestSignInSurvivesTheDirectoryDown(t *testing.T) {
 	}
 	restarted = true
 	mailedLinks(t, email, 1)
+}
+
+// The dashboard's replace follows creation's rule (issue 44): an owner acts
+// as the space and may renew any key of its scopes, but a trusted-importer
+// key is the operator's to make, so its replacement is refused (403, the key
+// unchanged, the attempt in the audit log); an ordinary key is replaced.
+func TestDashboardReplaceGrantsNothingTheOwnerCannot(t *testing.T) {
+	owner := addAdmin(t, 1, "owner")
+	out, err := sys.Run(context.Background(), "gateway-keys", "create", "-name", "importer", "-space", "1", "-scopes", "read,jobs:write",
+		"-trusted-importer", "-json")
+	if err != nil {
+		t.Fatalf("gateway-keys: %v %s", err, out)
+	}
+	var trusted struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal(out, &trusted); err != nil || trusted.ID == 0 {
+		t.Fatalf("gateway-keys printed %s (%v)", out, err)
+	}
+	b := signIn(t, owner)
+	space := b.get("/dashboard/spaces/1")
+	p := b.post(fmt.Sprintf("/dashboard/spaces/1/keys/%d/replace", trusted.ID), url.Values{"grace_seconds": {"0"}, "_csrf": {space.csrf(t)}})
+	if p.status != http.StatusForbidden || !strings.Contains(p.body, "trusted-importer") || keyRE.MatchString(p.body) {
+		t.Fatalf("replace a trusted importer from the dashboard: %d %s", p.status, p.body)
+	}
+	var replaced *int64
+	var refused int
+	if err := db.QueryRow(context.Background(), `SELECT replaced_by, (SELECT count(*) FROM gateway.key_events
+		WHERE key_id = $1 AND event = 'rotate_refused' AND actor = 'dashboard' AND actor_email = $2)
+		FROM gateway.api_keys WHERE id = $1`, trusted.ID, owner).Scan(&replaced, &refused); err != nil || replaced != nil || refused != 1 {
+		t.Fatalf("after the refusal: replaced_by %v, %d refusals recorded (%v)", replaced, refused, err)
+	}
+	// An ordinary key of the space is replaced as before.
+	p = b.post("/dashboard/spaces/1/keys", url.Values{"name": {"events"}, "scopes": {"events:read", "spaces:read"}, "_csrf": {space.csrf(t)}})
+	if p.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", p.status, p.body)
+	}
+	var id int64
+	if err := db.QueryRow(context.Background(), `SELECT id FROM gateway.api_keys WHERE key_hash = sha256($1::bytea)`,
+		keyRE.FindStringSubmatch(p.body)[1]).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	space = b.get("/dashboard/spaces/1")
+	if p := b.post(fmt.Sprintf("/dashboard/spaces/1/keys/%d/replace", id), url.Values{"grace_seconds": {"0"}, "_csrf": {space.csrf(t)}}); p.status != http.StatusCreated {
+		t.Fatalf("replace an ordinary key: %d %s", p.status, p.body)
+	}
 }

@@ -52,7 +52,10 @@ func run(m *testing.M) int {
 	return suite.Main(m, suite.Options{Name: "e2e_dashboard", Keys: true, PublicGateway: true,
 		// The per-IP budget of public POSTs is the gateway's own (tested there);
 		// here every request comes from 127.0.0.1.
-		Env: []string{"SMTP_URL=smtp://" + ln.Addr().String(), "KEY_CACHE_TTL=1s", "PUBLIC_POST_RATE_LIMIT_PER_MINUTE=10000"}},
+		// X-Forwarded-For from loopback names the client, so that a test can
+		// be several clients (the sign-in budget is per address and client).
+		Env: []string{"SMTP_URL=smtp://" + ln.Addr().String(), "KEY_CACHE_TTL=1s", "PUBLIC_POST_RATE_LIMIT_PER_MINUTE=10000",
+			"PROXY_HEADER=X-Forwarded-For", "TRUSTED_PROXIES=127.0.0.1"}},
 		func(s *suite.Suite) error {
 			sys = s
 			db, err = pgxpool.New(ctx, s.DatabaseURL())

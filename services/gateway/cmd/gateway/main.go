@@ -89,6 +89,7 @@ type appConfig struct {
 	DashboardFrom    string        `env:"DASHBOARD_MAIL_FROM" envDefault:"coworkjobs <dashboard@coworkjobs.example>"`
 	DashboardSession time.Duration `env:"DASHBOARD_SESSION_TTL" envDefault:"12h"`
 	DashboardLinks   int           `env:"DASHBOARD_LINKS_PER_HOUR" envDefault:"5"`
+	DashboardResend  time.Duration `env:"DASHBOARD_LINK_RESEND_EVERY" envDefault:"2m"`
 }
 
 func (c appConfig) Validate() error {
@@ -131,6 +132,9 @@ func (c appConfig) Validate() error {
 	}
 	if c.DashboardSession < time.Minute || c.DashboardSession > 30*24*time.Hour {
 		errs = append(errs, errors.New("DASHBOARD_SESSION_TTL must be between 1m and 720h"))
+	}
+	if c.DashboardResend < time.Second || c.DashboardResend > time.Hour {
+		errs = append(errs, errors.New("DASHBOARD_LINK_RESEND_EVERY must be between 1s and 1h"))
 	}
 	if c.DashboardLinks < 1 {
 		errs = append(errs, errors.New("DASHBOARD_LINKS_PER_HOUR must be positive"))
@@ -228,7 +232,8 @@ func dashboard(p *service.Process, cfg *appConfig, keys *keybus.Business) (*dash
 	// The links' key is derived from the identity secret (HMAC with a label
 	// inside dashbus), so no new secret has to be deployed.
 	signIn, err := dashbus.New(dashbus.Config{Secret: []byte(cfg.IdentitySecret), BaseURL: cfg.PublicBaseURL,
-		SessionTTL: cfg.DashboardSession, LinksPerHour: cfg.DashboardLinks}, store, backends, sender, p.Log)
+		SessionTTL: cfg.DashboardSession, LinksPerHour: cfg.DashboardLinks,
+		ResendEvery: cfg.DashboardResend}, store, backends, sender, p.Log)
 	if err != nil {
 		return nil, err
 	}

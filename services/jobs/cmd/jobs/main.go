@@ -69,7 +69,8 @@ func main() {
 		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP}), Codec: p.Codec})
 		go cityzone.Warm() // the alerts' zones by city
 		alertapp.Routes(app, alertapp.Config{Codec: p.Codec, Jobs: bus, Log: log, Bus: &alertbus.Business{Store: alertdb.New(p.Pool), Zones: cityzone.Finder{Dir: dir},
-			Signer: alertbus.NewSigner([]byte(cfg.IdentitySecret))}})
+			Signer:  alertbus.NewSigner([]byte(cfg.IdentitySecret)),
+			Confirm: alertbus.ConfirmLimits{Every: cfg.AlertConfirmEvery, PerDay: cfg.AlertConfirmPerDay}}})
 		// The erasure page of every mail's link; community hears of it
 		// through the worker's privacy outbox relay.
 		sealer, err := privacy.NewSealer([]byte(cfg.IdentitySecret))
@@ -104,6 +105,9 @@ type appConfig struct {
 	// AggregatorPlans limits GET /feeds/jobs.xml to jobs of these plans
 	// (comma-separated plan ids, e.g. the paid ones); empty: every plan.
 	AggregatorPlans []int `env:"JOBS_AGGREGATOR_PLANS" envSeparator:","`
+	// The confirmation mails one address may be sent (alertbus.ConfirmLimits).
+	AlertConfirmEvery  time.Duration `env:"ALERT_CONFIRM_EVERY" envDefault:"10m"`
+	AlertConfirmPerDay int           `env:"ALERT_CONFIRMS_PER_DAY" envDefault:"5"`
 
 	// Stripe Checkout for paid plans, with its webhook; without them paid
 	// plans are invoiced (jobs-admin mark-paid). STRIPE_API_BASE points at
@@ -129,6 +133,9 @@ func (c appConfig) Validate() error {
 			errs = append(errs, errors.New("JOBS_AGGREGATOR_PLANS must list plan ids (positive integers)"))
 			break
 		}
+	}
+	if c.AlertConfirmEvery < time.Second || c.AlertConfirmEvery > 24*time.Hour || c.AlertConfirmPerDay < 1 {
+		errs = append(errs, errors.New("ALERT_CONFIRM_EVERY must be between 1s and 24h and ALERT_CONFIRMS_PER_DAY positive"))
 	}
 	if c.DirectoryTimeout <= 0 || c.StreamTimeout <= 0 {
 		errs = append(errs, errors.New("DIRECTORY_TIMEOUT and JOBS_STREAM_TIMEOUT must be positive"))

@@ -2,8 +2,8 @@
 // links mailed to the spaces' admins, and the server-side sessions they open.
 //
 // Asking for a link costs the same whether or not the address administers a
-// space: every request that passes the limits writes a link and its mail to
-// the outbox, and only the relay, off the request's path, asks the directory
+// space: every request that passes the limits queues a link's mail in the
+// outbox, and only the relay, off the request's path, asks the directory
 // whether the address is an admin (no mail otherwise). So neither the answer
 // nor its timing says whether an address is known.
 //
@@ -48,6 +48,8 @@ type SignIn struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	UsedAt    *time.Time
+	// MailedAt is when its mail was last queued.
+	MailedAt time.Time
 }
 
 // Session is a signed-in dashboard user.
@@ -74,10 +76,24 @@ type Membership struct {
 
 // Storer is what the rules need from storage.
 type Storer interface {
-	// CountSignIns counts the links asked for email since.
-	CountSignIns(ctx context.Context, email string, since time.Time) (int, error)
-	// AddSignIn stores a link and its mail in the outbox, in one transaction.
+	// InTx runs fn with a Storer inside one transaction.
+	InTx(ctx context.Context, fn func(Storer) error) error
+	// LockAddress serialises link requests for one address until the
+	// transaction ends.
+	LockAddress(ctx context.Context, email string) error
+	// CountRequests counts the requests client made for email since.
+	CountRequests(ctx context.Context, email, client string, since time.Time) (int, error)
+	// AddRequest records a request of client for email.
+	AddRequest(ctx context.Context, email, client string, at time.Time) error
+	// Outstanding is email's newest unused link that works until at least
+	// until, and when its mail was last queued (ErrNotFound: none).
+	Outstanding(ctx context.Context, email string, until time.Time) (SignIn, error)
+	// LastMailed is when a link mail to email was last queued (zero: never).
+	LastMailed(ctx context.Context, email string) (time.Time, error)
+	// AddSignIn stores a link and its mail in the outbox.
 	AddSignIn(ctx context.Context, s SignIn) (int64, error)
+	// Resend queues the mail of link id again, as mailed at.
+	Resend(ctx context.Context, id int64, at time.Time) error
 	SignInByID(ctx context.Context, id int64) (SignIn, error)
 	SignInByHash(ctx context.Context, hash []byte) (SignIn, error)
 	// UseSignIn marks a link used and stores the session it opens, in one
@@ -104,8 +120,13 @@ type Config struct {
 	LinkTTL time.Duration
 	// SessionTTL is how long a session lasts (DASHBOARD_SESSION_TTL, 12 h).
 	SessionTTL time.Duration
-	// LinksPerHour bounds the links one address is sent in an hour.
+	// LinksPerHour bounds the requests one client makes for one address in
+	// an hour (DASHBOARD_LINKS_PER_HOUR): a budget per (address, client), so
+	// another client's requests never spend the owner's.
 	LinksPerHour int
+	// ResendEvery is the least time between two mails to one address
+	// (DASHBOARD_LINK_RESEND_EVERY, 2 minutes).
+	ResendEvery time.Duration
 }
 
 // Business applies the sign-in rules.
@@ -132,6 +153,9 @@ func New(cfg Config, store Storer, dir Directory, mail mailer.Sender, log *slog.
 	}
 	if cfg.LinksPerHour <= 0 {
 		cfg.LinksPerHour = 5
+	}
+	if cfg.ResendEvery <= 0 {
+		cfg.ResendEvery = 2 * time.Minute
 	}
 	m := hmac.New(sha256.New, cfg.Secret)
 	m.Write([]byte("coworkjobs dashboard sign-in link v1"))
@@ -167,24 +191,49 @@ func hash(s string) []byte {
 	return sum[:]
 }
 
-// RequestLink queues a sign-in link for email (already normalised). Past
-// the address's hourly limit it does nothing, and says nothing either.
-func (b *Business) RequestLink(ctx context.Context, email, ip string) error {
+// RequestLink queues a sign-in link for email (already normalised), asked
+// by client (its address). It never locks the address's owner out:
+//
+//   - while a link is outstanding (unused, with at least half its lifetime
+//     left) it is that link's mail that is sent again, not a new link, so
+//     the owner's inbox always holds a working link;
+//   - an address gets at most one mail per ResendEvery, whoever asks;
+//   - each client has its own budget per address (LinksPerHour an hour),
+//     so nobody else's requests spend the owner's.
+//
+// What happened is never said: the caller answers the same in every case.
+func (b *Business) RequestLink(ctx context.Context, email, client string) error {
 	now := b.now()
-	n, err := b.store.CountSignIns(ctx, email, now.Add(-time.Hour))
-	if err != nil {
+	return b.store.InTx(ctx, func(s Storer) error {
+		if err := s.LockAddress(ctx, email); err != nil {
+			return err
+		}
+		n, err := s.CountRequests(ctx, email, client, now.Add(-time.Hour))
+		if err != nil || n >= b.cfg.LinksPerHour {
+			return err
+		}
+		if err := s.AddRequest(ctx, email, client, now); err != nil {
+			return err
+		}
+		last, err := s.LastMailed(ctx, email)
+		if err != nil || now.Sub(last) < b.cfg.ResendEvery {
+			return err
+		}
+		link, err := s.Outstanding(ctx, email, now.Add(b.cfg.LinkTTL/2))
+		switch {
+		case err == nil:
+			return s.Resend(ctx, link.ID, now)
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+		nonce := make([]byte, 16)
+		if _, err := rand.Read(nonce); err != nil {
+			return fmt.Errorf("random: %w", err)
+		}
+		_, err = s.AddSignIn(ctx, SignIn{Email: email, Nonce: nonce, TokenHash: hash(b.token(nonce)), ClientIP: client,
+			CreatedAt: now, ExpiresAt: now.Add(b.cfg.LinkTTL), MailedAt: now})
 		return err
-	}
-	if n >= b.cfg.LinksPerHour {
-		return nil
-	}
-	nonce := make([]byte, 16)
-	if _, err := rand.Read(nonce); err != nil {
-		return fmt.Errorf("random: %w", err)
-	}
-	_, err = b.store.AddSignIn(ctx, SignIn{Email: email, Nonce: nonce, TokenHash: hash(b.token(nonce)), ClientIP: ip,
-		ExpiresAt: now.Add(b.cfg.LinkTTL)})
-	return err
+	})
 }
 
 // LinkURL is the link a sign-in's mail carries.

@@ -39,6 +39,9 @@ const (
 	EventCreated = "created"
 	EventRotated = "rotated"
 	EventRevoked = "revoked"
+	// EventRotateRefused records a rotation refused because the caller may
+	// not create the key it asked to renew (the attempt is the signal).
+	EventRotateRefused = "rotate_refused"
 
 	ActorKey       = "key"
 	ActorDashboard = "dashboard"
@@ -245,16 +248,8 @@ func (r *KeyRequest) check(a Actor, rules Rules) (NewKey, error) {
 	}
 	slices.Sort(n.Scopes)
 	n.Scopes = slices.Compact(n.Scopes)
-	for _, s := range n.Scopes {
-		if !slices.Contains(allowed, s) {
-			return NewKey{}, fmt.Errorf("%w: the scope %s cannot be given to a space's key (allowed: %s)", ErrForbidden, s, strings.Join(allowed, ", "))
-		}
-		if a.Kind == ActorKey && !covers(a.Key.Scopes, s) {
-			return NewKey{}, fmt.Errorf("%w: this key cannot grant the scope %s, which it does not hold", ErrForbidden, s)
-		}
-	}
-	if a.Kind == ActorKey && !a.Key.Live() && !n.Restricted {
-		return NewKey{}, fmt.Errorf("%w: a restricted key cannot create a live key", ErrForbidden)
+	if err := a.mayGrant(n.Scopes, n.Restricted, false); err != nil {
+		return NewKey{}, err
 	}
 	n.SpaceID = o.SpaceID
 	n.createdBy = o.CreatedBy
@@ -263,6 +258,36 @@ func (r *KeyRequest) check(a Actor, rules Rules) (NewKey, error) {
 		n.createdBy = a.Key.ID
 	}
 	return n, nil
+}
+
+// mayGrant is the one rule of what an actor may put in a key it creates or
+// rotates: every scope allowed for its owner (a space's keys: SpaceKeyScopes)
+// and, for a key, covered by the key's own scopes; a live key only from a
+// live caller; a trusted-importer key only from the operator. A dashboard
+// user acts as the space's owner and may grant any of SpaceKeyScopes.
+func (a Actor) mayGrant(scopes []string, restricted, trusted bool) error {
+	if a.Kind == ActorOperator {
+		return nil
+	}
+	allowed := AllScopes
+	if a.Owner().SpaceID != 0 {
+		allowed = SpaceKeyScopes
+	}
+	for _, s := range scopes {
+		if !slices.Contains(allowed, s) {
+			return fmt.Errorf("%w: the scope %s cannot be given to a space's key (allowed: %s)", ErrForbidden, s, strings.Join(allowed, ", "))
+		}
+		if a.Kind == ActorKey && !covers(a.Key.Scopes, s) {
+			return fmt.Errorf("%w: this key cannot grant the scope %s, which it does not hold", ErrForbidden, s)
+		}
+	}
+	if a.Kind == ActorKey && !a.Key.Live() && !restricted {
+		return fmt.Errorf("%w: a restricted key cannot create a live key", ErrForbidden)
+	}
+	if trusted {
+		return fmt.Errorf("%w: only the operator creates trusted-importer keys, so only the operator (or the key itself) rotates one", ErrForbidden)
+	}
+	return nil
 }
 
 // CreateFor creates a key for the actor's owner: the full key is returned
@@ -398,6 +423,21 @@ func (b *Business) RotateFor(ctx context.Context, a Actor, id int64, grace time.
 	old, err := b.GetFor(ctx, a, id)
 	if err != nil {
 		return Key{}, "", err
+	}
+	// Rotation mints a key of old's settings: the caller must be able to
+	// create that key (a key renewing itself grants nothing it lacks).
+	self := a.Kind == ActorKey && a.Key.ID == old.ID
+	if !self {
+		err := a.mayGrant(old.Scopes, !old.Live(), old.TrustedImporter)
+		if err == nil && old.RateLimitPerMinute > b.MaxRateLimit() {
+			err = fmt.Errorf("%w: this key's rate_limit_per_minute (%d) is above the %d a caller may set; ask the operator", ErrForbidden, old.RateLimitPerMinute, b.MaxRateLimit())
+		}
+		if err != nil {
+			if rerr := b.store.AddEvent(ctx, a.event(old, EventRotateRefused)); rerr != nil {
+				b.log.Warn("record refused rotation", "key_id", old.ID, "error", rerr)
+			}
+			return Key{}, "", err
+		}
 	}
 	return b.rotate(ctx, a, old, grace)
 }

@@ -118,6 +118,7 @@ func (h handlers) create(c *fiber.Ctx) error {
 	}
 	get := func(k string) string { return vals[k] }
 	f, p := jobapp.ParseSearch(get)
+	p = append(p, alertbus.CheckText(vals)...)
 	if !ValidEmail(email) {
 		p = append([]string{"email must be a valid address, e.g. name@example.com"}, p...)
 	}

@@ -12,10 +12,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // time_zone is validated the same on a machine without a zoneinfo
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -190,9 +192,12 @@ type AlertExport struct {
 // Store is what the rules need of storage.
 type Store interface {
 	// Save creates the alert of (email, search) or, when it exists, returns
-	// it (frequency and time zone updated while unconfirmed) and queues a
-	// confirmation mail unless confirmed; created reports a new row.
-	Save(ctx context.Context, a Alert, pkey string) (Alert, bool, error)
+	// it (frequency and time zone updated while unconfirmed) and, unless
+	// confirmed, queues the address's confirmation mail within lim; created
+	// reports a new row.
+	Save(ctx context.Context, a Alert, pkey string, lim ConfirmLimits) (Alert, bool, error)
+	// Pending lists the unconfirmed alerts of the address of alert id.
+	Pending(ctx context.Context, id int64, limit int) ([]Alert, error)
 	Get(ctx context.Context, id int64) (Alert, error)
 	Confirm(ctx context.Context, id int64) error
 	Update(ctx context.Context, id int64, frequency *string, paused *bool) error
@@ -210,11 +215,90 @@ type CityZones interface {
 // DefaultZone is an alert's zone when neither it nor its city gives one.
 const DefaultZone = "UTC"
 
+// ConfirmLimits bound the confirmation mails an address receives, so that
+// nobody can make the board mail a stranger over and over (issue 44): one
+// mail at a time lists every pending search of the address, the next one
+// at least Every later, at most PerDay a UTC day.
+type ConfirmLimits struct {
+	Every  time.Duration // ALERT_CONFIRM_EVERY
+	PerDay int           // ALERT_CONFIRMS_PER_DAY
+}
+
+// Default confirmation limits.
+const (
+	DefaultConfirmEvery  = 10 * time.Minute
+	MaxPendingShown      = 20 // pending searches one confirmation lists
+	DefaultConfirmPerDay = 5
+)
+
 // Business holds the alerts' rules.
 type Business struct {
-	Store  Store
-	Signer *Signer
-	Zones  CityZones // nil: an alert without time_zone keeps DefaultZone
+	Store   Store
+	Signer  *Signer
+	Zones   CityZones     // nil: an alert without time_zone keeps DefaultZone
+	Confirm ConfirmLimits // zero fields: the defaults
+}
+
+// limits are b's confirmation limits, defaults filled in.
+func (b *Business) limits() ConfirmLimits {
+	l := b.Confirm
+	if l.Every <= 0 {
+		l.Every = DefaultConfirmEvery
+	}
+	if l.PerDay <= 0 {
+		l.PerDay = DefaultConfirmPerDay
+	}
+	return l
+}
+
+// CheckText refuses control characters (line breaks included) in any of a
+// search's fields: they would only serve to shape a mail's text.
+func CheckText(fields map[string]string) []string {
+	var p []string
+	for _, k := range SearchParams {
+		if strings.IndexFunc(fields[k], unicode.IsControl) >= 0 {
+			p = append(p, k+" must not contain control characters")
+		}
+	}
+	return p
+}
+
+// Summary is a search as a confirmation mail shows it to an address that
+// has not confirmed anything yet: only what the search matches by (its
+// words, letters and digits only; the city and tag slugs; the filters),
+// never the free text as typed, so that no link or sentence of a
+// stranger's can be carried to the address.
+func Summary(f jobbus.ListFilter) string {
+	var parts []string
+	words := slices.Clone(f.Search.Words)
+	for _, ph := range f.Search.Phrases {
+		words = append(words, strings.FieldsFunc(ph, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })...)
+	}
+	if len(words) > 0 {
+		parts = append(parts, "words "+strings.Join(words, " "))
+	}
+	if f.CitySlug != "" {
+		parts = append(parts, "city "+f.CitySlug)
+	}
+	if f.Tag != "" {
+		parts = append(parts, "tag "+f.Tag)
+	}
+	if f.JobType != "" {
+		parts = append(parts, "job type "+f.JobType)
+	}
+	if f.Remote {
+		parts = append(parts, "remote")
+	}
+	if f.Near != nil {
+		parts = append(parts, "near a place you gave")
+	}
+	if f.SalaryMin != nil {
+		parts = append(parts, "salary from "+strconv.FormatInt(*f.SalaryMin, 10)+" "+f.Currency)
+	}
+	if len(parts) == 0 {
+		return "(a search)"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // NewAlert is what POST /v2/alerts asks for, already validated.
@@ -242,7 +326,7 @@ func (b *Business) Save(ctx context.Context, n NewAlert) (Alert, error) {
 		n.TimeZone = DefaultZone
 	}
 	a, _, err := b.Store.Save(ctx, Alert{Email: n.Email, Search: n.Search, Frequency: n.Frequency, TimeZone: n.TimeZone,
-		Nonce: NewNonce(), KeyID: n.KeyID}, PercolationKey(n.Filter))
+		Nonce: NewNonce(), KeyID: n.KeyID}, PercolationKey(n.Filter), b.limits())
 	return a, err
 }
 

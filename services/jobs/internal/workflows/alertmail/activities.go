@@ -44,10 +44,16 @@ func (a *Activities) SendAlertMail(ctx context.Context, in MailInput) (string, e
 	var msg mailer.Message
 	switch in.Kind {
 	case KindConfirm:
-		if al.ConfirmedAt != nil {
+		// The address's confirmation: every search still pending when it
+		// goes, not only the one that queued it.
+		pending, err := r.Store.Pending(ctx, al.ID, alertbus.MaxPendingShown)
+		if err != nil {
+			return "", err
+		}
+		if len(pending) == 0 {
 			return ResultSkipped, nil
 		}
-		msg = r.ConfirmMail(al)
+		msg = r.ConfirmMail(pending)
 	case KindMatch:
 		d, err := r.Jobs.QueryByID(ctx, in.JobID)
 		if errors.Is(err, jobbus.ErrNotFound) {

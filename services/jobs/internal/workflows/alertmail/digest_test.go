@@ -26,7 +26,7 @@ func savedDigest(t *testing.T, r *Relay, email, search, frequency, tz string) al
 		t.Fatalf("search %q does not parse", search)
 	}
 	a, _, err := r.Store.Save(context.Background(), alertbus.Alert{Email: email, Search: search, Frequency: frequency,
-		TimeZone: tz, Nonce: alertbus.NewNonce()}, alertbus.PercolationKey(f))
+		TimeZone: tz, Nonce: alertbus.NewNonce()}, alertbus.PercolationKey(f), alertbus.ConfirmLimits{PerDay: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestMailsCarryTheErasureLink(t *testing.T) {
 	r, _ := fixture(t)
 	a := alertbus.Alert{ID: 7, Email: "link@seeker.example", Search: "q=host", Frequency: alertbus.Instant, Nonce: "n"}
 	j := jobbus.Job{ID: 9, Title: "Host", Company: "Factory", CityName: "Berlin", Slug: "host"}
-	for name, m := range map[string]string{"confirm": r.ConfirmMail(a).Text, "confirm html": r.ConfirmMail(a).HTML,
+	for name, m := range map[string]string{"confirm": r.ConfirmMail([]alertbus.Alert{a}).Text, "confirm html": r.ConfirmMail([]alertbus.Alert{a}).HTML,
 		"match": r.MatchMail(a, j).Text, "match html": r.MatchMail(a, j).HTML,
 		"digest": r.DigestMail(a, []jobbus.Job{j}).Text, "digest html": r.DigestMail(a, []jobbus.Job{j}).HTML} {
 		i := strings.Index(m, base+privacy.ErasePath+"?token=")

@@ -129,15 +129,26 @@ func Describe(search string) string {
 	return strings.Join(parts, ", ")
 }
 
-// ConfirmMail asks the address's owner to confirm the alert.
-func (r *Relay) ConfirmMail(a alertbus.Alert) mailer.Message {
-	link := r.Link("confirm", alertbus.PurposeConfirm, a)
-	text := "Hello,\n\nsomeone (we hope you) asked for " + a.Frequency + " mails about new jobs matching: " + Describe(a.Search) +
-		".\n\nConfirm the alert: " + link + "\n\nIf it was not you, ignore this mail: the alert is deleted unconfirmed after 48 hours.\n"
-	return r.WithErasure(mailer.Message{To: a.Email, Subject: "Confirm your job alert", Text: text,
-		HTML: "<p>Hello,</p><p>someone (we hope you) asked for " + esc(a.Frequency) + " mails about new jobs matching: " +
-			esc(Describe(a.Search)) + ".</p><p><a href=\"" + esc(link) + "\">Confirm the alert</a></p>" +
-			"<p>If it was not you, ignore this mail: the alert is deleted unconfirmed after 48 hours.</p>"})
+// ConfirmMail asks the address's owner to confirm its pending searches,
+// one link each. The address has confirmed nothing: a search is told by
+// alertbus.Summary (what it matches by), never by the text as typed.
+func (r *Relay) ConfirmMail(pending []alertbus.Alert) mailer.Message {
+	var text, html strings.Builder
+	text.WriteString("Hello,\n\nsomeone (we hope you) asked for mails about new jobs on coworkjobs. Confirm each search you want:\n")
+	html.WriteString("<p>Hello,</p><p>someone (we hope you) asked for mails about new jobs on coworkjobs. Confirm each search you want:</p><ul>")
+	for _, a := range pending {
+		what := "(a search)"
+		if f, ok := Parse(a.Search); ok {
+			what = alertbus.Summary(f)
+		}
+		link := r.Link("confirm", alertbus.PurposeConfirm, a)
+		text.WriteString("\n- " + a.Frequency + " mails for " + what + ":\n  " + link + "\n")
+		html.WriteString("<li>" + esc(a.Frequency) + " mails for " + esc(what) + ": <a href=\"" + esc(link) + "\">Confirm</a></li>")
+	}
+	const tail = "If it was not you, ignore this mail: unconfirmed searches are deleted after 48 hours."
+	text.WriteString("\n" + tail + "\n")
+	html.WriteString("</ul><p>" + tail + "</p>")
+	return r.WithErasure(mailer.Message{To: pending[0].Email, Subject: "Confirm your job alert", Text: text.String(), HTML: html.String()})
 }
 
 // MatchMail tells of one new job.

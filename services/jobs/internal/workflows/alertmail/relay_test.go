@@ -107,7 +107,7 @@ func saved(t *testing.T, r *Relay, email, search string, confirm bool) alertbus.
 		t.Fatalf("search %q does not parse", search)
 	}
 	a, _, err := r.Store.Save(context.Background(), alertbus.Alert{Email: email, Search: search, Frequency: alertbus.Instant,
-		TimeZone: "UTC", Nonce: alertbus.NewNonce()}, alertbus.PercolationKey(f))
+		TimeZone: "UTC", Nonce: alertbus.NewNonce()}, alertbus.PercolationKey(f), alertbus.ConfirmLimits{PerDay: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

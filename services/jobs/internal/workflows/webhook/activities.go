@@ -189,7 +189,7 @@ func (a *Activities) send(ctx context.Context, url, msgID string, body []byte, s
 	ms := int(time.Since(start).Milliseconds())
 	at := Attempt{LatencyMS: &ms}
 	if err != nil {
-		at.Error = err.Error()
+		at.Error = outbound.Describe(err) // the owner reads it: no resolver or dialled address
 		return at, answerFailed
 	}
 	at.Status, at.Body = &resp.Status, logged(resp.Body)

@@ -51,8 +51,10 @@ func scan(row pgx.Row, a *alertbus.Alert, extra ...any) error {
 }
 
 // Save implements alertbus.Store: one row per (email, search); asking again
-// before the click takes the new frequency and resends the confirmation.
-func (s *Store) Save(ctx context.Context, a alertbus.Alert, pkey string) (alertbus.Alert, bool, error) {
+// before the click takes the new frequency. The confirmation is the
+// address's (it lists every pending search): one waits in the outbox at a
+// time, due lim.Every after the previous one, lim.PerDay a UTC day at most.
+func (s *Store) Save(ctx context.Context, a alertbus.Alert, pkey string, lim alertbus.ConfirmLimits) (alertbus.Alert, bool, error) {
 	var out alertbus.Alert
 	var created bool
 	email := privacy.Normalize(a.Email)
@@ -76,13 +78,53 @@ func (s *Store) Save(ctx context.Context, a alertbus.Alert, pkey string) (alertb
 		if out.ConfirmedAt != nil {
 			return nil
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO alert_outbox (alert_id, kind) VALUES ($1, 'confirm')`, out.ID)
+		// The address row is locked (above): these run one address at a time.
+		var waiting bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM alert_outbox o JOIN alerts a ON a.id = o.alert_id
+			WHERE a.address_id = $1 AND o.kind = 'confirm')`, addr).Scan(&waiting); err != nil || waiting {
+			return err // the waiting mail lists this search too
+		}
+		var due time.Time
+		err := tx.QueryRow(ctx, `UPDATE alert_addresses SET
+			  confirm_count = CASE WHEN confirm_day = (now() AT TIME ZONE 'UTC')::date THEN confirm_count + 1 ELSE 1 END,
+			  confirm_day = (now() AT TIME ZONE 'UTC')::date,
+			  confirm_due_at = greatest(now(), confirm_due_at + $2::interval)
+			WHERE id = $1 AND (confirm_day IS DISTINCT FROM (now() AT TIME ZONE 'UTC')::date OR confirm_count < $3)
+			RETURNING confirm_due_at`, addr, strconv.Itoa(int(lim.Every.Seconds()))+" seconds", lim.PerDay).Scan(&due)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // the day's confirmations are spent: nothing is sent
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO alert_outbox (alert_id, kind, next_try_at) VALUES ($1, 'confirm', $2)`, out.ID, due)
 		return err
 	})
 	if err != nil {
 		return alertbus.Alert{}, false, fmt.Errorf("save alert: %w", err)
 	}
 	return out, created, nil
+}
+
+// Pending implements alertbus.Store: the unconfirmed alerts of id's address,
+// oldest first, at most limit.
+func (s *Store) Pending(ctx context.Context, id int64, limit int) ([]alertbus.Alert, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+columns+fromAlerts+`
+		WHERE a.address_id = (SELECT address_id FROM alerts WHERE id = $1) AND a.confirmed_at IS NULL
+		ORDER BY a.id LIMIT $2`, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("select pending alerts: %w", err)
+	}
+	defer rows.Close()
+	var out []alertbus.Alert
+	for rows.Next() {
+		var a alertbus.Alert
+		if err := scan(rows, &a); err != nil {
+			return nil, fmt.Errorf("scan pending alert: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
 }
 
 // Get returns an alert by id.
