@@ -2590,7 +2590,7 @@ type WebhookCreateRequest struct {
 	Email  *openapi_types.Email `json:"email,omitempty"`
 	Events WebhookEventTypes    `json:"events"`
 
-	// Url https (http only where the operator allows it); no user info, no fragment.
+	// Url https (http only where the operator allows it); no user info, no fragment; not a literal private, loopback, link-local or metadata address.
 	Url string `json:"url"`
 }
 
@@ -5337,8 +5337,10 @@ type ClientInterface interface {
 	// `webhook-id`, `webhook-timestamp` and `webhook-signature`, signed with the `secret` answered here once
 	// and never again). A space's endpoints hear of that space's jobs; a key without a space's endpoints of the
 	// jobs it created and of every job publicly listed before or after the change. The URL must be `https`
-	// (plain `http` only where the operator allows it); an address in a private, loopback, link-local or
-	// metadata range is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
+	// (plain `http` only where the operator allows it). A host that is itself an address in a private, loopback,
+	// link-local, ULA or metadata range (in any spelling: `127.1`, `2130706433`, `0x7f000001`, `[::ffff:10.0.0.1]`),
+	// or `localhost`, is refused here with 422 naming `url` unless the operator allows that range; a name
+	// that resolves to such an address is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5351,8 +5353,10 @@ type ClientInterface interface {
 	// `webhook-id`, `webhook-timestamp` and `webhook-signature`, signed with the `secret` answered here once
 	// and never again). A space's endpoints hear of that space's jobs; a key without a space's endpoints of the
 	// jobs it created and of every job publicly listed before or after the change. The URL must be `https`
-	// (plain `http` only where the operator allows it); an address in a private, loopback, link-local or
-	// metadata range is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
+	// (plain `http` only where the operator allows it). A host that is itself an address in a private, loopback,
+	// link-local, ULA or metadata range (in any spelling: `127.1`, `2130706433`, `0x7f000001`, `[::ffff:10.0.0.1]`),
+	// or `localhost`, is refused here with 422 naming `url` unless the operator allows that range; a name
+	// that resolves to such an address is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7581,8 +7585,10 @@ func (c *Client) ListWebhooks(ctx context.Context, reqEditors ...RequestEditorFn
 // `webhook-id`, `webhook-timestamp` and `webhook-signature`, signed with the `secret` answered here once
 // and never again). A space's endpoints hear of that space's jobs; a key without a space's endpoints of the
 // jobs it created and of every job publicly listed before or after the change. The URL must be `https`
-// (plain `http` only where the operator allows it); an address in a private, loopback, link-local or
-// metadata range is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
+// (plain `http` only where the operator allows it). A host that is itself an address in a private, loopback,
+// link-local, ULA or metadata range (in any spelling: `127.1`, `2130706433`, `0x7f000001`, `[::ffff:10.0.0.1]`),
+// or `localhost`, is refused here with 422 naming `url` unless the operator allows that range; a name
+// that resolves to such an address is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7605,8 +7611,10 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, contentType string, 
 // `webhook-id`, `webhook-timestamp` and `webhook-signature`, signed with the `secret` answered here once
 // and never again). A space's endpoints hear of that space's jobs; a key without a space's endpoints of the
 // jobs it created and of every job publicly listed before or after the change. The URL must be `https`
-// (plain `http` only where the operator allows it); an address in a private, loopback, link-local or
-// metadata range is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
+// (plain `http` only where the operator allows it). A host that is itself an address in a private, loopback,
+// link-local, ULA or metadata range (in any spelling: `127.1`, `2130706433`, `0x7f000001`, `[::ffff:10.0.0.1]`),
+// or `localhost`, is refused here with 422 naming `url` unless the operator allows that range; a name
+// that resolves to such an address is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -12825,8 +12833,10 @@ type ClientWithResponsesInterface interface {
 	// `webhook-id`, `webhook-timestamp` and `webhook-signature`, signed with the `secret` answered here once
 	// and never again). A space's endpoints hear of that space's jobs; a key without a space's endpoints of the
 	// jobs it created and of every job publicly listed before or after the change. The URL must be `https`
-	// (plain `http` only where the operator allows it); an address in a private, loopback, link-local or
-	// metadata range is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
+	// (plain `http` only where the operator allows it). A host that is itself an address in a private, loopback,
+	// link-local, ULA or metadata range (in any spelling: `127.1`, `2130706433`, `0x7f000001`, `[::ffff:10.0.0.1]`),
+	// or `localhost`, is refused here with 422 naming `url` unless the operator allows that range; a name
+	// that resolves to such an address is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12839,8 +12849,10 @@ type ClientWithResponsesInterface interface {
 	// `webhook-id`, `webhook-timestamp` and `webhook-signature`, signed with the `secret` answered here once
 	// and never again). A space's endpoints hear of that space's jobs; a key without a space's endpoints of the
 	// jobs it created and of every job publicly listed before or after the change. The URL must be `https`
-	// (plain `http` only where the operator allows it); an address in a private, loopback, link-local or
-	// metadata range is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
+	// (plain `http` only where the operator allows it). A host that is itself an address in a private, loopback,
+	// link-local, ULA or metadata range (in any spelling: `127.1`, `2130706433`, `0x7f000001`, `[::ffff:10.0.0.1]`),
+	// or `localhost`, is refused here with 422 naming `url` unless the operator allows that range; a name
+	// that resolves to such an address is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -27449,8 +27461,10 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, reqE
 // `webhook-id`, `webhook-timestamp` and `webhook-signature`, signed with the `secret` answered here once
 // and never again). A space's endpoints hear of that space's jobs; a key without a space's endpoints of the
 // jobs it created and of every job publicly listed before or after the change. The URL must be `https`
-// (plain `http` only where the operator allows it); an address in a private, loopback, link-local or
-// metadata range is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
+// (plain `http` only where the operator allows it). A host that is itself an address in a private, loopback,
+// link-local, ULA or metadata range (in any spelling: `127.1`, `2130706433`, `0x7f000001`, `[::ffff:10.0.0.1]`),
+// or `localhost`, is refused here with 422 naming `url` unless the operator allows that range; a name
+// that resolves to such an address is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -27469,8 +27483,10 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // `webhook-id`, `webhook-timestamp` and `webhook-signature`, signed with the `secret` answered here once
 // and never again). A space's endpoints hear of that space's jobs; a key without a space's endpoints of the
 // jobs it created and of every job publicly listed before or after the change. The URL must be `https`
-// (plain `http` only where the operator allows it); an address in a private, loopback, link-local or
-// metadata range is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
+// (plain `http` only where the operator allows it). A host that is itself an address in a private, loopback,
+// link-local, ULA or metadata range (in any spelling: `127.1`, `2130706433`, `0x7f000001`, `[::ffff:10.0.0.1]`),
+// or `localhost`, is refused here with 422 naming `url` unless the operator allows that range; a name
+// that resolves to such an address is refused when a delivery dials it. At most 20 endpoints per owner (409 beyond). A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -101,6 +102,57 @@ func Allowed(a netip.Addr, allow []netip.Prefix) bool {
 		}
 	}
 	return a.IsGlobalUnicast()
+}
+
+// RefusedHost reports whether host (a URL's Hostname) is itself an address
+// that Allowed refuses, in any form a resolver takes for one: dotted quads,
+// IPv6 (IPv4-mapped and zoned too), and inet_aton's shorter, decimal, octal
+// and hex forms (2130706433, 0x7f.1, 0177.0.0.1); or a name that is loopback
+// by definition (localhost, *.localhost, RFC 6761). Registration refuses
+// these at once; names that resolve to such an address are refused when
+// dialled (DNS may change its answer after registration).
+func RefusedHost(host string, allow []netip.Prefix) bool {
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return !Allowed(netip.MustParseAddr("127.0.0.1"), allow)
+	}
+	a, ok := LiteralAddr(h)
+	return ok && !Allowed(a, allow)
+}
+
+// LiteralAddr is the address host spells, if it spells one (RefusedHost's
+// forms).
+func LiteralAddr(host string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return a.WithZone(""), true
+	}
+	// inet_aton: one to four parts, each decimal, octal (leading 0) or hex
+	// (0x); the last fills the bytes the others leave.
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var v [4]uint64
+	for i, p := range parts {
+		n, err := strconv.ParseUint(p, 0, 32) // base 0: 0x…, 0…, decimal
+		if p == "" || err != nil || strings.HasPrefix(p, "+") || strings.Contains(p, "_") {
+			return netip.Addr{}, false
+		}
+		v[i] = n
+	}
+	last := len(parts) - 1
+	var ip uint64
+	for i := range last {
+		if v[i] > 0xff {
+			return netip.Addr{}, false
+		}
+		ip |= v[i] << (24 - 8*i)
+	}
+	if v[last] >= 1<<(32-8*last) {
+		return netip.Addr{}, false
+	}
+	ip |= v[last]
+	return netip.AddrFrom4([4]byte{byte(ip >> 24), byte(ip >> 16), byte(ip >> 8), byte(ip)}), true
 }
 
 // Client sends requests under a Config.

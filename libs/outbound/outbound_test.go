@@ -114,3 +114,53 @@ func TestDescribeHidesTheNetwork(t *testing.T) {
 		}
 	}
 }
+
+// Registration refuses a literal address in a refused range however it is
+// spelled, and only those: names are checked when dialled.
+func TestRefusedHost(t *testing.T) {
+	t.Parallel()
+	loop, err := ParseAllow("loopback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		host    string
+		allow   []netip.Prefix
+		refused bool
+	}{
+		{"169.254.169.254", nil, true},
+		{"2852039166", nil, true}, // 169.254.169.254 as one decimal
+		{"0xa9fea9fe", nil, true}, // and in hex
+		{"0251.0376.0251.0376", nil, true},
+		{"127.1", nil, true},
+		{"0x7f.1", nil, true},
+		{"2130706433", nil, true},
+		{"10.0.0.1", nil, true},
+		{"192.168.1.1", nil, true},
+		{"172.16.0.1", nil, true},
+		{"::1", nil, true},
+		{"[::1]", nil, true},
+		{"::ffff:127.0.0.1", nil, true},
+		{"::ffff:a9fe:a9fe", nil, true},
+		{"fd00::1", nil, true},
+		{"fe80::1%eth0", nil, true},
+		{"0.0.0.0", nil, true},
+		{"0", nil, true},
+		{"localhost", nil, true},
+		{"api.localhost.", nil, true},
+		{"127.0.0.1", loop, false},
+		{"localhost", loop, false},
+		{"10.0.0.1", loop, true},
+		{"93.184.215.14", nil, false},
+		{"2606:2800:21f:cb07:6820:80da:af6b:8b2c", nil, false},
+		{"example.com", nil, false},
+		{"1.2.3.4.5", nil, false},
+		{"256.1.1.1", nil, false}, // not an address: a name, checked when dialled
+		{"0x100000000", nil, false},
+		{"10.example", nil, false},
+	} {
+		if got := RefusedHost(tc.host, tc.allow); got != tc.refused {
+			t.Errorf("RefusedHost(%q, %v) = %v, want %v", tc.host, tc.allow, got, tc.refused)
+		}
+	}
+}

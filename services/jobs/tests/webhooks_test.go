@@ -177,6 +177,15 @@ func TestWebhookEndpointsRefuseBadInput(t *testing.T) {
 		{"create422Email", `{"url":"https://example.com/h","events":["job.created"],"email":"nope"}`, "email"},
 		{"create422Unknown", `{"url":"https://example.com/h","events":["job.created"],"secret":"whsec_x"}`, "secret"},
 		{"create422URLType", `{"url":5,"events":["job.created"]}`, "url"},
+		// Literal addresses delivery would refuse (issue 45), however spelled.
+		{"create422Metadata", `{"url":"https://169.254.169.254/latest","events":["job.created"]}`, "url"},
+		{"create422MetadataDecimal", `{"url":"https://2852039166/h","events":["job.created"]}`, "url"},
+		{"create422LoopbackHex", `{"url":"https://0x7f000001:8443/h","events":["job.created"]}`, "url"},
+		{"create422LoopbackShort", `{"url":"https://127.1/h","events":["job.created"]}`, "url"},
+		{"create422Private", `{"url":"https://10.1.2.3/h","events":["job.created"]}`, "url"},
+		{"create422Mapped", `{"url":"https://[::ffff:192.168.0.1]/h","events":["job.created"]}`, "url"},
+		{"create422ULA", `{"url":"https://[fd12::1]/h","events":["job.created"]}`, "url"},
+		{"create422Localhost", `{"url":"https://localhost/h","events":["job.created"]}`, "url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, appFlat, "POST", "/v2/webhooks", tc.body, &key)
@@ -194,6 +203,9 @@ func TestWebhookEndpointsRefuseBadInput(t *testing.T) {
 	e := createHook(t, key, `{"url":"https://example.com/ok","events":["job.created"]}`)
 	if r := do(t, appFlat, "PATCH", "/v2/webhooks/"+itoa(e.ID), `{"url":"http://example.com/x"}`, &key); r.Status != 422 || !r.hasDetail("url") {
 		t.Fatalf("patch http: %d %s", r.Status, r.Body)
+	}
+	if r := do(t, appFlat, "PATCH", "/v2/webhooks/"+itoa(e.ID), `{"url":"https://[fe80::1]/x"}`, &key); r.Status != 422 || !r.hasDetail("url") {
+		t.Fatalf("patch to a link-local address: %d %s", r.Status, r.Body)
 	}
 	if r := do(t, appFlat, "POST", "/v2/webhooks/"+itoa(e.ID)+"/recover", `{"since":"yesterday"}`, &key); r.Status != 422 || !r.hasDetail("since") {
 		t.Fatalf("recover bad since: %d %s", r.Status, r.Body)

@@ -7,11 +7,13 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/mail"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
+	"github.com/coworkjobs/coworkjobs/libs/outbound"
 	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/alertapp"
@@ -61,12 +63,13 @@ func main() {
 		log.Info("payments", "provider", payments.Name())
 
 		app := p.API.App
+		hookAllow, _ := outbound.ParseAllow(cfg.WebhooksAllow) // checked by Validate
 		jobapp.Routes(app, jobapp.Config{Log: log, Bus: bus, Codec: p.Codec,
 			PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: p.Metrics.Registry, Totals: store,
 			Announcements: indexdb.New(p.Pool), AggregatorPlans: cfg.AggregatorPlans})
 		// Mounted without Stripe too, where it answers 503 (not configured).
 		payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
-		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP}), Codec: p.Codec})
+		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP, Allow: hookAllow}), Codec: p.Codec})
 		go cityzone.Warm() // the alerts' zones by city
 		alertapp.Routes(app, alertapp.Config{Codec: p.Codec, Jobs: bus, Log: log, Bus: &alertbus.Business{Store: alertdb.New(p.Pool), Zones: cityzone.Finder{Dir: dir},
 			Signer:  alertbus.NewSigner([]byte(cfg.IdentitySecret)),
@@ -102,6 +105,9 @@ type appConfig struct {
 	// WebhooksAllowHTTP lets webhook endpoints use plain http (make run's
 	// local receiver); off, https only.
 	WebhooksAllowHTTP bool `env:"WEBHOOKS_ALLOW_HTTP" envDefault:"false"`
+	// WebhooksAllow is jobs-worker's list of the special addresses
+	// deliveries may reach: registration refuses the others' literals.
+	WebhooksAllow string `env:"WEBHOOKS_ALLOW_ADDRESSES"`
 	// AggregatorPlans limits GET /feeds/jobs.xml to jobs of these plans
 	// (comma-separated plan ids, e.g. the paid ones); empty: every plan.
 	AggregatorPlans []int `env:"JOBS_AGGREGATOR_PLANS" envSeparator:","`
@@ -133,6 +139,9 @@ func (c appConfig) Validate() error {
 			errs = append(errs, errors.New("JOBS_AGGREGATOR_PLANS must list plan ids (positive integers)"))
 			break
 		}
+	}
+	if _, err := outbound.ParseAllow(c.WebhooksAllow); err != nil {
+		errs = append(errs, fmt.Errorf("WEBHOOKS_ALLOW_ADDRESSES: %w", err))
 	}
 	if c.AlertConfirmEvery < time.Second || c.AlertConfirmEvery > 24*time.Hour || c.AlertConfirmPerDay < 1 {
 		errs = append(errs, errors.New("ALERT_CONFIRM_EVERY must be between 1s and 24h and ALERT_CONFIRMS_PER_DAY positive"))

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/coworkjobs/coworkjobs/libs/outbound"
 	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
@@ -127,6 +129,10 @@ type Storer interface {
 type Config struct {
 	// AllowHTTP lets endpoints use plain http (an operator's choice; make run).
 	AllowHTTP bool
+	// Allow lists the special addresses deliveries may reach
+	// (WEBHOOKS_ALLOW_ADDRESSES): a URL naming another one literally is
+	// refused at registration, as delivery would refuse it.
+	Allow []netip.Prefix
 }
 
 // Business applies the endpoint rules.
@@ -293,6 +299,8 @@ func (b *Business) checkURL(raw string, p *[]string) string {
 		*p = append(*p, "url must not have a #fragment")
 	case u.Port() != "" && !validPort(u.Port()):
 		*p = append(*p, "url has an invalid port")
+	case outbound.RefusedHost(u.Hostname(), b.cfg.Allow):
+		*p = append(*p, "url must not name a private, loopback, link-local or metadata address (deliveries are not sent there)")
 	default:
 		return u.String()
 	}
