@@ -72,8 +72,8 @@ func main() {
 		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP, Allow: hookAllow}), Codec: p.Codec})
 		go cityzone.Warm() // the alerts' zones by city
 		alertapp.Routes(app, alertapp.Config{Codec: p.Codec, Jobs: bus, Log: log, Bus: &alertbus.Business{Store: alertdb.New(p.Pool), Zones: cityzone.Finder{Dir: dir},
-			Signer:  alertbus.NewSigner([]byte(cfg.IdentitySecret)),
-			Confirm: alertbus.ConfirmLimits{Every: cfg.AlertConfirmEvery, PerDay: cfg.AlertConfirmPerDay}}})
+			Signer: alertbus.NewSigner([]byte(cfg.IdentitySecret)),
+			Limits: alertbus.ConfirmLimits{Every: cfg.AlertConfirmEvery, PerDay: cfg.AlertConfirmPerDay}}})
 		// The erasure page of every mail's link; community hears of it
 		// through the worker's privacy outbox relay.
 		sealer, err := privacy.NewSealer([]byte(cfg.IdentitySecret))

@@ -57,7 +57,7 @@ func (h handlers) feed(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ids, err := h.bus.Store.Matches(c.UserContext(), a.ID, FeedWindow)
+	ids, err := h.bus.Matches(c.UserContext(), a.ID, FeedWindow)
 	if err != nil {
 		return err
 	}

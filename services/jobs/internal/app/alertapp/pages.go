@@ -179,7 +179,7 @@ func (p *pageSet) confirm(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := p.h.bus.Store.Confirm(c.UserContext(), a.ID); err != nil {
+	if _, err := p.h.bus.Confirm(c.UserContext(), a.ID); err != nil {
 		return notFound(err)
 	}
 	return p.render(c, http.StatusOK, pageView{Title: "Your job alert is confirmed", Search: searchPairs(a.Search),
@@ -238,7 +238,7 @@ func (p *pageSet) update(c *fiber.Ctx) error {
 	if done == "" {
 		return web.Validation("Validation failed", []string{"choose a frequency, or pause or resume the alert"})
 	}
-	if err := p.h.bus.Store.Update(c.UserContext(), a.ID, freq, paused); err != nil {
+	if _, err := p.h.bus.Update(c.UserContext(), a.ID, freq, paused); err != nil {
 		return notFound(err)
 	}
 	return c.Redirect("/alerts/manage?token="+url.QueryEscape(t)+"&done="+done, http.StatusSeeOther)
@@ -260,7 +260,7 @@ func (p *pageSet) unsubscribe(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := p.h.bus.Store.Delete(c.UserContext(), a.ID); err != nil && !errors.Is(err, alertbus.ErrNotFound) {
+	if err := p.h.bus.Delete(c.UserContext(), a.ID); err != nil {
 		return err
 	}
 	return p.render(c, http.StatusOK, pageView{Title: "Your job alert is deleted", Search: searchPairs(a.Search),

@@ -222,11 +222,7 @@ func (h handlers) confirm(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := h.bus.Store.Confirm(c.UserContext(), a.ID); err != nil {
-		return notFound(err)
-	}
-	a, err = h.bus.Store.Get(c.UserContext(), a.ID)
-	if err != nil {
+	if a, err = h.bus.Confirm(c.UserContext(), a.ID); err != nil {
 		return notFound(err)
 	}
 	return web.OK(c, http.StatusOK, h.view(a))
@@ -272,11 +268,7 @@ func (h handlers) update(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := h.bus.Store.Update(c.UserContext(), a.ID, freq, paused); err != nil {
-		return notFound(err)
-	}
-	a, err = h.bus.Store.Get(c.UserContext(), a.ID)
-	if err != nil {
+	if a, err = h.bus.Update(c.UserContext(), a.ID, freq, paused); err != nil {
 		return notFound(err)
 	}
 	return web.OK(c, http.StatusOK, h.view(a))
@@ -296,7 +288,7 @@ func (h handlers) unsubscribe(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := h.bus.Store.Delete(c.UserContext(), a.ID); err != nil && !errors.Is(err, alertbus.ErrNotFound) {
+	if err := h.bus.Delete(c.UserContext(), a.ID); err != nil {
 		return err
 	}
 	return web.OK(c, http.StatusOK, Deleted{Status: "deleted"})

@@ -233,15 +233,15 @@ const (
 
 // Business holds the alerts' rules.
 type Business struct {
-	Store   Store
-	Signer  *Signer
-	Zones   CityZones     // nil: an alert without time_zone keeps DefaultZone
-	Confirm ConfirmLimits // zero fields: the defaults
+	Store  Store
+	Signer *Signer
+	Zones  CityZones     // nil: an alert without time_zone keeps DefaultZone
+	Limits ConfirmLimits // zero fields: the defaults
 }
 
 // limits are b's confirmation limits, defaults filled in.
 func (b *Business) limits() ConfirmLimits {
-	l := b.Confirm
+	l := b.Limits
 	if l.Every <= 0 {
 		l.Every = DefaultConfirmEvery
 	}
@@ -348,4 +348,36 @@ func (b *Business) Resolve(ctx context.Context, purpose, tok string) (Alert, err
 		return Alert{}, ErrBadToken
 	}
 	return a, nil
+}
+
+// Confirm confirms alert id (its mails start) and returns it as stored.
+func (b *Business) Confirm(ctx context.Context, id int64) (Alert, error) {
+	if err := b.Store.Confirm(ctx, id); err != nil {
+		return Alert{}, err
+	}
+	return b.Store.Get(ctx, id)
+}
+
+// Update sets the alert's frequency and/or pause (nil: unchanged) and
+// returns it as stored.
+func (b *Business) Update(ctx context.Context, id int64, frequency *string, paused *bool) (Alert, error) {
+	if err := b.Store.Update(ctx, id, frequency, paused); err != nil {
+		return Alert{}, err
+	}
+	return b.Store.Get(ctx, id)
+}
+
+// Delete deletes the alert (its address too, when no other alert holds
+// it); an alert already gone is no error: an unsubscribe link works twice.
+func (b *Business) Delete(ctx context.Context, id int64) error {
+	if err := b.Store.Delete(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// Matches are the ids of the newest limit jobs the alert matched, for its
+// feed.
+func (b *Business) Matches(ctx context.Context, id int64, limit int) ([]int64, error) {
+	return b.Store.Matches(ctx, id, limit)
 }
