@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -55,16 +53,6 @@ type message struct {
 	Data      json.RawMessage `json:"data"`
 }
 
-// Body renders a delivery: the job as GET /v2/jobs/{id_job} shows it to the
-// endpoint's owner now, with the event.
-func (a *Activities) Body(ctx context.Context, t hookdb.Target) ([]byte, error) {
-	bs, err := a.bodies(ctx, t.Endpoint, []hookbus.Delivery{t.Delivery})
-	if err != nil {
-		return nil, err
-	}
-	return bs[0], nil
-}
-
 // bodies renders deliveries to one endpoint, the jobs read in one query.
 func (a *Activities) bodies(ctx context.Context, ep hookbus.Endpoint, ds []hookbus.Delivery) ([][]byte, error) {
 	who := jobbus.Caller{KeyID: ep.KeyID, SpaceID: ep.SpaceID}
@@ -102,51 +90,6 @@ func (a *Activities) bodies(ctx context.Context, ep hookbus.Endpoint, ds []hookb
 		out[i] = b
 	}
 	return out, nil
-}
-
-// Next returns the (endpoint, job)'s oldest pending delivery.
-func (a *Activities) Next(ctx context.Context, in Input) (Next, error) {
-	id, found, err := a.Store.NextPending(ctx, in.EndpointID, in.JobID)
-	return Next{DeliveryID: id, Found: found}, err
-}
-
-// Attempt makes one attempt of a delivery and records it.
-func (a *Activities) Attempt(ctx context.Context, in AttemptInput) (Outcome, error) {
-	defer heartbeat(ctx)()
-	t, err := a.Store.Target(ctx, in.DeliveryID)
-	switch {
-	case errors.Is(err, hookbus.ErrNotFound): // the endpoint was deleted
-		return Outcome{Done: true}, nil
-	case err != nil:
-		return Outcome{}, err
-	case t.Delivery.Status != "pending":
-		return Outcome{Done: true}, nil
-	case !t.Endpoint.Enabled:
-		why := "the endpoint is disabled"
-		if t.Endpoint.DisabledReason != nil {
-			why += ": " + *t.Endpoint.DisabledReason
-		}
-		return Outcome{Done: true}, a.Store.Skip(ctx, in.DeliveryID, why)
-	}
-	body, err := a.Body(ctx, t)
-	if err != nil {
-		return Outcome{}, err
-	}
-	at, ans := a.send(ctx, t.Endpoint.URL, t.Delivery.MsgID, body, secrets(t.Secret, t.OldSecret))
-	switch ans {
-	case answerOK:
-		if err := a.record(ctx, in.DeliveryID, "succeeded", at, 0); err != nil {
-			return Outcome{}, err
-		}
-		return Outcome{Done: true}, a.Store.Succeeded(ctx, t.Endpoint.ID)
-	case answerGone:
-		if err := a.record(ctx, in.DeliveryID, "failed", at, 0); err != nil {
-			return Outcome{}, err
-		}
-		_, err := a.disable(ctx, t, goneReason(a.now()))
-		return Outcome{Done: true}, err
-	}
-	return a.failed(ctx, t, in, at)
 }
 
 func secrets(secret, old string) []string {
@@ -232,49 +175,6 @@ type Attempt struct {
 	Body      *string
 	LatencyMS *int
 	Error     string
-}
-
-// failed records a failed attempt: retried after in.NextIn, unless it was
-// the last or the endpoint has now failed for DisableAfter (then disabled,
-// and its owner told when there is an address).
-func (a *Activities) failed(ctx context.Context, t hookdb.Target, in AttemptInput, at Attempt) (Outcome, error) {
-	since, err := a.Store.Failed(ctx, t.Endpoint.ID)
-	if err != nil {
-		return Outcome{}, err
-	}
-	failingSince := time.Unix(since, 0)
-	if a.now().Sub(failingSince) >= DisableAfter {
-		if err := a.record(ctx, in.DeliveryID, "failed", at, 0); err != nil {
-			return Outcome{}, err
-		}
-		_, err := a.disable(ctx, t, fmt.Sprintf("every delivery failed from %s for %d days (last: %s); re-enable it with PATCH {\"enabled\": true}",
-			failingSince.UTC().Format(time.RFC3339), int(DisableAfter.Hours()/24), at.Error))
-		return Outcome{Done: true}, err
-	}
-	if in.NextIn == 0 {
-		at.Error += fmt.Sprintf("; given up after %d hours of retries", int(RetryFor.Hours()))
-		return Outcome{Done: true}, a.record(ctx, in.DeliveryID, "failed", at, 0)
-	}
-	return Outcome{}, a.record(ctx, in.DeliveryID, "pending", at, in.NextIn)
-}
-
-func (a *Activities) record(ctx context.Context, id int64, status string, at Attempt, next time.Duration) error {
-	r := hookdb.Attempt{DeliveryID: id, Status: status, ResponseStatus: at.Status, ResponseBody: at.Body, LatencyMS: at.LatencyMS}
-	if at.Error != "" {
-		e := truncate(at.Error, 1000)
-		r.Error = &e
-	}
-	if next > 0 {
-		u := a.now().Add(next).Unix()
-		r.NextTryAt = &u
-	}
-	return a.Store.Record(ctx, r)
-}
-
-// disable turns the endpoint off with reason; its owner's mail (when it
-// has an address) is queued with the change and sent by MailDisabled.
-func (a *Activities) disable(ctx context.Context, t hookdb.Target, reason string) (bool, error) {
-	return a.Store.Disable(ctx, t.Endpoint.ID, reason)
 }
 
 // MailDisabled sends a queued mail about a disabled endpoint (the

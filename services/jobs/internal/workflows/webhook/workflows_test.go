@@ -4,109 +4,57 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
 )
 
-// fakeQueue stands for the pending deliveries of one (endpoint, job):
-// Next gives the oldest, and an Attempt that is done takes it off.
-type fakeQueue struct{ pending []int64 }
-
-func (q *fakeQueue) next(context.Context, Input) (Next, error) {
-	if len(q.pending) == 0 {
-		return Next{}, nil
+// An upgrade with legacy runs open (issue 45): a DeliveryWorkflow run
+// whose first attempt had failed before the upgrade (a 500: its delivery
+// pending, the run sleeping on its back-off) goes on under this worker,
+// sends nothing and ends; the endpoint's pump then delivers each of the
+// job's deliveries once, in their order.
+func TestLegacyRunsDrainToThePump(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, 200)
+	acts, ep, job := fixture(t, 7040, "Legacy Host", rcv.srv.URL)
+	queue(t, ep, job, "l1", "l2", "l3")
+	var first int64
+	if err := pool.QueryRow(context.Background(), `SELECT min(id) FROM webhook_deliveries WHERE endpoint_id = $1 AND msg_id = 'l1'`, ep.ID).Scan(&first); err != nil {
+		t.Fatal(err)
 	}
-	return Next{DeliveryID: q.pending[0], Found: true}, nil
-}
 
-func (q *fakeQueue) done(id int64) {
-	for i, p := range q.pending {
-		if p == id {
-			q.pending = append(q.pending[:i], q.pending[i+1:]...)
-			return
-		}
-	}
-}
-
-// A job's deliveries go one after another, oldest first: the second waits
-// until the first succeeded, however many retries that took; the waits
-// grow; a delivery queued while the run waits wakes it; signals carry no
-// order (a late or repeated one changes nothing).
-func TestDeliveryWorkflowKeepsOrderAndRetries(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(DeliveryWorkflow)
-	env.RegisterActivity(&Activities{})
-	q := &fakeQueue{pending: []int64{1}}
-	env.OnActivity("Next", mock.Anything, mock.Anything).Return(q.next)
-	var calls []int64
-	var at []time.Time
-	env.OnActivity("Attempt", mock.Anything, mock.Anything).Return(func(_ context.Context, in AttemptInput) (Outcome, error) {
-		calls = append(calls, in.DeliveryID)
-		at = append(at, env.Now())
-		n := 0
-		for _, c := range calls {
-			if c == in.DeliveryID {
-				n++
-			}
+	env.RegisterActivity(acts)
+	// The results recorded before the upgrade, then this worker's activities.
+	nexts, attempts := 0, 0
+	env.OnActivity("Next", mock.Anything, mock.Anything).Return(func(ctx context.Context, in Input) (Next, error) {
+		if nexts++; nexts == 1 {
+			return Next{DeliveryID: first, Found: true}, nil
 		}
-		done := in.DeliveryID != 1 || n == 3 // 1 fails twice
-		if done {
-			q.done(in.DeliveryID)
-		}
-		return Outcome{Done: done}, nil
+		return acts.Next(ctx, in)
 	})
-	env.RegisterDelayedCallback(func() {
-		q.pending = append(q.pending, 2)
-		env.SignalWorkflow(SignalDelivery, int64(2))
-		env.SignalWorkflow(SignalDelivery, int64(1)) // late and repeated
-	}, time.Second)
-	env.RegisterDelayedCallback(func() { // while the run waits for more
-		q.pending = append(q.pending, 3)
-		env.SignalWorkflow(SignalDelivery, int64(3))
-	}, 40*time.Second)
-	env.ExecuteWorkflow(DeliveryWorkflow, Input{EndpointID: 3, JobID: 4})
+	env.OnActivity("Attempt", mock.Anything, mock.Anything).Return(func(ctx context.Context, in AttemptInput) (Outcome, error) {
+		if attempts++; attempts == 1 {
+			return Outcome{}, nil // the 500
+		}
+		return acts.Attempt(ctx, in)
+	})
+	env.ExecuteWorkflow(DeliveryWorkflow, Input{EndpointID: ep.ID, JobID: job})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
-		t.Fatalf("workflow: %v", env.GetWorkflowError())
+		t.Fatalf("the legacy run: %v", env.GetWorkflowError())
 	}
-	if want := []int64{1, 1, 1, 2, 3}; !slices.Equal(calls, want) {
-		t.Fatalf("attempts %v, want %v", calls, want)
+	if attempts != 2 || nexts != 2 {
+		t.Fatalf("the legacy run made %d attempts and %d lookups, want 2 and 2", attempts, nexts)
 	}
-	if d1, d2 := at[1].Sub(at[0]), at[2].Sub(at[1]); d1 < MinBackoff/2 || d2 <= d1/2 || d2 > 2*MinBackoff {
-		t.Fatalf("waits %v then %v", d1, d2)
+	if got := rcv.ids(); len(got) != 0 {
+		t.Fatalf("the drained run sent %v", got)
 	}
-}
-
-// A delivery that keeps failing is retried for RetryFor, the last attempt
-// told it is the last.
-func TestDeliveryWorkflowGivesUpAfterRetryFor(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(DeliveryWorkflow)
-	env.RegisterActivity(&Activities{})
-	q := &fakeQueue{pending: []int64{9}}
-	env.OnActivity("Next", mock.Anything, mock.Anything).Return(q.next)
-	var first, last time.Time
-	n := 0
-	env.OnActivity("Attempt", mock.Anything, mock.Anything).Return(func(_ context.Context, in AttemptInput) (Outcome, error) {
-		if n == 0 {
-			first = env.Now()
-		}
-		n++
-		if in.NextIn == 0 {
-			last = env.Now()
-			q.done(in.DeliveryID) // recorded as failed
-		}
-		return Outcome{}, nil
-	})
-	env.ExecuteWorkflow(DeliveryWorkflow, Input{EndpointID: 3, JobID: 5})
-	if env.GetWorkflowError() != nil || last.IsZero() {
-		t.Fatalf("workflow: %v, last attempt %v", env.GetWorkflowError(), last)
-	}
-	if span := last.Sub(first); span < 24*time.Hour || span > RetryFor {
-		t.Fatalf("retried over %v (%d attempts)", span, n)
+	pumpNow(t, acts, ep)
+	if got := rcv.ids(); !slices.Equal(got, []string{"l1", "l2", "l3"}) {
+		t.Fatalf("after the upgrade the receiver got %v, want l1 l2 l3 once each", got)
 	}
 }
 

@@ -2,7 +2,6 @@ package hookdb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -10,7 +9,6 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventpos"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 )
 
 // dispatchSQL fans the next committed events ($1 limit) past the dispatch
@@ -66,40 +64,6 @@ func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
 		}}
 }
 
-// Target is what one attempt needs: the delivery, its endpoint with both
-// secrets (the old one while it still signs), and whether it may go.
-type Target struct {
-	Delivery  hookbus.Delivery
-	Endpoint  hookbus.Endpoint
-	Secret    string
-	OldSecret string // "" when none signs beside Secret
-}
-
-// Target returns the delivery with its endpoint; ErrNotFound when either
-// is gone (the endpoint deleted).
-func (s *Store) Target(ctx context.Context, deliveryID int64) (Target, error) {
-	var t Target
-	var old *string
-	row := s.pool.QueryRow(ctx, `SELECT `+deliveryColumns+`, w.secret, CASE WHEN w.old_secret_until > now() THEN w.old_secret END,
-		`+endpointColumns+` FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = $1`, deliveryID)
-	d, e := &t.Delivery, &t.Endpoint
-	err := row.Scan(&d.ID, &d.EndpointID, &d.EventID, &d.MsgID, &d.Type, &d.JobID, &d.Version, &d.OccurredAt, &d.Replay,
-		&d.Status, &d.Attempts, &d.ResponseStatus, &d.ResponseBody, &d.LatencyMS, &d.LastError, &d.NextTryAt, &d.CreatedAt, &d.FinishedAt,
-		&t.Secret, &old,
-		&e.ID, &e.SpaceID, &e.KeyID, &e.URL, &e.Description, &e.Events, &e.Email, &e.Enabled,
-		&e.DisabledReason, &e.FailingSince, &e.OldSecretUntil, &e.CreatedAt, &e.UpdatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Target{}, hookbus.ErrNotFound
-	}
-	if err != nil {
-		return Target{}, fmt.Errorf("select webhook target: %w", err)
-	}
-	if old != nil {
-		t.OldSecret = *old
-	}
-	return t, nil
-}
-
 // Attempt is the outcome of one attempt as the log keeps it.
 type Attempt struct {
 	DeliveryID     int64
@@ -109,28 +73,6 @@ type Attempt struct {
 	LatencyMS      *int
 	Error          *string
 	NextTryAt      *int64 // unix seconds; nil: no retry
-}
-
-// Record keeps an attempt's outcome on its delivery.
-func (s *Store) Record(ctx context.Context, a Attempt) error {
-	_, err := s.pool.Exec(ctx, `UPDATE webhook_deliveries SET status = $2, attempts = attempts + 1, response_status = $3,
-		response_body = $4, latency_ms = $5, last_error = $6, next_try_at = to_timestamp($7),
-		finished_at = CASE WHEN $2 <> 'pending' THEN now() END
-		WHERE id = $1`, a.DeliveryID, a.Status, a.ResponseStatus, a.ResponseBody, a.LatencyMS, a.Error, a.NextTryAt)
-	if err != nil {
-		return fmt.Errorf("record webhook attempt: %w", err)
-	}
-	return nil
-}
-
-// Skip marks a delivery that will not be tried (its endpoint disabled).
-func (s *Store) Skip(ctx context.Context, deliveryID int64, why string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'skipped', last_error = $2, next_try_at = NULL,
-		finished_at = now() WHERE id = $1 AND status = 'pending'`, deliveryID, why)
-	if err != nil {
-		return fmt.Errorf("skip webhook delivery: %w", err)
-	}
-	return nil
 }
 
 // Succeeded clears the endpoint's failing streak.
@@ -182,19 +124,4 @@ func (s *Store) MailOutbox() outbox.Table[DisabledMail] {
 	return outbox.Table[DisabledMail]{DB: s.pool, Name: "webhook_mail_outbox", Due: "next_try_at",
 		Columns: []string{"endpoint_id", "email", "url", "reason"},
 		Payload: func(m *DisabledMail) []any { return []any{&m.EndpointID, &m.Email, &m.URL, &m.Reason} }}
-}
-
-// NextPending is the oldest pending delivery of an endpoint about a job:
-// ids follow the events' commit order, so this is the order they go in.
-func (s *Store) NextPending(ctx context.Context, endpointID, jobID int64) (int64, bool, error) {
-	var id int64
-	err := s.pool.QueryRow(ctx, `SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND job_id = $2 AND status = 'pending'
-		ORDER BY id LIMIT 1`, endpointID, jobID).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("next webhook delivery: %w", err)
-	}
-	return id, true, nil
 }
