@@ -494,7 +494,7 @@ func (b *bench) runGrowth(ctx context.Context, d dataset) error {
 		if out, err := b.s.Run(ctx, "jobs-seed", "synthetic", "-jobs", strconv.Itoa(n)); err != nil {
 			return fmt.Errorf("jobs-seed synthetic -jobs %d: %w: %s", n, err, out)
 		}
-		if err := b.vacuum(ctx); err != nil {
+		if err := b.settle(ctx); err != nil {
 			return err
 		}
 		p := growthPoint{jobs: n}
@@ -592,7 +592,7 @@ func (b *bench) dictionaryGrowth(ctx context.Context, d dataset) error {
 	if _, err := b.data.Exec(ctx, `DELETE FROM jobs.jobs WHERE key_id = $1`, b.keyID); err != nil {
 		return fmt.Errorf("delete the dictionary's creates: %w", err)
 	}
-	if err := b.vacuum(ctx); err != nil {
+	if err := b.settle(ctx); err != nil {
 		return err
 	}
 	p := growthPoint{jobs: last.jobs, active: last.active, created: created}

@@ -34,6 +34,7 @@ type report struct {
 	rssLoad               map[string]rss
 	rssOverload           map[string]rss
 	pool                  int
+	settled               time.Duration // settle's VACUUM ANALYZE, checkpoint and wait for autovacuum
 }
 
 // heldInRecord are the targets the run of record met (docs/benchmarks.md,
@@ -189,7 +190,8 @@ func (r *report) markdown() string {
 	w("- Command: `make bench` → `go run ./tests/bench %s`.\n", strings.Join(os.Args[1:], " "))
 	w("- Data: %d jobs (%d active), %d cities, %d spaces. wrk -t%d -c%d, %s per run after a %s warm-up; PostgreSQL pool %d per service, pgbench -c%d -j2 -M prepared.\n",
 		r.data.Jobs, r.data.ActiveJobs, r.cfg.Cities, r.cfg.Spaces, r.cfg.Threads, r.cfg.Conns, r.cfg.Duration, r.cfg.Warmup, r.pool, r.pool)
-	w("- CPU is user+system time from /proc/<pid>/stat over the measured run, divided by the requests completed: gw = gateway, svc = the backend, pg = the benchmark database's backends and the server's own processes, redis = redis-server.\n\n")
+	w("- CPU is user+system time from /proc/<pid>/stat over the measured run, divided by the requests completed: gw = gateway, svc = the backend, pg = the benchmark database's backends and the server's own processes (autovacuum apart, below; other databases' backends not at all), redis = redis-server.\n")
+	w("- Before any row the database was settled in %s: VACUUM ANALYZE, CHECKPOINT, no autovacuum worker left on it.\n\n", r.settled.Round(time.Second))
 
 	w("| row | request | req/s | p50 ms | p99 ms | errors | × direct | × pgbench | × hello | CPU µs/req: total (gw + svc + pg + redis) |\n")
 	w("|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
@@ -241,6 +243,7 @@ func (r *report) markdown() string {
 		}
 	}
 	w("\n")
+	r.autovacuumNote(w)
 	if a := r.find("a"); a != nil && a.rounds != nil {
 		a.rounds.markdown(w)
 	}
@@ -634,4 +637,27 @@ func (rs *rounds) targets(r *report, w func(string, ...any)) {
 	y := float64(g) / float64(d)
 	r.check(w, "a-cpu-direct", d > 0 && y <= targetCPURatio, "| (a) whole-system CPU per request ≤ %.2f × direct's (%d interleaved rounds) | %s / %s µs = %.2f | %s |\n", targetCPURatio, rs.n, usd(g), usd(d), y,
 		verdict(d > 0 && y <= targetCPURatio))
+}
+
+// autovacuumNote names the rows during which autovacuum worked on the
+// bench's database: its CPU, counted apart from the row's pg column.
+func (r *report) autovacuumNote(w func(string, ...any)) {
+	var parts []string
+	for _, rr := range r.rows {
+		for _, m := range []*measurement{&rr.gateway, rr.direct} {
+			if m == nil || m.cpu["autovacuum"] == 0 {
+				continue
+			}
+			label := rr.row.ID
+			if m == rr.direct {
+				label += " direct"
+			}
+			parts = append(parts, fmt.Sprintf("%s %s µs per request", label, usd(m.cpuPerRequest("autovacuum"))))
+		}
+	}
+	if len(parts) == 0 {
+		w("Autovacuum did not run on the bench database during any measured row.\n\n")
+		return
+	}
+	w("Autovacuum ran on the bench database during rows (its CPU, not in their pg column): %s.\n\n", strings.Join(parts, "; "))
 }

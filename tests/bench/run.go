@@ -115,7 +115,7 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer b.data.Close(context.Background())
-	if err := b.vacuum(ctx); err != nil {
+	if err := b.settle(ctx); err != nil {
 		return err
 	}
 	if b.codec, err = identity.NewCodec(b.envValue("INTERNAL_IDENTITY_SECRET")); err != nil {
@@ -189,11 +189,36 @@ func (b *bench) envValue(name string) string {
 	return v
 }
 
-// vacuum leaves the freshly copied table as a running system keeps it
-// (autovacuum would, a few minutes later): visibility map set, statistics fresh.
-func (b *bench) vacuum(ctx context.Context) error {
-	if _, err := b.data.Exec(ctx, `VACUUM ANALYZE jobs.jobs`); err != nil {
-		return fmt.Errorf("vacuum: %w", err)
+// settle leaves the freshly seeded database as a running system keeps it
+// before any measured row (issue 48: a short run measured right after
+// seeding put autovacuum's work in row d): every table vacuumed and
+// analysed, a checkpoint (the seed's dirty pages written now, not during a
+// row), and no autovacuum worker left on it. Autovacuum may still start
+// during a row (row d's inserts pass its insert threshold on a small data
+// set): its CPU is then counted apart ("autovacuum"), not as the row's.
+func (b *bench) settle(ctx context.Context) error {
+	start := time.Now()
+	for _, q := range []string{`VACUUM ANALYZE`, `CHECKPOINT`} {
+		if _, err := b.data.Exec(ctx, q); err != nil {
+			return fmt.Errorf("settle: %s: %w", q, err)
+		}
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
+		var n int
+		if err := b.monitor.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' AND datname = $1`,
+			b.db.Name).Scan(&n); err != nil {
+			return fmt.Errorf("settle: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.note("settle: %d autovacuum workers still on %s after 2 minutes; their CPU is counted apart", n, b.db.Name)
+			break
+		}
+	}
+	if b.rep.settled == 0 { // the first: before the main rows
+		b.rep.settled = time.Since(start)
 	}
 	return nil
 }
@@ -261,12 +286,35 @@ func (b *bench) cpuGroups(ctx context.Context, backend string) []cpuGroup {
 		{"backend", func() []int { return []int{b.s.PID(backend)} }},
 		{"postgres", func() []int { return b.postgresPIDs(ctx) }},
 		{"redis", func() []int { return pidsByComm("redis-server") }},
+		{"autovacuum", func() []int { return b.autovacuumPIDs(ctx) }},
 	}
 }
 
+// autovacuumPIDs are the autovacuum workers on the bench's database: not
+// the row's work, reported apart (settle). Those of other databases (other
+// tests on a shared server) are not the bench's at all.
+func (b *bench) autovacuumPIDs(ctx context.Context) []int {
+	rows, err := b.monitor.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' AND datname = $1`, b.db.Name)
+	if err != nil {
+		return nil
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil
+	}
+	out := make([]int, len(pids))
+	for i, p := range pids {
+		out[i] = int(p)
+	}
+	return out
+}
+
 func (b *bench) postgresPIDs(ctx context.Context) []int {
+	// The server's own processes and the bench database's backends; not
+	// autovacuum (counted apart) nor another database's backends.
 	rows, err := b.monitor.Query(ctx, `SELECT pid FROM pg_stat_activity
-		WHERE (datname = $1 OR backend_type <> 'client backend') AND pid <> pg_backend_pid()`, b.db.Name)
+		WHERE (datname = $1 OR datname IS NULL AND backend_type <> 'client backend') AND backend_type <> 'autovacuum worker'
+		AND pid <> pg_backend_pid()`, b.db.Name)
 	if err != nil {
 		b.note("pg_stat_activity: %v", err)
 		return nil
