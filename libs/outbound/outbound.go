@@ -196,10 +196,13 @@ func New(cfg Config) *Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
-// Response is what came back: the status and at most MaxRead bytes.
+// Response is what came back: the status, the headers and at most MaxRead
+// bytes of the body (Truncated when there was more).
 type Response struct {
-	Status int
-	Body   []byte
+	Status    int
+	Header    http.Header
+	Body      []byte
+	Truncated bool
 }
 
 // Do sends req (http or https only) and reads the answer within the limits;
@@ -213,11 +216,15 @@ func (c *Client) Do(ctx context.Context, req *http.Request) (Response, error) {
 		return Response{}, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxRead))
-	if err != nil {
-		return Response{Status: resp.StatusCode, Body: body}, fmt.Errorf("read answer: %w", err)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxRead+1))
+	out := Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	if int64(len(body)) > c.maxRead {
+		out.Body, out.Truncated = body[:c.maxRead], true
 	}
-	return Response{Status: resp.StatusCode, Body: body}, nil
+	if err != nil {
+		return out, fmt.Errorf("read answer: %w", err)
+	}
+	return out, nil
 }
 
 // Describe is err in words fit to show the endpoint's owner: what failed,

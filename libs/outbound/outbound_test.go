@@ -62,6 +62,10 @@ func TestLimits(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/big", http.StatusFound) })
 	mux.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(strings.Repeat("x", 200<<10))) })
+	mux.HandleFunc("/exact", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		_, _ = w.Write([]byte(strings.Repeat("x", DefaultMaxRead)))
+	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, _ *http.Request) { time.Sleep(2 * time.Second) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -73,8 +77,12 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("redirect: %+v %v", r.Status, err)
 	}
 	req, _ = http.NewRequest("POST", srv.URL+"/big", nil)
-	if r, err := c.Do(ctx, req); err != nil || len(r.Body) != DefaultMaxRead {
-		t.Fatalf("big: %d bytes %v", len(r.Body), err)
+	if r, err := c.Do(ctx, req); err != nil || len(r.Body) != DefaultMaxRead || !r.Truncated {
+		t.Fatalf("big: %d bytes, truncated %v, %v", len(r.Body), r.Truncated, err)
+	}
+	req, _ = http.NewRequest("GET", srv.URL+"/exact", nil)
+	if r, err := c.Do(ctx, req); err != nil || len(r.Body) != DefaultMaxRead || r.Truncated || r.Header.Get("ETag") != `"v1"` {
+		t.Fatalf("exact: %d bytes, truncated %v, ETag %q, %v", len(r.Body), r.Truncated, r.Header.Get("ETag"), err)
 	}
 	req, _ = http.NewRequest("POST", srv.URL+"/slow", nil)
 	start := time.Now()
