@@ -455,3 +455,24 @@ func TestRegressionIsTheFirstLine(t *testing.T) {
 		t.Fatalf("a regression where none is:\n%s", md)
 	}
 }
+
+// The bench runs each service with the GOMEMLIMIT the chart gives it.
+func TestChartMemLimits(t *testing.T) {
+	env, err := chartMemLimits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range services {
+		if len(env[name]) != 1 || !strings.HasPrefix(env[name][0], "GOMEMLIMIT=") || !strings.HasSuffix(env[name][0], "MiB") {
+			t.Errorf("%s: %v", name, env[name])
+		}
+	}
+	for limit, want := range map[string]int{"256Mi": 230, "192Mi": 172, "1Gi": 921} {
+		if got, err := goMemLimitMiB(limit); err != nil || got != want {
+			t.Errorf("%s: %d %v, want %d", limit, got, err, want)
+		}
+	}
+	if _, err := goMemLimitMiB("256M"); err == nil {
+		t.Error("256M accepted")
+	}
+}

@@ -34,7 +34,8 @@ type report struct {
 	rssLoad               map[string]rss
 	rssOverload           map[string]rss
 	pool                  int
-	settled               time.Duration // settle's VACUUM ANALYZE, checkpoint and wait for autovacuum
+	settled               time.Duration       // settle's VACUUM ANALYZE, checkpoint and wait for autovacuum
+	memLimits             map[string][]string // the chart's GOMEMLIMIT by service
 }
 
 // heldInRecord are the targets the run of record met (docs/benchmarks.md,
@@ -264,13 +265,17 @@ func (r *report) markdown() string {
 		w("\n")
 	}
 
-	w("Resident memory, MiB: VmRSS (of which RssAnon, the heap and stacks the program allocates; the rest is its executable mapped from the page cache):\n\n| service | idle | peak under load | peak under overload | cap |\n|---|--:|--:|--:|--:|\n")
+	w("Resident memory, MiB: VmRSS (of which RssAnon, the heap and stacks the program allocates; the rest is its executable mapped from the page cache); each service ran with the chart's GOMEMLIMIT:\n\n| service | GOMEMLIMIT | idle | peak under load | peak under overload | cap |\n|---|--:|--:|--:|--:|--:|\n")
 	for _, name := range services {
 		limit := fmt.Sprint(capBackend >> 20)
 		if name == "gateway" {
 			limit = fmt.Sprintf("(%d)", capGatewayAnon>>20)
 		}
-		w("| %s | %s | %s | %s | %s |\n", name, mibs(r.rssIdle[name]), mibs(r.rssLoad[name]), mibs(r.rssOverload[name]), limit)
+		gml := "–"
+		if e := r.memLimits[name]; len(e) > 0 {
+			gml = strings.TrimPrefix(e[0], "GOMEMLIMIT=")
+		}
+		w("| %s | %s | %s | %s | %s | %s |\n", name, gml, mibs(r.rssIdle[name]), mibs(r.rssLoad[name]), mibs(r.rssOverload[name]), limit)
 	}
 	w("\n")
 	w("%s", tb.String())

@@ -92,9 +92,14 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
+	memLimits, err := chartMemLimits()
+	if err != nil {
+		return err
+	}
+	b.rep.memLimits = memLimits
 	b.s, err = suite.Start(ctx, suite.Options{
 		Name: "bench", DatabaseURL: b.db.URL, RedisURL: redisURL, Services: services, Admin: true, Pprof: cfg.ProfileRow != "",
-		Seeds: seeds,
+		Seeds: seeds, ServiceEnv: memLimits,
 		// The read limiters stay on (every keyed or public GET still pays its
 		// Redis check, as in production) with budgets no row can exhaust.
 		Env: append([]string{"JOBS_PAGINATION_ENABLED=true", "READ_RATE_LIMIT_PER_MINUTE=100000000",

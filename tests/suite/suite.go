@@ -63,6 +63,9 @@ type Options struct {
 	// Env is added to every process's environment (and overrides the
 	// defaults, e.g. TEMPORAL_ADDRESS or LOG_LEVEL).
 	Env []string
+	// ServiceEnv is added to one command's processes only, after Env (by
+	// command: "jobs" for every jobs replica), e.g. the chart's GOMEMLIMIT.
+	ServiceEnv map[string][]string
 	// Out receives a note per step; nil is silent.
 	Out io.Writer
 	// Replicas runs each API as this many processes ("jobs#1", "jobs#2", ...)
@@ -304,6 +307,7 @@ func (s *Suite) Start(ctx context.Context, name string) error {
 	cmd := exec.Command(filepath.Join(s.Bin, command(name)))
 	dieWithParent(cmd)
 	cmd.Env = append(append([]string{}, s.Env...), "HTTP_ADDR="+strings.TrimPrefix(s.URL[name], "http://"))
+	cmd.Env = append(cmd.Env, s.opts.ServiceEnv[command(name)]...)
 	if a, ok := s.Admin[name]; ok {
 		cmd.Env = append(cmd.Env, "ADMIN_ADDR="+strings.TrimPrefix(a, "http://"))
 	}
