@@ -242,3 +242,17 @@ func (b *Business) Summary(ctx context.Context, caller jobbus.Caller, r Range) (
 
 // IsPlan reports a refusal by plan.
 func IsPlan(err error) bool { return errors.Is(err, ErrPlan) }
+
+// Totals returns a job's totals of the days from..to, with no caller rule:
+// for its poster's mails (the reminder before expiry).
+func Totals(ctx context.Context, store Reader, jobID int64, from, to time.Time) (Counts, error) {
+	r := Range{From: Day(from), To: Day(to), Interval: IntervalDay}
+	if r.To.Before(r.From) {
+		return Counts{}, nil
+	}
+	rows, err := store.Rows(ctx, jobID, r.From, r.To)
+	if err != nil {
+		return Counts{}, fmt.Errorf("stats rows: %w", err)
+	}
+	return Series(jobID, r, rows).Totals, nil
+}
