@@ -1,10 +1,13 @@
 package statsapp
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/coworkjobs/coworkjobs/api/jobsapi"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
 )
@@ -102,5 +105,35 @@ func (k *Counter) summary(c *fiber.Ctx) error {
 		out.TopJobs[i] = topJob{IDJob: j.JobID, Title: j.Title, counts: toCounts(j.Counts)}
 	}
 	c.Set(fiber.HeaderCacheControl, "private, no-cache")
+	return web.OK(c, fiber.StatusOK, out)
+}
+
+// spaceStats answers GET /internal/spaces/{id}/stats?days= (1..92, default
+// 30): the daily views and clicks of the space's jobs, for the dashboard.
+func (k *Counter) spaceStats(c *fiber.Ctx) error {
+	id, err := c.ParamsInt("id")
+	if err != nil || id <= 0 {
+		return web.NotFound("Space not found")
+	}
+	days := c.QueryInt("days", 30)
+	if days < 1 || days > 92 {
+		return web.Validation("Validation failed", []string{"days must be between 1 and 92"})
+	}
+	to := statsbus.Day(k.cfg.Now())
+	from := to.AddDate(0, 0, 1-days)
+	series, err := k.cfg.Stats.SpaceSeries(c.UserContext(), int64(id), from, to)
+	if err != nil {
+		return toWebError(err)
+	}
+	out := jobsapi.SpaceStats{From: day(from), To: day(to), Jobs: make([]jobsapi.SpaceJobStat, 0, len(series))}
+	for jobID, s := range series {
+		j := jobsapi.SpaceJobStat{ID: jobID, Views: s.Totals.Views, UniqueViews: s.Totals.UniqueViews, ApplyClicks: s.Totals.Clicks,
+			UniqueClicks: s.Totals.UniqueClicks, Impressions: s.Totals.Impressions, Days: make([]jobsapi.DayCount, len(s.Periods))}
+		for i, p := range s.Periods {
+			j.Days[i] = jobsapi.DayCount{Day: day(p.Start), Views: p.Counts.Views, ApplyClicks: p.Counts.Clicks}
+		}
+		out.Jobs = append(out.Jobs, j)
+	}
+	slices.SortFunc(out.Jobs, func(a, b jobsapi.SpaceJobStat) int { return cmp.Compare(b.ID, a.ID) })
 	return web.OK(c, fiber.StatusOK, out)
 }

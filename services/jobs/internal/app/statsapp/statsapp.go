@@ -115,6 +115,8 @@ func Routes(app *fiber.App, k *Counter) {
 	readers := identity.RequireKind(identity.KindLive, identity.KindRestricted)
 	app.Get("/v2/jobs/:id_job<int>/stats", id, readers, k.jobStats)
 	app.Get("/v2/stats", id, readers, k.summary)
+	// The dashboard's charts (docs/internal-api.md): the gateway asks as a service.
+	app.Get("/internal/spaces/:id<int>/stats", id, identity.RequireKind(identity.KindService), k.spaceStats)
 }
 
 const notFoundPage = `<!doctype html><html lang="en"><meta charset="utf-8"><title>Link not found</title>` +

@@ -18,6 +18,8 @@ type Reader interface {
 	// (Day is zero) for the jobs of a space (spaceID != 0) or else those a
 	// key without a space posted, with the jobs' titles.
 	OwnerRows(ctx context.Context, spaceID, keyID int64, from, to time.Time) ([]Row, map[int64]string, error)
+	// SpaceRows returns the roll-up rows of from..to of a space's jobs.
+	SpaceRows(ctx context.Context, spaceID int64, from, to time.Time) ([]Row, error)
 }
 
 // Jobs is what the reads need of the jobs: the job's own ownership rule.
@@ -255,4 +257,27 @@ func Totals(ctx context.Context, store Reader, jobID int64, from, to time.Time) 
 		return Counts{}, fmt.Errorf("stats rows: %w", err)
 	}
 	return Series(jobID, r, rows).Totals, nil
+}
+
+// SpaceSeries returns the daily series of a space's jobs that had events in
+// from..to, by job: the dashboard's charts (the gateway asks as a service,
+// for a space the signed-in user administers).
+func (b *Business) SpaceSeries(ctx context.Context, spaceID int64, from, to time.Time) (map[int64]JobStats, error) {
+	r, err := b.resolve(Range{From: from, To: to, Interval: IntervalDay})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := b.Store.SpaceRows(ctx, spaceID, r.From, r.To)
+	if err != nil {
+		return nil, fmt.Errorf("stats space rows: %w", err)
+	}
+	byJob := map[int64][]Row{}
+	for _, row := range rows {
+		byJob[row.JobID] = append(byJob[row.JobID], row)
+	}
+	out := make(map[int64]JobStats, len(byJob))
+	for id, rs := range byJob {
+		out[id] = Series(id, r, rs)
+	}
+	return out, nil
 }

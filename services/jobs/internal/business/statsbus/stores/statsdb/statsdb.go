@@ -178,16 +178,29 @@ func (s *Store) Rows(ctx context.Context, jobID int64, from, to time.Time) ([]st
 	if err != nil {
 		return nil, fmt.Errorf("query stats: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (statsbus.Row, error) {
-		var (
-			row         statsbus.Row
-			day         pgtype.Date
-			kind, agent int16
-		)
-		err := r.Scan(&row.JobID, &day, &row.Channel, &kind, &agent, &row.Events, &row.Uniques)
-		row.Day, row.Kind, row.Agent = statsbus.Day(day.Time), statsbus.Kind(kind), statsbus.Agent(agent)
-		return row, err
-	})
+	return pgx.CollectRows(rows, scanRow)
+}
+
+// SpaceRows returns the roll-up rows of from..to of a space's jobs.
+func (s *Store) SpaceRows(ctx context.Context, spaceID int64, from, to time.Time) ([]statsbus.Row, error) {
+	rows, err := s.pool.Query(ctx, `SELECT d.job_id, d.day, d.channel, d.kind, d.agent, d.events, d.uniques
+		FROM stats_daily d JOIN jobs j ON j.id = d.job_id
+		WHERE j.space_id = $1 AND d.day BETWEEN $2 AND $3`, spaceID, date(from), date(to))
+	if err != nil {
+		return nil, fmt.Errorf("query space stats: %w", err)
+	}
+	return pgx.CollectRows(rows, scanRow)
+}
+
+func scanRow(r pgx.CollectableRow) (statsbus.Row, error) {
+	var (
+		row         statsbus.Row
+		day         pgtype.Date
+		kind, agent int16
+	)
+	err := r.Scan(&row.JobID, &day, &row.Channel, &kind, &agent, &row.Events, &row.Uniques)
+	row.Day, row.Kind, row.Agent = statsbus.Day(day.Time), statsbus.Kind(kind), statsbus.Agent(agent)
+	return row, err
 }
 
 // OwnerRows sums the roll-ups of from..to per job, channel, kind and agent
