@@ -60,7 +60,7 @@ func TestAlertThroughTheGateway(t *testing.T) {
 		`{"email":"mia@example.com","q":"host","time_zone":"Mars/Olympus"}`:  "time_zone",
 		`{"email":"mia@example.com","q":"host","time_zone":"Local"}`:         "time_zone",
 		`{"email":"mia@example.com","q":"host\nclick here"}`:                 "q must not contain control characters",
-		`{"email":"mia@example.com","q":"host","tag":"a\u0007"}`:            "tag must not contain control characters",
+		`{"email":"mia@example.com","q":"host","tag":"a\u0007"}`:             "tag must not contain control characters",
 	} {
 		status, msg := call(t, "POST", gw+"/v2/alerts", "", body, nil)
 		if status != 422 || !strings.Contains(msg, want) {

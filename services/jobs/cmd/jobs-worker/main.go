@@ -26,6 +26,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/privacybus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus/stores/statsdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/commclient"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/alertmail"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/indexing"
@@ -58,7 +59,8 @@ func main() {
 		p.AddClient("temporal", temporalx.Check(tc), tc.Close)
 
 		store := jobdb.New(p.Pool)
-		mails := &jobmail.Activities{Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender}
+		mails := &jobmail.Activities{Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender,
+			Stats: statsdb.New(p.Pool)}
 		acts := &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry), Mail: mails, Changes: p.Changes}
 		p.AddWorker("worker", temporalx.NewWorker(tc, jobexpiry.TaskQueue, jobexpiry.Register, acts, log))
 

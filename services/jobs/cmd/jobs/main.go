@@ -14,6 +14,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/api/scopes"
 	"github.com/coworkjobs/coworkjobs/libs/config"
 	"github.com/coworkjobs/coworkjobs/libs/outbound"
+	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/alertapp"
@@ -23,6 +24,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/payapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/privacyapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/reachapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/statsapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/cityzone"
@@ -33,6 +35,8 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobcache"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/privacybus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus/stores/statsdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/payment/invoicepay"
@@ -64,7 +68,12 @@ func main() {
 
 		app := p.API.App
 		hookAllow, _ := outbound.ParseAllow(cfg.WebhooksAllow) // checked by Validate
-		jobapp.Routes(app, jobapp.Config{Log: log, Bus: bus, Codec: p.Codec,
+		counter, err := statsCounter(ctx, p, cfg, bus, dir)
+		if err != nil {
+			return err
+		}
+		statsapp.Routes(app, counter)
+		jobapp.Routes(app, jobapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stats: counter,
 			PaginationEnabled: cfg.PaginationEnabled, StreamTimeout: cfg.StreamTimeout, Registry: p.Metrics.Registry, Totals: store,
 			Announcements: indexdb.New(p.Pool), AggregatorPlans: cfg.AggregatorPlans})
 		// Mounted without Stripe too, where it answers 503 (not configured).
@@ -82,11 +91,39 @@ func main() {
 		}
 		privacyapp.Routes(app, privacyapp.Config{Codec: p.Codec, Bus: &privacybus.Business{Store: alertdb.New(p.Pool), Sealer: sealer}})
 		jobpages.Routes(app, jobpages.Config{Log: log, Bus: bus, Payments: payments, Secret: []byte(cfg.IdentitySecret),
-			Announcements: indexdb.New(p.Pool), AggregatorPlans: cfg.AggregatorPlans})
+			Announcements: indexdb.New(p.Pool), AggregatorPlans: cfg.AggregatorPlans, Stats: counter})
 		reachapp.Routes(app, reachapp.Config{Log: log, Bus: bus, Codec: p.Codec, Spaces: dir,
-			AggregatorPlans: cfg.AggregatorPlans, StreamTimeout: cfg.StreamTimeout})
+			AggregatorPlans: cfg.AggregatorPlans, StreamTimeout: cfg.StreamTimeout, Stats: counter})
 		return nil
 	})
+}
+
+// statsCounter builds the job statistics (statsbus): the recorder writing
+// batches beside the server (on STATS_DATABASE_URL when set, else the
+// service's pool), its purge, and the counter the pages and lists use.
+func statsCounter(ctx context.Context, p *service.Process, cfg *appConfig, bus *jobbus.Business, dir *dirclient.Client) (*statsapp.Counter, error) {
+	pool := p.Pool
+	if cfg.StatsDatabaseURL != "" {
+		var err error
+		if pool, err = pg.Open(ctx, cfg.StatsDatabaseURL, "jobs", pg.Options{MaxConns: 4}); err != nil {
+			return nil, err
+		}
+		p.Defer(pool.Close)
+	}
+	store := statsdb.New(pool)
+	rec := statsbus.NewRecorder(store, statsbus.RecorderConfig{Every: cfg.StatsFlushEvery, BatchSize: cfg.StatsBatchSize,
+		MaxPending: cfg.StatsBufferMax, RawRetention: cfg.StatsRawRetention, Registry: p.Metrics.Registry, Log: p.Log})
+	p.Go(rec.Run)
+	visitors, err := statsbus.NewVisitors([]byte(cfg.IdentitySecret))
+	if err != nil {
+		return nil, err
+	}
+	refs, err := statsbus.NewRefs([]byte(cfg.IdentitySecret))
+	if err != nil {
+		return nil, err
+	}
+	return statsapp.NewCounter(statsapp.Config{Log: p.Log, Codec: p.Codec, Jobs: bus, Recorder: rec, Visitors: visitors, Refs: refs,
+		Stats: &statsbus.Business{Store: store, Jobs: bus, Spaces: dir}}), nil
 }
 
 type appConfig struct {
@@ -121,6 +158,18 @@ type appConfig struct {
 	StripeSecretKey     string `env:"STRIPE_SECRET_KEY"`
 	StripeWebhookSecret string `env:"STRIPE_WEBHOOK_SECRET"`
 	StripeAPIBase       string `env:"STRIPE_API_BASE"`
+
+	// Job statistics (statsbus, docs/privacy.md): events wait in a buffer of
+	// at most STATS_BUFFER_MAX events and are written every
+	// STATS_FLUSH_EVERY or STATS_BATCH_SIZE events; raw events are kept
+	// STATS_RAW_RETENTION, the daily roll-ups for ever. STATS_DATABASE_URL
+	// writes them elsewhere than DATABASE_URL (a database with the jobs
+	// schema; empty: the service's own).
+	StatsBufferMax    int           `env:"STATS_BUFFER_MAX" envDefault:"100000"`
+	StatsFlushEvery   time.Duration `env:"STATS_FLUSH_EVERY" envDefault:"1s"`
+	StatsBatchSize    int           `env:"STATS_BATCH_SIZE" envDefault:"500"`
+	StatsRawRetention time.Duration `env:"STATS_RAW_RETENTION" envDefault:"720h"`
+	StatsDatabaseURL  string        `env:"STATS_DATABASE_URL"`
 }
 
 func (c appConfig) Validate() error {
@@ -145,6 +194,9 @@ func (c appConfig) Validate() error {
 	}
 	if c.AlertConfirmEvery < time.Second || c.AlertConfirmEvery > 24*time.Hour || c.AlertConfirmPerDay < 1 {
 		errs = append(errs, errors.New("ALERT_CONFIRM_EVERY must be between 1s and 24h and ALERT_CONFIRMS_PER_DAY positive"))
+	}
+	if c.StatsBufferMax < 1 || c.StatsBatchSize < 1 || c.StatsFlushEvery <= 0 || c.StatsFlushEvery > time.Minute || c.StatsRawRetention < 48*time.Hour {
+		errs = append(errs, errors.New("STATS_BUFFER_MAX and STATS_BATCH_SIZE must be positive, STATS_FLUSH_EVERY between 0 and 1m, STATS_RAW_RETENTION at least 48h"))
 	}
 	if c.DirectoryTimeout <= 0 || c.StreamTimeout <= 0 {
 		errs = append(errs, errors.New("DIRECTORY_TIMEOUT and JOBS_STREAM_TIMEOUT must be positive"))

@@ -151,9 +151,13 @@ type view struct {
 	SessionHours int
 	Message      string
 
-	Spaces       []dashbus.Membership
-	Space        dashbus.Membership
-	Jobs         []jobsapi.SpaceJob
+	Spaces []dashbus.Membership
+	Space  dashbus.Membership
+	Jobs   []jobsapi.SpaceJob
+	// Numbers are the jobs' statistics of the last ChartDays days, by job
+	// (a Pro space's; StatsNote says why there are none otherwise).
+	Numbers      map[int64]*jobNumbers
+	StatsNote    string
 	KeysAllowed  bool
 	Keys         []keyapp.Key
 	Events       []keybus.Event
@@ -435,6 +439,22 @@ func (a *App) spaceView(ctx context.Context, c *fiber.Ctx, s *dashbus.Session, m
 		return v, err
 	}
 	v.Jobs = jobs
+	switch {
+	case !m.IsPro:
+		v.StatsNote = "Views and apply clicks of your jobs are included in the Pro plan."
+	case len(jobs) > 0:
+		// The numbers are a courtesy of the page: without them it still shows.
+		st, err := a.cfg.Backends.SpaceStats(ctx, m.SpaceID, ChartDays)
+		if err != nil {
+			a.cfg.Log.WarnContext(ctx, "dashboard: job statistics unavailable", "space", m.SpaceID, "error", err)
+			v.StatsNote = "The numbers of your jobs cannot be read right now."
+			break
+		}
+		v.Numbers = make(map[int64]*jobNumbers, len(st.Jobs))
+		for _, j := range st.Jobs {
+			v.Numbers[j.ID] = &jobNumbers{SpaceJobStat: j, Chart: chart(j.Days)}
+		}
+	}
 	if keybus.MayManageKeys(m.Role, m.IsPro) {
 		actor := a.actor(c, s, m)
 		keys, err := a.cfg.Keys.ListFor(ctx, actor)

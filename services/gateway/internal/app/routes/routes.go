@@ -128,6 +128,9 @@ var Table = []Route{
 	{Method: "POST", Path: "/v2/jobs/resume", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Resume a paused job"},
 	{Method: "POST", Path: "/v2/jobs/relist", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Relist an expired job"},
 	{Method: "POST", Path: "/v2/jobs/close", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Close a filled position"},
+	// Job statistics (issue 47): never cached, the numbers move every second.
+	{Method: "GET", Path: "/v2/jobs/:id_job<int>/stats", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "A job's views, apply clicks and impressions"},
+	{Method: "GET", Path: "/v2/stats", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "Totals and top jobs of the key's jobs"},
 	{Method: "GET", Path: "/v2/vine/jobs", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Summary: "Jobs feed", Cache: cacheJob},
 	// Stripe signs its events instead of sending a key; not limited, since
 	// Stripe sends bursts (retries after an outage) from few addresses and an
@@ -216,6 +219,10 @@ var Pages = []Route{
 	{Method: "POST", Path: "/alerts/manage", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Change, pause or resume a job alert"},
 	{Method: "GET", Path: "/alerts/unsubscribe", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "Delete a job alert: the page"},
 	{Method: "POST", Path: "/alerts/unsubscribe", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Delete a job alert (the button, or RFC 8058 one-click)"},
+
+	// The apply links of pages, feeds, embeds and mails: counts the click
+	// and redirects (302) to the job's own apply address.
+	{Method: "GET", Path: "/go/:ref", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "An apply link: counted, then redirected"},
 
 	{Method: "GET", Path: "/jobs/edit", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "The poster's page of a job"},
 	{Method: "POST", Path: "/jobs/edit", Backend: BackendJobs, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Save the poster's edit"},

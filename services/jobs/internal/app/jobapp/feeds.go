@@ -1,6 +1,7 @@
 package jobapp
 
 import (
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
 )
 
 // feedTitle names the jobs feed in every format.
@@ -37,9 +39,18 @@ func (h *handlers) feed(c *fiber.Ctx) error {
 	}
 	base := h.bus.BaseURL()
 	if format == web.FormatVine {
-		return web.SendCacheable(c, web.NewFeed(feedTitle, base+"/v2/vine/jobs", base+"/jobs", h.vineItems(jobs)), 60)
+		err = web.SendCacheable(c, web.NewFeed(feedTitle, base+"/v2/vine/jobs", base+"/jobs", h.vineItems(jobs)), 60)
+	} else {
+		err = web.SendFeed(c, format, h.syndication(jobs, changed, feedQuery(format, limit, f, strings.TrimSpace(c.Query("q")))), 60)
 	}
-	return web.SendFeed(c, format, h.syndication(jobs, changed, feedQuery(format, limit, f, strings.TrimSpace(c.Query("q")))), 60)
+	if err == nil && c.Response().StatusCode() == http.StatusOK {
+		// A fetch, not a revalidation (304): the reader got these jobs.
+		seen := h.impressions(c, statsbus.ChannelFeed)
+		for _, j := range jobs {
+			seen(j.ID)
+		}
+	}
+	return err
 }
 
 func (h *handlers) vineItems(jobs []jobbus.Job) []feedItemDTO {

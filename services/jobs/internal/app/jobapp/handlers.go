@@ -25,6 +25,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/validate"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
 )
 
 // HeaderIdempotencyKey and HeaderReplayed are the idempotency headers.
@@ -87,6 +88,16 @@ func toWebError(err error) error {
 			Message: "The city and space directory is unavailable; retry shortly"}
 	}
 	return err
+}
+
+// impressions returns what counts a job shown to the request's client on
+// channel (nothing without Config.Stats); usable after the handler returns.
+func (h *handlers) impressions(c *fiber.Ctx, channel string) func(jobID int64) {
+	if h.cfg.Stats == nil {
+		return func(int64) {}
+	}
+	agent := statsbus.Classify(c.Get(fiber.HeaderUserAgent))
+	return func(jobID int64) { h.cfg.Stats.Impression(agent, channel, jobID) }
 }
 
 // parseListQuery validates the filters of GET /v2/jobs; every bad value is
@@ -234,10 +245,14 @@ func (h *handlers) list(c *fiber.Ctx) error {
 		return err
 	}
 	base := h.bus.BaseURL()
+	seen := h.impressions(c, statsbus.ChannelAPI(caller(c).KeyID))
 	if h.cfg.PaginationEnabled {
 		jobs, total, err := h.bus.Page(c.UserContext(), caller(c), f)
 		if err != nil {
 			return err
+		}
+		for i := range jobs {
+			seen(jobs[i].ID)
 		}
 		b := make([]byte, 0, 1024+len(jobs)*700)
 		b = append(b, `{"success":true,"status":200,"data":{"jobs":[`...)
@@ -295,6 +310,7 @@ func (h *handlers) list(c *fiber.Ctx) error {
 				b = append(b, ',')
 			}
 			b = appendJob(b, &job, base)
+			seen(job.ID)
 			total++
 			if len(b) >= 28<<10 {
 				if _, err := w.Write(b); err != nil {

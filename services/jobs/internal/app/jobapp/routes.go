@@ -12,6 +12,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
 )
 
 // Config wires the handlers.
@@ -31,6 +32,14 @@ type Config struct {
 	// record of GET /v2/jobs/{id_job} (nil: no notices in it).
 	Announcements   indexbus.Announcements
 	AggregatorPlans []int
+	// Stats counts impressions: the jobs of a list answer (channel
+	// api:<key id>) and of the feed (feed); nil counts none.
+	Stats Impressions
+}
+
+// Impressions counts jobs shown (statsapp.Counter).
+type Impressions interface {
+	Impression(agent statsbus.Agent, channel string, jobID int64)
 }
 
 // Routes mounts the public routes under /v2 behind the identity check.

@@ -295,7 +295,16 @@ func (p *pages) job(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return p.render(c, http.StatusOK, "job", view{Title: d.Title + " at " + d.Company, Canonical: public, JSONLD: ld, Job: p.jobView(d),
+	v := p.jobView(d)
+	if p.cfg.Stats != nil {
+		// Counted off the request's path (a buffer); the Apply link counts
+		// its click under the channel the page was reached by.
+		ch := p.cfg.Stats.View(c, d.ID)
+		if v.ApplyURL != "" {
+			v.ApplyURL = p.cfg.Stats.GoURL(d.ID, ch)
+		}
+	}
+	return p.render(c, http.StatusOK, "job", view{Title: d.Title + " at " + d.Company, Canonical: public, JSONLD: ld, Job: v,
 		Feeds: p.feedLinks(d)})
 }
 

@@ -34,6 +34,17 @@ type Config struct {
 	// poster's page shows (nil: no notices in it).
 	Announcements   indexbus.Announcements
 	AggregatorPlans []int
+	// Stats counts the public page's views and leads its Apply link
+	// through the counted redirect (nil: neither).
+	Stats Stats
+}
+
+// Stats is what the public page needs of the job statistics (statsapp.Counter).
+type Stats interface {
+	// View counts a view of the job's page and returns its channel.
+	View(c *fiber.Ctx, jobID int64) string
+	// GoURL is the job's apply link through GET /go/{job_ref} for channel.
+	GoURL(jobID int64, channel string) string
 }
 
 //go:embed templates

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
 )
 
 // The aggregators' formats of GET /feeds/jobs.xml?format=.
@@ -49,14 +50,17 @@ func (h *handlers) aggregatorFeed(c *fiber.Ctx) error {
 	}
 	base := h.bus.BaseURL()
 	w := jobbus.ActiveWalk{Plans: h.cfg.AggregatorPlans, Limit: batch}
+	seen := h.impressions(c, statsbus.ChannelAggregator(format))
 	if format == FormatJooble {
 		return h.stream(c, MIMEXML, w, []byte(xml.Header+"<jobs>\n"), func(b []byte, d *jobbus.Detail) []byte {
+			seen(d.ID)
 			return h.joobleJob(b, d)
 		}, []byte("</jobs>\n"))
 	}
 	head := xml.Header + "<source>\n<publisher>coworkjobs</publisher>\n<publisherurl>" + escape(base) + "</publisherurl>\n" +
 		"<lastBuildDate>" + changed.UTC().Format(time.RFC1123) + "</lastBuildDate>\n"
 	return h.stream(c, MIMEXML, w, []byte(head), func(b []byte, d *jobbus.Detail) []byte {
+		seen(d.ID)
 		return h.indeedJob(b, d)
 	}, []byte("</source>\n"))
 }

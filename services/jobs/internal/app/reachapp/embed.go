@@ -11,6 +11,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
 )
 
 // EmbedMax is the most jobs the embed lists (the space's newest).
@@ -66,8 +67,12 @@ func (h *handlers) embed(c *fiber.Ctx) error {
 		return c.SendStatus(http.StatusNotModified)
 	}
 	list := make([]embedJob, len(jobs))
+	seen := h.impressions(c, statsbus.ChannelEmbed)
 	for i, j := range jobs {
-		list[i] = embedJob{Title: j.Title, Type: jobTypeLabels[j.JobType], City: j.CityName, URL: h.bus.JobURL(jobbus.PageURL(j.Slug, j.ID))}
+		// ?ref=embed: the page's view and its Apply click count under the embed.
+		list[i] = embedJob{Title: j.Title, Type: jobTypeLabels[j.JobType], City: j.CityName,
+			URL: h.bus.JobURL(jobbus.PageURL(j.Slug, j.ID)) + "?ref=" + statsbus.ChannelEmbed}
+		seen(j.ID)
 	}
 	// json.Marshal escapes <, > and & and the line separators: the data is
 	// a plain JavaScript literal, whatever a title holds.

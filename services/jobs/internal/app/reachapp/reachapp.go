@@ -20,6 +20,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
 )
 
 // Config wires the routes.
@@ -37,6 +38,24 @@ type Config struct {
 	SitemapPartSize int64
 	// StreamTimeout bounds a streamed answer (default 60s).
 	StreamTimeout time.Duration
+	// Stats counts the impressions of the embed (channel embed) and the
+	// aggregators' feeds (aggregator:<format>); nil counts none.
+	Stats Impressions
+}
+
+// Impressions counts jobs shown (statsapp.Counter).
+type Impressions interface {
+	Impression(agent statsbus.Agent, channel string, jobID int64)
+}
+
+// impressions returns what counts a job shown to the request's client on
+// channel; usable after the handler returns (a stream).
+func (h *handlers) impressions(c *fiber.Ctx, channel string) func(jobID int64) {
+	if h.cfg.Stats == nil {
+		return func(int64) {}
+	}
+	agent := statsbus.Classify(c.Get(fiber.HeaderUserAgent))
+	return func(jobID int64) { h.cfg.Stats.Impression(agent, channel, jobID) }
 }
 
 // SpaceFinder finds a space by slug; ok is false when there is none.

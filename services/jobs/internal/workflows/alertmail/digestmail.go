@@ -31,7 +31,9 @@ func (r *Relay) DigestMail(a alertbus.Alert, jobs []jobbus.Job) mailer.Message {
 	text.WriteString(count + " " + period + " match your alert (" + Describe(a.Search) + "):\n\n")
 	html.WriteString("<p>" + esc(count+" "+period) + " match your alert (" + esc(Describe(a.Search)) + "):</p><ul>")
 	for _, j := range jobs {
-		jobURL := r.Jobs.JobURL(jobbus.PageURL(j.Slug, j.ID))
+		// ?ref=alert: the page's view and its Apply click count under the
+		// alert channel (statsbus).
+		jobURL := r.Jobs.JobURL(jobbus.PageURL(j.Slug, j.ID)) + "?ref=alert"
 		facts := []string{j.Company, j.CityName}
 		if s := salary(j); s != "" {
 			facts = append(facts, s)

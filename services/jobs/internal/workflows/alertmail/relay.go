@@ -153,7 +153,9 @@ func (r *Relay) ConfirmMail(pending []alertbus.Alert) mailer.Message {
 
 // MatchMail tells of one new job.
 func (r *Relay) MatchMail(a alertbus.Alert, j jobbus.Job) mailer.Message {
-	jobURL := r.Jobs.JobURL(jobbus.PageURL(j.Slug, j.ID))
+	// ?ref=alert: the page's view and its Apply click count under the
+	// alert channel (statsbus).
+	jobURL := r.Jobs.JobURL(jobbus.PageURL(j.Slug, j.ID)) + "?ref=alert"
 	manage := r.Link("manage", alertbus.PurposeManage, a)
 	unsub := r.Link("unsubscribe", alertbus.PurposeManage, a)
 	lines := []string{j.Title, j.Company + ", " + j.CityName}

@@ -13,12 +13,15 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
 )
 
 // Activities hold what the mail activity needs.
 type Activities struct {
 	Jobs *jobbus.Business
 	Mail mailer.Sender
+	// Stats gives the reminder the job's totals (nil: a reminder without them).
+	Stats statsbus.Reader
 }
 
 // SendJobMail sends the mail in describes, when the job is still in the
@@ -36,7 +39,16 @@ func (a *Activities) SendJobMail(ctx context.Context, in Input) (string, error) 
 		activity.GetLogger(ctx).Warn("job mail skipped: the poster's address is not one", "job_id", in.JobID)
 		return ResultSkipped, nil
 	}
-	m, ok := Compose(in, d, a.Jobs.Links(d))
+	var totals *statsbus.Counts
+	if in.Kind == KindReminder && a.Stats != nil {
+		// The numbers are a courtesy: without them the reminder still goes.
+		if c, err := statsbus.Totals(ctx, a.Stats, d.ID, d.DateAdded, time.Now()); err == nil {
+			totals = &c
+		} else {
+			activity.GetLogger(ctx).Warn("reminder without the job's totals", "job_id", d.ID, "error", err)
+		}
+	}
+	m, ok := ComposeWith(in, d, a.Jobs.Links(d), totals)
 	if !ok {
 		return ResultSkipped, nil
 	}
@@ -49,6 +61,11 @@ func (a *Activities) SendJobMail(ctx context.Context, in Input) (string, error) 
 // Compose writes the mail, false when the job is no longer in the state it
 // is about.
 func Compose(in Input, d jobbus.Detail, l jobbus.Links) (mailer.Message, bool) {
+	return ComposeWith(in, d, l, nil)
+}
+
+// ComposeWith is Compose with the job's totals for a reminder (nil: none).
+func ComposeWith(in Input, d jobbus.Detail, l jobbus.Links, totals *statsbus.Counts) (mailer.Message, bool) {
 	var b strings.Builder
 	line := func(s ...string) { b.WriteString(strings.Join(s, "")); b.WriteByte('\n') }
 	day := func(t time.Time) string { return t.UTC().Format("2 January 2006") }
@@ -76,6 +93,12 @@ func Compose(in Input, d jobbus.Detail, l jobbus.Links) (mailer.Message, bool) {
 		m.Subject = fmt.Sprintf("Your job %q expires on %s", d.Title, day(d.ExpirationDate))
 		line("your job \"", d.Title, "\" at ", d.Company, " leaves the listing on ", day(d.ExpirationDate), ".")
 		line("Once it has expired you can relist it from its page for another ", strconv.Itoa(d.Plan.ExpirationDays), " days.")
+		if totals != nil {
+			line()
+			line("So far it has had ", n(totals.Views), " views (", n(totals.UniqueViews), " unique a day), ",
+				n(totals.Clicks), " apply clicks (", n(totals.UniqueClicks), " unique a day) and ",
+				n(totals.Impressions), " impressions in lists, feeds and embeds.")
+		}
 	case KindExpired:
 		if d.Status != jobbus.StatusExpired {
 			return mailer.Message{}, false
@@ -100,6 +123,8 @@ func Compose(in Input, d jobbus.Detail, l jobbus.Links) (mailer.Message, bool) {
 	m.Text = b.String()
 	return m, true
 }
+
+func n(v int64) string { return strconv.FormatInt(v, 10) }
 
 // validAddress: a bare address a mail can go to. A bad one is skipped, not
 // retried: no retry makes it valid.

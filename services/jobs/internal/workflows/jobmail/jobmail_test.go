@@ -20,6 +20,8 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus/stores/statsdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
 
@@ -70,7 +72,7 @@ func activities(t *testing.T, smtpAddr string) *Activities {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Activities{Jobs: jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: base}), Mail: sender}
+	return &Activities{Jobs: jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: base}), Mail: sender, Stats: statsdb.New(pool)}
 }
 
 func listen(t *testing.T) net.Listener {
@@ -96,6 +98,15 @@ func TestSendJobMail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The reminder carries the job's totals.
+	now := time.Now()
+	if err := statsdb.New(pool).Write(context.Background(), []statsbus.Event{
+		{JobID: d.ID, Kind: statsbus.KindView, Channel: "page", At: now, Visitor: 1, N: 1},
+		{JobID: d.ID, Kind: statsbus.KindView, Channel: "page", At: now, Visitor: 2, N: 1},
+		{JobID: d.ID, Kind: statsbus.KindClick, Channel: "page", At: now, Visitor: 1, N: 3},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	paidDraft := insertJob(t, "draft", 6, "paid@poster.example")
 	draft := insertJob(t, "draft", 5, "draft@poster.example")
 	expired := insertJob(t, "expired", 5, "expired@poster.example")
@@ -116,7 +127,7 @@ func TestSendJobMail(t *testing.T) {
 		{"createdDraft", Input{JobID: draft, Kind: KindCreated}, "draft@poster.example", ResultSent, `saved as a draft`,
 			[]string{"publish it from its page", "/jobs/edit?job="}},
 		{"reminder", Input{JobID: d.ID, Kind: KindReminder, ExpiresAt: d.ExpirationDate}, "active@poster.example", ResultSent,
-			`expires on`, []string{"relist it"}},
+			`expires on`, []string{"relist it", "2 views (2 unique a day), 3 apply clicks (1 unique a day)"}},
 		{"reminderOfAMovedDateSkipped", Input{JobID: d.ID, Kind: KindReminder, ExpiresAt: d.ExpirationDate.Add(-time.Hour)}, "", ResultSkipped, "", nil},
 		{"expired", Input{JobID: expired, Kind: KindExpired}, "expired@poster.example", ResultSent, `has expired`, []string{"Relist it"}},
 		{"expiredOfAnActiveJobSkipped", Input{JobID: d.ID, Kind: KindExpired}, "", ResultSkipped, "", nil},
