@@ -4451,7 +4451,9 @@ type ClientInterface interface {
 	// Requires a broad read scope (`read` or `write`). `php_version` keeps its historical
 	// name for compatibility and carries the gateway's runtime version. `status` is `ok`
 	// when Redis and every backend answer, `degraded` otherwise (still HTTP 200, so the
-	// body can be read).
+	// body can be read). While Redis is away reads and writes are still answered: budgets are
+	// counted per gateway instance (`rate_limiter: local`) and no answer comes from the
+	// response cache.
 	//
 	// Corresponds with GET /v2/health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6195,7 +6197,9 @@ func (c *Client) CreateFeedbackWithFormdataBody(ctx context.Context, body Create
 // Requires a broad read scope (`read` or `write`). `php_version` keeps its historical
 // name for compatibility and carries the gateway's runtime version. `status` is `ok`
 // when Redis and every backend answer, `degraded` otherwise (still HTTP 200, so the
-// body can be read).
+// body can be read). While Redis is away reads and writes are still answered: budgets are
+// counted per gateway instance (`rate_limiter: local`) and no answer comes from the
+// response cache.
 //
 // Corresponds with GET /v2/health (the `GetHealth` operationId).
 func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11903,7 +11907,9 @@ type ClientWithResponsesInterface interface {
 	// Requires a broad read scope (`read` or `write`). `php_version` keeps its historical
 	// name for compatibility and carries the gateway's runtime version. `status` is `ok`
 	// when Redis and every backend answer, `degraded` otherwise (still HTTP 200, so the
-	// body can be read).
+	// body can be read). While Redis is away reads and writes are still answered: budgets are
+	// counted per gateway instance (`rate_limiter: local`) and no answer comes from the
+	// response cache.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -26227,7 +26233,9 @@ func (c *ClientWithResponses) CreateFeedbackWithFormdataBodyWithResponse(ctx con
 // Requires a broad read scope (`read` or `write`). `php_version` keeps its historical
 // name for compatibility and carries the gateway's runtime version. `status` is `ok`
 // when Redis and every backend answer, `degraded` otherwise (still HTTP 200, so the
-// body can be read).
+// body can be read). While Redis is away reads and writes are still answered: budgets are
+// counted per gateway instance (`rate_limiter: local`) and no answer comes from the
+// response cache.
 //
 // Returns a wrapper object for the known response body format(s).
 //
