@@ -70,17 +70,21 @@ type Versions struct {
 
 	// pauseUntil (unix ns): no command is sent before it (ErrAway).
 	pauseUntil atomic.Int64
-	// away is set by a failed command and cleared once the epoch moved
-	// after it (recoverEpoch), under recoverMu.
-	away      atomic.Bool
-	recoverMu sync.Mutex
+	// fails counts failed commands; caughtUp is the count the last move of
+	// the epoch covered (recoverEpoch, under recoverMu): Redis is away while
+	// they differ, so a command failing while the epoch moves is not
+	// forgotten.
+	fails, caughtUp atomic.Uint64
+	recoverMu       sync.Mutex
 	// recoveries counts the epoch's moves after an outage.
 	recoveries atomic.Int64
 }
 
 // Away reports whether Redis failed this process and the epoch has not
 // moved since: reads name nothing, writers owe their bumps.
-func (v *Versions) Away() bool { return v != nil && v.away.Load() }
+func (v *Versions) Away() bool { return v != nil && v.away() }
+
+func (v *Versions) away() bool { return v.fails.Load() != v.caughtUp.Load() }
 
 // AwayGauge exports Away as redis_away, the state the CoworkjobsRedisAway
 // alert names.
@@ -111,7 +115,7 @@ func (v *Versions) ready(ctx context.Context) error {
 	if time.Now().UnixNano() < v.pauseUntil.Load() {
 		return ErrAway
 	}
-	if v.away.Load() {
+	if v.away() {
 		return v.recoverEpoch(ctx)
 	}
 	return nil
@@ -123,8 +127,8 @@ func (v *Versions) failed(ctx context.Context, err error) error {
 	if err == nil || errors.Is(err, redis.Nil) || ctx.Err() != nil {
 		return err
 	}
-	v.away.Store(true)
 	v.pauseUntil.Store(time.Now().Add(pause).UnixNano())
+	v.fails.Add(1)
 	return err
 }
 
@@ -133,17 +137,21 @@ func (v *Versions) failed(ctx context.Context, err error) error {
 func (v *Versions) recoverEpoch(ctx context.Context) error {
 	v.recoverMu.Lock()
 	defer v.recoverMu.Unlock()
-	if !v.away.Load() {
+	if !v.away() {
 		return nil
 	}
 	if time.Now().UnixNano() < v.pauseUntil.Load() {
 		return ErrAway
 	}
+	covered := v.fails.Load()
 	if err := bump.Run(ctx, v.rdb, []string{v.key(epochScope)}, v.now().UnixMicro(), 1).Err(); err != nil {
 		return fmt.Errorf("move change versions epoch: %w", v.failed(ctx, err))
 	}
 	v.recoveries.Add(1)
-	v.away.Store(false)
+	v.caughtUp.Store(covered)
+	if v.away() { // a command failed while the epoch moved: again next time
+		return ErrAway
+	}
 	return nil
 }
 
