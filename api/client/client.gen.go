@@ -4650,7 +4650,9 @@ type ClientInterface interface {
 	// Requires a broad read scope (`read` or `write`). `php_version` keeps its historical
 	// name for compatibility and carries the gateway's runtime version. `status` is `ok`
 	// when Redis and every backend answer, `degraded` otherwise (still HTTP 200, so the
-	// body can be read).
+	// body can be read). While Redis is away reads and writes are still answered: budgets are
+	// counted per gateway instance (`rate_limiter: local`) and no answer comes from the
+	// response cache.
 	//
 	// Corresponds with GET /v2/health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6464,7 +6466,9 @@ func (c *Client) CreateFeedbackWithFormdataBody(ctx context.Context, body Create
 // Requires a broad read scope (`read` or `write`). `php_version` keeps its historical
 // name for compatibility and carries the gateway's runtime version. `status` is `ok`
 // when Redis and every backend answer, `degraded` otherwise (still HTTP 200, so the
-// body can be read).
+// body can be read). While Redis is away reads and writes are still answered: budgets are
+// counted per gateway instance (`rate_limiter: local`) and no answer comes from the
+// response cache.
 //
 // Corresponds with GET /v2/health (the `GetHealth` operationId).
 func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -12413,7 +12417,9 @@ type ClientWithResponsesInterface interface {
 	// Requires a broad read scope (`read` or `write`). `php_version` keeps its historical
 	// name for compatibility and carries the gateway's runtime version. `status` is `ok`
 	// when Redis and every backend answer, `degraded` otherwise (still HTTP 200, so the
-	// body can be read).
+	// body can be read). While Redis is away reads and writes are still answered: budgets are
+	// counted per gateway instance (`rate_limiter: local`) and no answer comes from the
+	// response cache.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -27243,7 +27249,9 @@ func (c *ClientWithResponses) CreateFeedbackWithFormdataBodyWithResponse(ctx con
 // Requires a broad read scope (`read` or `write`). `php_version` keeps its historical
 // name for compatibility and carries the gateway's runtime version. `status` is `ok`
 // when Redis and every backend answer, `degraded` otherwise (still HTTP 200, so the
-// body can be read).
+// body can be read). While Redis is away reads and writes are still answered: budgets are
+// counted per gateway instance (`rate_limiter: local`) and no answer comes from the
+// response cache.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -124,8 +124,25 @@ func TestBumpFailsWhenRedisIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = rdb.Close() }()
-	if err := changes.New(rdb, "test:").Bump(context.Background(), "jobs"); err == nil {
+	v := changes.New(rdb, "test:")
+	if err := v.Bump(context.Background(), "jobs"); err == nil {
 		t.Fatal("bump against no Redis succeeded; the writer would acknowledge a write readers may not see")
+	}
+	if !v.Away() {
+		t.Fatal("Away() false after a failed bump")
+	}
+	// Away: the next commands fail at once, without a timeout each.
+	start := time.Now()
+	for range 100 {
+		if err := v.Bump(context.Background(), "jobs"); !errors.Is(err, changes.ErrAway) {
+			t.Fatalf("bump while away: %v, want ErrAway", err)
+		}
+		if _, err := v.Read(context.Background(), nil, "jobs"); !errors.Is(err, changes.ErrAway) {
+			t.Fatalf("read while away: %v, want ErrAway", err)
+		}
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Fatalf("200 commands while away took %s", d)
 	}
 }
 
@@ -215,7 +232,7 @@ func TestEntries(t *testing.T) {
 			switch {
 			case err != nil:
 				t.Error(err)
-			case len(vs) != 1 || vs[0] != want[0]:
+			case len(vs) != 2 || vs[0] != want[0] || vs[1] != want[1]: // the scope's, the epoch's
 				t.Errorf("versions %v, want %v", vs, want)
 			case ask == id && (!found || e != "answer\x00bytes"):
 				t.Errorf("entry: %q found %v", e, found)

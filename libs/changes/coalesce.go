@@ -37,7 +37,8 @@ type batch struct {
 // Coalesced returns v's coalescing reader.
 func (v *Versions) Coalesced() *Coalesced { return &Coalesced{v: v} }
 
-// Read is Versions.Read through the next batch.
+// Read is Versions.Read through the next batch (the epoch too: see
+// Versions.Read).
 func (c *Coalesced) Read(ctx context.Context, dst []uint64, scopes ...string) ([]uint64, error) {
 	dst, _, _, err := c.read(ctx, dst, "", scopes)
 	return dst, err
@@ -58,7 +59,7 @@ func (c *Coalesced) read(ctx context.Context, dst []uint64, extra string, scopes
 		return dst, "", false, ErrMissing
 	}
 	c.reads.Add(1)
-	var at [4]int
+	var at [5]int
 	idx := at[:0]
 	c.mu.Lock()
 	b := c.next
@@ -69,6 +70,7 @@ func (c *Coalesced) read(ctx context.Context, dst []uint64, extra string, scopes
 	for _, s := range scopes {
 		idx = append(idx, b.add(c.v.key(s)))
 	}
+	idx = append(idx, b.add(c.v.key(epochScope)))
 	extraAt := -1
 	if extra != "" {
 		extraAt = b.add(extra)
@@ -122,7 +124,11 @@ func (c *Coalesced) send() {
 		// No caller's context: the batch serves many; the client's own
 		// timeouts (redisx.Open sets them) bound it.
 		c.batches.Add(1)
-		b.vals, b.err = c.v.rdb.MGet(context.Background(), b.keys...).Result()
+		bg := context.Background()
+		if b.err = c.v.ready(bg); b.err == nil {
+			b.vals, b.err = c.v.rdb.MGet(bg, b.keys...).Result()
+			b.err = c.v.failed(bg, b.err)
+		}
 		close(b.done)
 	}
 }

@@ -32,12 +32,15 @@ func (v *Versions) ReadEntry(ctx context.Context, id string) (string, bool, erro
 	if v == nil {
 		return "", false, ErrMissing
 	}
+	if err := v.ready(ctx); err != nil {
+		return "", false, fmt.Errorf("read entry: %w", err)
+	}
 	s, err := v.rdb.Get(ctx, v.EntryKey(id)).Result()
 	if err != nil {
 		if errors.Is(err, redis.Nil) {
 			return "", false, nil
 		}
-		return "", false, fmt.Errorf("read entry: %w", err)
+		return "", false, fmt.Errorf("read entry: %w", v.failed(ctx, err))
 	}
 	return s, true, nil
 }
@@ -48,12 +51,15 @@ func (v *Versions) WriteEntries(ctx context.Context, es []Entry) error {
 	if v == nil || len(es) == 0 {
 		return nil
 	}
+	if err := v.ready(ctx); err != nil {
+		return fmt.Errorf("write entries: %w", err)
+	}
 	pipe := v.rdb.Pipeline()
 	for _, e := range es {
 		pipe.Set(ctx, v.EntryKey(e.ID), e.Value, e.TTL)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("write entries: %w", err)
+		return fmt.Errorf("write entries: %w", v.failed(ctx, err))
 	}
 	return nil
 }

@@ -37,20 +37,23 @@ func (v *Versions) ReadMemo(ctx context.Context, name string, scopes ...string) 
 	if v == nil {
 		return Memo{}, ErrMissing
 	}
-	keys := make([]string, 0, len(scopes)+1)
+	if err := v.ready(ctx); err != nil {
+		return Memo{}, fmt.Errorf("read memo: %w", err)
+	}
+	keys := make([]string, 0, len(scopes)+2)
 	for _, s := range scopes {
 		keys = append(keys, v.key(s))
 	}
-	keys = append(keys, v.memoKey(name))
+	keys = append(keys, v.key(epochScope), v.memoKey(name))
 	vals, err := v.rdb.MGet(ctx, keys...).Result()
 	if err != nil {
-		return Memo{}, fmt.Errorf("read memo: %w", err)
+		return Memo{}, fmt.Errorf("read memo: %w", v.failed(ctx, err))
 	}
 	var m Memo
-	if m.Versions, err = appendVersions(nil, vals[:len(scopes)], nil); err != nil {
+	if m.Versions, err = appendVersions(nil, vals[:len(scopes)+1], nil); err != nil {
 		return Memo{}, err
 	}
-	if s, ok := vals[len(scopes)].(string); ok {
+	if s, ok := vals[len(scopes)+1].(string); ok {
 		m.Found = m.decode(s)
 	}
 	return m, nil
@@ -107,8 +110,11 @@ func (v *Versions) WriteMemo(ctx context.Context, name string, m Memo, ttl time.
 	if m.Data != "" {
 		val += "|" + m.Data
 	}
-	if err := v.rdb.Set(ctx, v.memoKey(name), val, ttl).Err(); err != nil {
+	if err := v.ready(ctx); err != nil {
 		return fmt.Errorf("write memo: %w", err)
+	}
+	if err := v.rdb.Set(ctx, v.memoKey(name), val, ttl).Err(); err != nil {
+		return fmt.Errorf("write memo: %w", v.failed(ctx, err))
 	}
 	return nil
 }

@@ -27,8 +27,8 @@ func testMemo(t *testing.T, v *changes.Versions) {
 		t.Fatal(err)
 	}
 	m, err := v.ReadMemo(ctx, name, a, b)
-	if err != nil || m.Found || len(m.Versions) != 2 {
-		t.Fatalf("first read: %+v, %v; want the two versions and no memo", m, err)
+	if err != nil || m.Found || len(m.Versions) != 3 {
+		t.Fatalf("first read: %+v, %v; want the two versions, the epoch and no memo", m, err)
 	}
 	at := time.UnixMicro(time.Now().UnixMicro())
 	// Data is any text, the separator included (a tsquery's | in a plan).

@@ -238,6 +238,7 @@ func Run[C any, PC interface {
 		}
 		p.Defer(func() { _ = p.Changes.Close() })
 		p.Go(func(ctx context.Context) error { p.Changes.Keep(ctx, 5*time.Second, spec.Changes...); return nil })
+		p.Metrics.Registry.MustRegister(changes.AwayGauge(p.Changes))
 	}
 	if a, ok := any(&cfg).(interface{ AdminSettings() *config.Admin }); ok {
 		p.adminAddr, p.pprofAddr = a.AdminSettings().AdminAddr, a.AdminSettings().PprofAddr

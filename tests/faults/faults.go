@@ -313,6 +313,24 @@ func (p *Process) Start(ctx context.Context) error {
 // Stop sends SIGTERM and waits for the process to exit (SIGKILL after 20 s).
 func (p *Process) Stop() error { return p.signal(syscall.SIGTERM, 20*time.Second) }
 
+// Freeze stops the process (SIGSTOP): its port accepts connections (the
+// kernel's backlog) and nothing answers, the way a hung Redis or a
+// partitioned network looks, and it keeps its data. Thaw resumes it.
+func (p *Process) Freeze() error { return p.pause(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen process (SIGCONT).
+func (p *Process) Thaw() error { return p.pause(syscall.SIGCONT) }
+
+func (p *Process) pause(sig syscall.Signal) error {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("faults: %s is not running", p.Name)
+	}
+	return cmd.Process.Signal(sig)
+}
+
 // Kill sends SIGKILL and waits for the process to exit.
 func (p *Process) Kill() error { return p.signal(syscall.SIGKILL, 10*time.Second) }
 

@@ -155,7 +155,8 @@ func (p *private) pids() map[string]int {
 }
 
 // Redis stopped mid-run: reads and authenticated requests keep working,
-// writes keep a per-instance limit, /v2/health says so; when Redis returns,
+// writes are answered (their announcements owed, then settled) and keep a
+// per-instance limit, /v2/health says so; when Redis returns,
 // health and the shared limiter recover with no restart.
 func TestRedisStoppedMidRun(t *testing.T) {
 	noteFailure(t)
@@ -174,6 +175,10 @@ func TestRedisStoppedMidRun(t *testing.T) {
 		if r := do(t, "GET", gw+path, "", "X-API-Key", live); r.status != 200 {
 			t.Fatalf("read %s with Redis down: %s", path, r)
 		}
+	}
+	// Writes are answered; their announcements are owed, then settled.
+	if r := do(t, "POST", gw+"/v2/jobs", jobBody("Redis stopped "+randomSuffix()), "X-API-Key", p.sys.Keys[importerKey]); r.status != 201 {
+		t.Fatalf("write with Redis down: %s", r)
 	}
 	// A key with a budget of 5: writes are still limited, now per instance.
 	limited := newKey(t, p.sys, "-scopes", "write", "-rate-limit", "5")
@@ -208,6 +213,9 @@ func TestRedisStoppedMidRun(t *testing.T) {
 	if codes[404] != 5 || codes[429] != 2 {
 		t.Fatalf("writes after Redis returned: %v", codes)
 	}
+	eventually(t, 10*time.Second, "announcements settled", func() bool {
+		return count(t, p.db, `SELECT count(*) FROM jobs.unannounced`) == 0
+	})
 	if after := p.pids(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("a process was restarted: %v -> %v", before, after)
 	}
@@ -487,4 +495,219 @@ func verifyBurst(t *testing.T, pool *pgxpool.Pool, gw, k, prefix string, attempt
 		t.Errorf("%d creates stored twice", n)
 	}
 	return acked
+}
+
+// envOf is the value of name in env (the last one, as exec uses it).
+func envOf(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if rest, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = rest
+		}
+	}
+	return v
+}
+
+// cachingGateways starts two more gateway replicas on the private system,
+// with the shared response cache on (RESPONSE_CACHE_STORE=redis) and their
+// admin ports, and stops them when t ends.
+func (p *private) cachingGateways(t *testing.T) *suite.Suite {
+	t.Helper()
+	env := []string{"RESPONSE_CACHE_MB=16", "RESPONSE_CACHE_STORE=redis", "KEY_CACHE_TTL=2s",
+		"REQUEST_TIMEOUT=" + requestTimeout.String(), "UPSTREAM_TIMEOUT=" + requestTimeout.String(),
+		// The backends' signing secret and the versions' prefix are the
+		// private system's.
+		"INTERNAL_IDENTITY_SECRET=" + envOf(p.sys.Env, "INTERNAL_IDENTITY_SECRET"),
+		"REDIS_KEY_PREFIX=" + envOf(p.sys.Env, "REDIS_KEY_PREFIX")}
+	for _, b := range []string{"jobs", "directory", "content", "community"} {
+		env = append(env, strings.ToUpper(b)+"_URL="+p.sys.URL[b])
+	}
+	gws, err := suite.Start(context.Background(), suite.Options{Name: "away", DatabaseURL: p.pg.URL,
+		RedisURL: "redis://" + p.redis.Addr + "/0", Services: []string{"gateway"}, Replicas: 2, Seeds: [][]string{},
+		Admin: true, Env: env})
+	if err != nil {
+		t.Fatalf("two caching gateways: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			gws.DumpLogs(os.Stderr)
+		}
+		gws.Stop()
+	})
+	return gws
+}
+
+// metric is the value of an unlabelled series on an admin /metrics page.
+func metric(t *testing.T, admin, name string) string {
+	t.Helper()
+	r := send("GET", admin+"/metrics", nil)
+	for _, line := range strings.Split(string(r.raw), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// cacheHits is the gateway's response cache hits on GET /v2/jobs.
+func cacheHits(t *testing.T, admin string) int {
+	t.Helper()
+	r := send("GET", admin+"/metrics", nil)
+	for _, line := range strings.Split(string(r.raw), "\n") {
+		if strings.HasPrefix(line, "gateway_response_cache_total{") && strings.Contains(line, `outcome="hit"`) &&
+			strings.Contains(line, `route="/v2/jobs"`) {
+			n, _ := strconv.Atoi(line[strings.LastIndexByte(line, ' ')+1:])
+			return n
+		}
+	}
+	return 0
+}
+
+// Redis hung (frozen: it keeps its data, as after a partition) under two
+// gateway replicas with the shared response cache: reads answer from
+// PostgreSQL, writes are answered and owe their announcements, each replica
+// limits alone (a client gets at most twice its budget over the two, what it
+// spent through Redis in the window counted), health says degraded and
+// redis_away is 1; once Redis answers, nothing is stale: a read cached
+// before the outage shows the write made during it, on both replicas, at
+// once (even with the jobs service, which owes the write's announcement,
+// killed before Redis returned), and nothing is owed any more.
+func TestRedisAwayCachedReadsWritesBudgets(t *testing.T) {
+	noteFailure(t)
+	p := privateSystem(t)
+	gws := p.cachingGateways(t)
+	g := []string{gws.URL["gateway#1"], gws.URL["gateway#2"]}
+	live := p.sys.Keys[liveKey]
+	writer := p.sys.Keys[importerKey]
+	token := "awaymark" + randomSuffix()
+	search := "/v2/jobs?q=" + token
+
+	// Cached before the outage: the answer without the job (the shared
+	// store keeps it the second time a replica forwards it, written off the
+	// request's path; after a Redis restart only once the writers have
+	// created the versions again).
+	eventually(t, 20*time.Second, "the search kept before the outage", func() bool {
+		for i := range 4 {
+			r := do(t, "GET", g[i%2]+search, "", "X-API-Key", live)
+			if r.status != 200 || strings.Contains(string(r.raw), token) {
+				t.Fatalf("search before: %s", r)
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		before := cacheHits(t, gws.Admin["gateway#1"])
+		do(t, "GET", g[0]+search, "", "X-API-Key", live)
+		return cacheHits(t, gws.Admin["gateway#1"]) == before+1
+	})
+	limited := newKey(t, p.sys, "-scopes", "write", "-rate-limit", "5")
+	unpublish := func(gw string) int {
+		r := do(t, "POST", gw+"/v2/jobs/unpublish", `{"job_id":999999999}`, "X-API-Key", limited)
+		if r.status == 429 && r.header.Get("Retry-After") == "" {
+			t.Fatalf("429 without Retry-After: %v", r.header)
+		}
+		return r.status
+	}
+	// Two of its five through Redis, on the first replica.
+	for range 2 {
+		if s := unpublish(g[0]); s != 404 {
+			t.Fatalf("write through Redis: %d", s)
+		}
+	}
+
+	if err := p.redis.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	defer func() {
+		if !thawed {
+			_ = p.redis.Thaw()
+		}
+	}()
+	for _, gw := range g {
+		for _, path := range []string{"/v2/jobs", "/v2/cities?search=ber", "/v2/events", "/v2/blog"} {
+			if r := do(t, "GET", gw+path, "", "X-API-Key", live); r.status != 200 {
+				t.Fatalf("read %s with Redis away: %s", path, r)
+			}
+		}
+	}
+	title := "Away " + token
+	r := do(t, "POST", g[1]+"/v2/jobs", jobBody(title), "X-API-Key", writer, "Idempotency-Key", "away-"+token)
+	if r.status != 201 {
+		t.Fatalf("write with Redis away: %s", r)
+	}
+	if owed := count(t, p.db, `SELECT count(*) FROM jobs.unannounced`); owed == 0 {
+		t.Fatal("the write is not owed its announcement")
+	}
+	for _, gw := range g {
+		if r := do(t, "GET", gw+search, "", "X-API-Key", live); r.status != 200 || !strings.Contains(string(r.raw), title) {
+			t.Fatalf("search with Redis away on %s: %s", gw, r)
+		}
+	}
+	// Per replica: the first admits 3 more (2 went through Redis), the
+	// second 5; 10 in the window, twice the budget.
+	for i, want := range []int{3, 5} {
+		codes := map[int]int{}
+		for range 8 {
+			codes[unpublish(g[i])]++
+		}
+		if codes[404] != want || codes[429] != 8-want {
+			t.Fatalf("replica %d with Redis away: %v; want %d answered and the rest limited", i+1, codes, want)
+		}
+	}
+	for i, gw := range g {
+		var h health
+		do(t, "GET", gw+"/v2/health", "", "X-API-Key", live).into(t, &h)
+		if h.Status != "degraded" || h.Redis.Status != "disconnected" || h.RateLimiter != "local" {
+			t.Fatalf("health of replica %d with Redis away: %+v", i+1, h)
+		}
+		if v := metric(t, gws.Admin[fmt.Sprintf("gateway#%d", i+1)], "redis_away"); v != "1" {
+			t.Fatalf("redis_away on replica %d: %q", i+1, v)
+		}
+	}
+
+	// The jobs service dies before Redis returns, so nothing settles what
+	// it owes until it is back: only the epoch keeps the kept answer from
+	// being served.
+	if err := p.sys.Kill("jobs"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.redis.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	thawed = true
+	// No stale read from the moment Redis answers: each read misses Redis
+	// (and goes to the backend, away now: 503) or comes after the epoch
+	// moved, when nothing kept before the outage matches.
+	reads := func(d time.Duration, backendUp bool) (answered, unavailable int) {
+		for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			for _, gw := range g {
+				r := do(t, "GET", gw+search, "", "X-API-Key", live)
+				switch {
+				case r.status == 200 && strings.Contains(string(r.raw), title):
+					answered++
+				case r.status == 503 && !backendUp:
+					unavailable++
+				default:
+					t.Fatalf("stale or failed read on %s after Redis returned (jobs up: %v): %s", gw, backendUp, r)
+				}
+			}
+		}
+		return answered, unavailable
+	}
+	_, unavailable := reads(3*time.Second, false)
+	if err := p.sys.Start(context.Background(), "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	answered, _ := reads(2*time.Second, true)
+	eventually(t, 10*time.Second, "announcements settled", func() bool {
+		return count(t, p.db, `SELECT count(*) FROM jobs.unannounced`) == 0
+	})
+	for i := range g {
+		eventually(t, 10*time.Second, "redis_away back to 0", func() bool {
+			return metric(t, gws.Admin[fmt.Sprintf("gateway#%d", i+1)], "redis_away") == "0"
+		})
+	}
+	if n := count(t, p.db, `SELECT count(*) FROM jobs.jobs WHERE title = $1`, title); n != 1 {
+		t.Fatalf("the job written while Redis was away is stored %d times", n)
+	}
+	t.Logf("after Redis returned: %d reads answered 503 while the jobs service was down, %d answered with the write once it was back; none stale", unavailable, answered)
 }

@@ -23,15 +23,30 @@ type soakStats struct {
 	calmFails []string // 5xx or no answer while no fault was active (beyond the grace period)
 	creates   []attempt
 	faults    []string
+	// Answers to requests started inside a Redis fault window, and the 503s
+	// among them (issue 48's target: at most 1 %).
+	redisAnswers, redis503 int
 }
 
 // record counts one answer; calm says whether no fault was active when the
 // request started, and the recorder checks it still holds at the end.
 func (s *soakStats) record(route string, r reply, calm bool, stillCalm func() bool) {
+	s.recordIn(route, r, calm, stillCalm, false)
+}
+
+// recordIn is record that also counts answers to requests started inside a
+// Redis fault window (redis).
+func (s *soakStats) recordIn(route string, r reply, calm bool, stillCalm func() bool, redis bool) {
 	calm = calm && stillCalm()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests++
+	if redis {
+		s.redisAnswers++
+		if r.status == 503 {
+			s.redis503++
+		}
+	}
 	s.byRoute[route]++
 	class := fmt.Sprintf("%dxx", r.status/100)
 	switch {
@@ -50,11 +65,15 @@ func (s *soakStats) record(route string, r reply, calm bool, stillCalm func() bo
 
 // TestSoak runs mixed traffic against the private system for SOAK_DURATION
 // (make soak; skipped otherwise) while faults are injected in turn — Redis
-// stopped, PostgreSQL crashed, the jobs service SIGKILLed, Temporal killed, a
-// backend killed — and then does the accounting: every acknowledged job is
-// stored, every create retried with its Idempotency-Key ends as exactly one
-// job, every job's expiry reaches Temporal, and nothing but a fault window
-// saw a 5xx.
+// stopped, Redis frozen, PostgreSQL crashed, the jobs service SIGKILLed,
+// Temporal killed, a backend killed — and then does the accounting: every
+// acknowledged job is stored, every create retried with its Idempotency-Key
+// ends as exactly one job, every job's expiry reaches Temporal, and nothing
+// but a fault window saw a 5xx. Part of the job reads go through two more
+// gateway replicas with the shared response cache on; inside the Redis fault
+// windows the 503s are counted apart (at most 1 % of the answers), and after
+// each Redis fault a search cached before it must show the job written
+// during it at once on both (0 stale reads).
 func TestSoak(t *testing.T) {
 	d, err := time.ParseDuration(os.Getenv("SOAK_DURATION"))
 	if err != nil || d <= 0 {
@@ -62,13 +81,15 @@ func TestSoak(t *testing.T) {
 	}
 	noteFailure(t)
 	p := privateSystem(t)
+	gws := p.cachingGateways(t)
+	caching := []string{gws.URL["gateway#1"], gws.URL["gateway#2"]}
 	gw := p.sys.URL["gateway"]
 	live := p.sys.Keys[liveKey]
 	writer := newKey(t, p.sys, "-scopes", "write", "-trusted-importer")
 	prefix := "Soak " + randomSuffix() + " "
 	st := &soakStats{byClass: map[string]int{}, byRoute: map[string]int{}}
 
-	var faultActive atomic.Bool
+	var faultActive, redisFault atomic.Bool
 	var calmSince atomic.Int64 // unix nanos; a short grace after each recovery
 	calmSince.Store(time.Now().UnixNano())
 	const grace = 10 * time.Second
@@ -90,23 +111,29 @@ func TestSoak(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 			for ctx.Err() == nil {
 				calmAtStart := isCalm()
+				inRedis := redisFault.Load()
+				record := func(route string, r reply) { st.recordIn(route, r, calmAtStart, isCalm, inRedis) }
 				switch n := rng.IntN(100); {
 				case n < 35:
 					q := []string{"", "city=berlin", "q=manager", "job_type=fulltime", "remote=1"}[rng.IntN(5)]
-					st.record("GET /v2/jobs", send("GET", gw+"/v2/jobs?"+q, nil, "X-API-Key", live), calmAtStart, isCalm)
+					at := gw
+					if k := rng.IntN(3); k > 0 {
+						at = caching[k-1]
+					}
+					record("GET /v2/jobs", send("GET", at+"/v2/jobs?"+q, nil, "X-API-Key", live))
 				case n < 45:
-					st.record("GET /v2/cities", send("GET", gw+"/v2/cities?search=ber", nil, "X-API-Key", live), calmAtStart, isCalm)
+					record("GET /v2/cities", send("GET", gw+"/v2/cities?search=ber", nil, "X-API-Key", live))
 				case n < 50:
-					st.record("GET /v2/events", send("GET", gw+"/v2/events", nil, "X-API-Key", live), calmAtStart, isCalm)
+					record("GET /v2/events", send("GET", gw+"/v2/events", nil, "X-API-Key", live))
 				case n < 55:
-					st.record("GET /v2/blog", send("GET", gw+"/v2/blog", nil), calmAtStart, isCalm)
+					record("GET /v2/blog", send("GET", gw+"/v2/blog", nil))
 				case n < 58:
-					st.record("GET /v2/health", send("GET", gw+"/v2/health", nil, "X-API-Key", live), calmAtStart, isCalm)
+					record("GET /v2/health", send("GET", gw+"/v2/health", nil, "X-API-Key", live))
 				case n < 85:
 					i := seq.Add(1)
 					a := attempt{idem: fmt.Sprintf("soak-%d-%s", i, randomSuffix()), title: fmt.Sprintf("%s%07d", prefix, i)}
 					a.first = send("POST", gw+"/v2/jobs", []byte(jobBody(a.title)), "X-API-Key", writer, "Idempotency-Key", a.idem)
-					st.record("POST /v2/jobs", a.first, calmAtStart, isCalm)
+					record("POST /v2/jobs", a.first)
 					var cr createResult
 					if a.first.status == 201 && jsonInto(a.first, &cr) == nil {
 						createdMu.Lock()
@@ -124,10 +151,10 @@ func TestSoak(t *testing.T) {
 					}
 					createdMu.Unlock()
 					if id > 0 {
-						st.record("POST /v2/jobs/unpublish", send("POST", gw+"/v2/jobs/unpublish", []byte(fmt.Sprintf(`{"job_id":%d}`, id)), "X-API-Key", writer), calmAtStart, isCalm)
+						record("POST /v2/jobs/unpublish", send("POST", gw+"/v2/jobs/unpublish", []byte(fmt.Sprintf(`{"job_id":%d}`, id)), "X-API-Key", writer))
 					}
 				default:
-					st.record("POST /v2/feedback", send("POST", gw+"/v2/feedback", []byte(`{"message":"soak feedback"}`)), calmAtStart, isCalm)
+					record("POST /v2/feedback", send("POST", gw+"/v2/feedback", []byte(`{"message":"soak feedback"}`)))
 				}
 				time.Sleep(time.Duration(5+rng.IntN(20)) * time.Millisecond)
 			}
@@ -144,6 +171,7 @@ func TestSoak(t *testing.T) {
 	bg := context.Background()
 	schedule := []fault{
 		{"redis stopped", p.redis.Stop, func() error { return p.redis.Start(bg) }, 8 * time.Second},
+		{"redis frozen", p.redis.Freeze, p.redis.Thaw, 8 * time.Second},
 		{"postgres crashed", func() error { return p.pg.Stop(bg, "immediate") }, func() error { return p.pg.Start(bg) }, 5 * time.Second},
 		{"jobs SIGKILLed", func() error { return p.sys.Kill("jobs") }, func() error { return p.sys.Start(bg, "jobs") }, 2 * time.Second},
 		{"temporal killed", p.temporal.Kill, func() error { return p.temporal.Start(bg) }, 8 * time.Second},
@@ -151,6 +179,7 @@ func TestSoak(t *testing.T) {
 		{"directory SIGKILLed", func() error { return p.sys.Kill("directory") }, func() error { return p.sys.Start(bg, "directory") }, 3 * time.Second},
 	}
 	every := max(d/time.Duration(2*len(schedule)+1), 15*time.Second)
+	staleReads, staleChecks := 0, 0
 	for i := 0; ; i++ {
 		select {
 		case <-ctx.Done():
@@ -160,14 +189,28 @@ func TestSoak(t *testing.T) {
 			break
 		}
 		f := schedule[i%len(schedule)]
+		isRedis := strings.HasPrefix(f.name, "redis")
+		var stale *staleCheck
+		if isRedis {
+			stale = newStaleCheck(t, caching, live)
+		}
 		faultActive.Store(true)
+		redisFault.Store(isRedis)
 		start := time.Now()
 		if err := f.inject(); err != nil {
 			t.Errorf("inject %s: %v", f.name, err)
 		}
+		if stale != nil {
+			stale.write(gw, writer)
+		}
 		time.Sleep(f.downFor)
 		if err := f.recover(); err != nil {
 			t.Errorf("recover from %s: %v", f.name, err)
+		}
+		redisFault.Store(false)
+		if stale != nil {
+			staleReads += stale.check(2 * time.Second)
+			staleChecks++
 		}
 		calmSince.Store(time.Now().UnixNano())
 		faultActive.Store(false)
@@ -249,6 +292,12 @@ func TestSoak(t *testing.T) {
 		len(st.creates), acked, retried, replayed)
 	fmt.Fprintf(&b, "  jobs stored: %d; acknowledged jobs lost: %d; creates stored twice: %d; expiry intents left in the outbox: %d\n", stored, lost, dups, outboxLeft)
 	fmt.Fprintf(&b, "  5xx or no answer outside fault windows (+%s grace): %d\n", grace, len(st.calmFails))
+	redisShare := 0.0
+	if st.redisAnswers > 0 {
+		redisShare = 100 * float64(st.redis503) / float64(st.redisAnswers)
+	}
+	fmt.Fprintf(&b, "  inside Redis fault windows: %d answers, %d of them 503 (%.2f %%)\n", st.redisAnswers, st.redis503, redisShare)
+	fmt.Fprintf(&b, "  stale reads after a Redis fault: %d (%d checks, a search cached before each fault read on two caching replicas for 2 s after it)\n", staleReads, staleChecks)
 	t.Log("\n" + b.String())
 	fmt.Print(b.String())
 
@@ -267,6 +316,73 @@ func TestSoak(t *testing.T) {
 	if len(st.faults) == 0 {
 		t.Errorf("no fault was injected (SOAK_DURATION %s too short)", d)
 	}
+	if redisShare > 1 {
+		t.Errorf("%.2f %% of the answers inside Redis fault windows were 503, want at most 1 %%", redisShare)
+	}
+	if staleReads != 0 {
+		t.Errorf("%d stale reads after Redis returned", staleReads)
+	}
+}
+
+// staleCheck is one Redis fault's check for stale reads: a search whose
+// answer the caching replicas keep before the fault, a job matching it
+// written during the fault, and the search read again on both replicas
+// from the moment Redis is back: every answer must show the job.
+type staleCheck struct {
+	t       *testing.T
+	caching []string
+	key     string
+	search  string
+	title   string
+	written bool
+}
+
+func newStaleCheck(t *testing.T, caching []string, key string) *staleCheck {
+	token := "soakstale" + randomSuffix()
+	c := &staleCheck{t: t, caching: caching, key: key, search: "/v2/jobs?q=" + token, title: "Soak stale " + token}
+	for i := range 4 { // kept the second time each replica forwards it
+		if r := send("GET", caching[i%2]+c.search, nil, "X-API-Key", key); r.status != 200 {
+			t.Logf("stale check: search before the fault: %s", r)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the shared store writes off the request's path
+	return c
+}
+
+// write creates the job during the fault (retried with its key until
+// answered, as a client would).
+func (c *staleCheck) write(gw, writer string) {
+	idem := "stale-" + c.title
+	for range 20 {
+		r := send("POST", gw+"/v2/jobs", []byte(jobBody(c.title)), "X-API-Key", writer, "Idempotency-Key", idem)
+		if r.status == 201 {
+			c.written = true
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.t.Errorf("stale check: the job could not be written during the fault")
+}
+
+// check reads the search on both replicas for d and returns how many
+// answers did not show the job.
+func (c *staleCheck) check(d time.Duration) int {
+	if !c.written {
+		return 0
+	}
+	stale := 0
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, gw := range c.caching {
+			r := send("GET", gw+c.search, nil, "X-API-Key", c.key)
+			if r.status == 200 && !strings.Contains(string(r.raw), c.title) {
+				stale++
+				if stale <= 3 {
+					c.t.Logf("stale read on %s: %s", gw, r)
+				}
+			}
+		}
+	}
+	return stale
 }
 
 // outboxWait bounds how long the accounting waits for the relay to hand every

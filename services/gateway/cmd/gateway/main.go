@@ -178,6 +178,12 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		return err
 	}
 	p.Defer(func() { _ = crdb.Close() })
+	// Asked every second, so that the gateway knows Redis is away (and that
+	// it is back, moving the epoch before its cache trusts a version) without
+	// waiting for a request; redis_away says so.
+	versions := changes.New(crdb, cfg.RedisKeyPrefix)
+	p.Metrics.Registry.MustRegister(changes.AwayGauge(versions))
+	p.Go(func(ctx context.Context) error { versions.Watch(ctx, time.Second); return nil })
 	backends := map[string]*proxy.Backend{}
 	for name, u := range map[string]string{
 		routes.BackendJobs: cfg.JobsURL, routes.BackendDirectory: cfg.DirectoryURL,
@@ -199,7 +205,7 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 	}
 	gw, err := gatewayapp.Routes(p.API.App, gatewayapp.Config{
 		Log: log, Keys: keys, Codec: p.Codec, Redis: rdb, Backends: backends, Registry: p.Metrics.Registry,
-		Changes: changes.New(crdb, cfg.RedisKeyPrefix), Cache: responsecache.Config{
+		Changes: versions, Cache: responsecache.Config{
 			Store: cfg.ResponseCacheStore, MaxBytes: uint64(cfg.ResponseCacheMB) << 20, TTL: cfg.ResponseCacheTTL},
 		Limiter:             ratelimit.New(rdb, cfg.RedisKeyPrefix, cfg.RateLimitWindow, log),
 		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,

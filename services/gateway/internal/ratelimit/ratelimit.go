@@ -4,6 +4,13 @@
 // spends the same budget. When Redis does not answer, each instance falls
 // back to the same algorithm in memory, so writes stay limited per instance,
 // and health reports it.
+//
+// The bound while Redis is away: each replica admits at most a budget's
+// limit in any window, counting what it admitted through Redis in that
+// window too (recorded as it goes, one entry per lease). A client that
+// spreads its requests over N replicas gets at most N × its limit in any
+// window, the one in which Redis goes away included; while Redis answers, its
+// limit (plus at most one lease).
 package ratelimit
 
 import (
@@ -131,8 +138,9 @@ func (l *Limiter) RedisAvailable() bool {
 
 // Allow spends one unit of bucket's budget of limit per window, if any is left.
 func (l *Limiter) Allow(ctx context.Context, bucket string, limit int) Decision {
-	d, _, ok := l.take(ctx, bucket, limit, 1)
+	d, granted, ok := l.take(ctx, bucket, limit, 1)
 	if ok {
+		l.local.record(bucket, granted, time.Now())
 		return d
 	}
 	return l.local.allow(bucket, limit, time.Now())
@@ -227,6 +235,7 @@ func (l *Limiter) AllowLeased(ctx context.Context, bucket string, limit int) Dec
 		l.leaseMu.Lock()
 		ls.refill = nil
 		if r.granted > 0 {
+			l.local.record(bucket, r.granted, now)
 			ls.units, ls.remaining = r.granted-1, r.d.Remaining
 			ls.until, ls.resetAt = now.Add(l.window), now.Add(r.d.ResetAfter)
 			r.d.Remaining += r.granted - 1
@@ -240,25 +249,39 @@ func (l *Limiter) AllowLeased(ctx context.Context, bucket string, limit int) Dec
 	}
 }
 
-// local is the in-memory sliding log used while Redis is away.
+// local is the in-memory sliding log used while Redis is away; while Redis
+// answers it records what this replica admitted through it (record), so that
+// those units still count here when Redis goes away.
 type local struct {
 	window time.Duration
 	mu     sync.Mutex
-	logs   map[string][]time.Time
+	logs   map[string][]slot
 	sweep  time.Time
 }
 
-func newLocal(window time.Duration) *local {
-	return &local{window: window, logs: map[string][]time.Time{}}
+// slot is n units admitted at about at: units admitted within grain of the
+// slot before join it, and it takes the later time (they leave the window a
+// little late, never early), so a bucket's log has about window/grain slots
+// however large its budget.
+type slot struct {
+	at time.Time
+	n  int
 }
 
-func (l *local) allow(bucket string, limit int, now time.Time) Decision {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// grainOf is the slots' width for a window.
+func grainOf(window time.Duration) time.Duration { return window / 32 }
+
+func newLocal(window time.Duration) *local {
+	return &local{window: window, logs: map[string][]slot{}}
+}
+
+// log returns bucket's slots still in the window and their units, after
+// forgetting idle buckets once a window; under l.mu.
+func (l *local) log(bucket string, now time.Time) ([]slot, int) {
 	if now.Sub(l.sweep) > l.window {
 		// Forget idle buckets so memory follows active clients only.
 		for k, ts := range l.logs {
-			if len(ts) == 0 || now.Sub(ts[len(ts)-1]) >= l.window {
+			if len(ts) == 0 || now.Sub(ts[len(ts)-1].at) >= l.window {
 				delete(l.logs, k)
 			}
 		}
@@ -266,19 +289,54 @@ func (l *local) allow(bucket string, limit int, now time.Time) Decision {
 	}
 	ts := l.logs[bucket]
 	cut := 0
-	for cut < len(ts) && now.Sub(ts[cut]) >= l.window {
+	for cut < len(ts) && now.Sub(ts[cut].at) >= l.window {
 		cut++
 	}
 	ts = ts[cut:]
+	units := 0
+	for _, s := range ts {
+		units += s.n
+	}
+	return ts, units
+}
+
+// add appends n units at now to ts, joining the last slot when it is recent.
+func (l *local) add(ts []slot, n int, now time.Time) []slot {
+	if k := len(ts) - 1; k >= 0 && now.Sub(ts[k].at) < grainOf(l.window) {
+		ts[k].n += n
+		if now.After(ts[k].at) {
+			ts[k].at = now
+		}
+		return ts
+	}
+	return append(ts, slot{at: now, n: n})
+}
+
+// record counts n units this replica admitted through Redis.
+func (l *local) record(bucket string, n int, now time.Time) {
+	if n <= 0 {
+		return
+	}
+	l.mu.Lock()
+	ts, _ := l.log(bucket, now)
+	l.logs[bucket] = l.add(ts, n, now)
+	l.mu.Unlock()
+}
+
+func (l *local) allow(bucket string, limit int, now time.Time) Decision {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ts, units := l.log(bucket, now)
 	d := Decision{Limit: limit, Source: SourceLocal}
-	if len(ts) < limit {
-		ts = append(ts, now)
+	if units < limit {
+		ts = l.add(ts, 1, now)
+		units++
 		d.Allowed = true
 	}
 	l.logs[bucket] = ts
-	d.Remaining = max(limit-len(ts), 0)
+	d.Remaining = max(limit-units, 0)
 	if len(ts) > 0 {
-		d.ResetAfter = ts[0].Add(l.window).Sub(now)
+		d.ResetAfter = ts[0].at.Add(l.window).Sub(now)
 	}
 	return d
 }

@@ -197,3 +197,50 @@ func TestOnARedisCluster(t *testing.T) {
 		}
 	})
 }
+
+// When Redis goes away mid-window each replica limits alone, counting what
+// it admitted through Redis in the window: a client spread over two replicas
+// gets at most twice its limit in that window, never its limit more per
+// replica on top of what it already had.
+func TestRedisAwayBoundIsTheLimitPerReplica(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	a, b := New(rdb, prefix, time.Minute, quiet()), New(rdb, prefix, time.Minute, quiet())
+	ctx := context.Background()
+	for _, c := range []struct {
+		bucket string
+		limit  int
+		allow  func(l *Limiter, bucket string, limit int) Decision
+	}{
+		{"key:1:write", 5, func(l *Limiter, bucket string, limit int) Decision { return l.Allow(ctx, bucket, limit) }},
+		{"key:1:read", 1000, func(l *Limiter, bucket string, limit int) Decision { return l.AllowLeased(ctx, bucket, limit) }},
+	} {
+		admitted := 0
+		// Through Redis: 3 on a, 1 on b (a 1000 budget leases 10 at a time).
+		for i, l := range []*Limiter{a, a, a, b} {
+			if d := c.allow(l, c.bucket, c.limit); !d.Allowed || d.Source != SourceRedis {
+				t.Fatalf("%s: request %d through Redis: %+v", c.bucket, i, d)
+			}
+			admitted++
+		}
+		// Redis away on both (as after a failed call).
+		for _, l := range []*Limiter{a, b} {
+			l.redisDownUntil.Store(time.Now().Add(time.Hour).UnixNano())
+		}
+		for _, l := range []*Limiter{a, b} {
+			for range 2 * c.limit {
+				if c.allow(l, c.bucket, c.limit).Allowed {
+					admitted++
+				}
+			}
+		}
+		if admitted > 2*c.limit {
+			t.Fatalf("%s: %d admitted in one window by two replicas, want at most %d", c.bucket, admitted, 2*c.limit)
+		}
+		if admitted < 2*c.limit-2*LeaseSize(c.limit) {
+			t.Fatalf("%s: only %d admitted: the replicas forgot budget", c.bucket, admitted)
+		}
+		for _, l := range []*Limiter{a, b} {
+			l.redisDownUntil.Store(0)
+		}
+	}
+}

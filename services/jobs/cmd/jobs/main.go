@@ -53,6 +53,10 @@ func main() {
 		dir := dirclient.New(cfg.DirectoryURL, p.Codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: cfg.DirectoryCacheTTL})
 		store := jobcache.New(jobdb.New(p.Pool), jobcache.Config{Changes: p.Changes, Reads: p.Reads, TotalsMemo: cfg.TotalsMemo})
 		bus := jobbus.New(store, dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
+		// Writes answered while Redis was away owe their announcements:
+		// bumped within a second of its return.
+		p.Metrics.Registry.MustRegister(store.Collectors()...)
+		p.Go(func(ctx context.Context) error { store.RunSettle(ctx, time.Second); return nil })
 		// payments is the provider of paid plans (the pages start payments with it).
 		var payments payment.Provider = invoicepay.Provider{}
 		var stripeProvider *stripepay.Provider

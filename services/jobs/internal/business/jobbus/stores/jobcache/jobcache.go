@@ -9,6 +9,7 @@ package jobcache
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/changes"
@@ -37,11 +38,16 @@ type Store struct {
 	totals  *totals
 	// pending holds, in a transaction, what its commit must announce.
 	pending *pending
+	// owed and settled count announcements owed while Redis was away and
+	// settled after (jobs_announcements_*_total); shared by the store's
+	// transactions.
+	owed, settled *atomic.Int64
 }
 
 // New returns the store over db.
 func New(db *jobdb.Store, cfg Config) *Store {
-	return &Store{db: db, cfg: cfg, routing: pg.NewStore(db.Pool()).WithReads(cfg.Reads), totals: &totals{}}
+	return &Store{db: db, cfg: cfg, routing: pg.NewStore(db.Pool()).WithReads(cfg.Reads), totals: &totals{},
+		owed: &atomic.Int64{}, settled: &atomic.Int64{}}
 }
 
 // InTx implements jobbus.Storer: what the transaction writes is announced
@@ -52,7 +58,7 @@ func (s *Store) InTx(ctx context.Context, fn func(jobbus.Storer) error) error {
 	}
 	p := &pending{}
 	err := s.db.Tx(ctx, func(tx *jobdb.Store) error {
-		return fn(&Store{db: tx, cfg: s.cfg, routing: s.routing, totals: s.totals, pending: p})
+		return fn(&Store{db: tx, cfg: s.cfg, routing: s.routing, totals: s.totals, pending: p, owed: s.owed, settled: s.settled})
 	})
 	if err != nil {
 		return err
