@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,8 +19,11 @@ import (
 // deployed (issue 48): by service, "GOMEMLIMIT=<n>MiB".
 func chartMemLimits() (map[string][]string, error) {
 	out, err := exec.Command("go", "env", "GOWORK").Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" {
-		return nil, fmt.Errorf("chart memory limits: no go.work (%v)", err)
+	if err != nil {
+		return nil, fmt.Errorf("chart memory limits: go env GOWORK: %w", err)
+	}
+	if strings.TrimSpace(string(out)) == "" {
+		return nil, errors.New("chart memory limits: no go.work")
 	}
 	b, err := os.ReadFile(filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "charts", "coworkjobs", "values.yaml"))
 	if err != nil {

@@ -28,14 +28,9 @@ type soakStats struct {
 	redisAnswers, redis503 int
 }
 
-// record counts one answer; calm says whether no fault was active when the
-// request started, and the recorder checks it still holds at the end.
-func (s *soakStats) record(route string, r reply, calm bool, stillCalm func() bool) {
-	s.recordIn(route, r, calm, stillCalm, false)
-}
-
-// recordIn is record that also counts answers to requests started inside a
-// Redis fault window (redis).
+// recordIn counts one answer; calm says whether no fault was active when
+// the request started, and the recorder checks it still holds at the end;
+// redis, whether it started inside a Redis fault window.
 func (s *soakStats) recordIn(route string, r reply, calm bool, stillCalm func() bool, redis bool) {
 	calm = calm && stillCalm()
 	s.mu.Lock()

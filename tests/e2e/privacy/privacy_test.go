@@ -437,18 +437,6 @@ func (f *fixture) mails(email string) []*mailcatcher.Mail {
 	return got
 }
 
-func (f *fixture) waitMails(email string, n int) []*mailcatcher.Mail {
-	f.t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if got := f.mails(email); len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("%d mails to %s after a minute, want %d", len(f.mails(email)), email, n)
-		}
-	}
-}
-
 func (f *fixture) waitMailWith(email, subject string) *mailcatcher.Mail {
 	f.t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {

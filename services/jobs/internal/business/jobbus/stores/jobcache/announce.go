@@ -116,7 +116,7 @@ func (s *Store) Settle(ctx context.Context) error {
 		return nil
 	}
 	if err := s.cfg.Changes.Ping(ctx); err != nil {
-		return nil // still away: nothing to do yet
+		return nil //nolint:nilerr // Redis still away is not a failure to settle: the next round tries again
 	}
 	return s.settleOwed(ctx)
 }
