@@ -129,7 +129,12 @@ func checkSurfaces(t *testing.T, step int, ids []int64) {
 		if u, err := url.Parse(j.URL); err != nil || !strings.HasPrefix(j.URL, baseURL) || u.Host == "" {
 			t.Fatalf("embed url %q", j.URL)
 		}
-		pages = append(pages, j.URL)
+		// The embed's links say where the view comes from (job statistics).
+		page, query, _ := strings.Cut(j.URL, "?")
+		if query != "ref=embed" {
+			t.Fatalf("embed url %q: not ?ref=embed", j.URL)
+		}
+		pages = append(pages, page)
 	}
 	hold("step "+itoa(int64(step))+" embed", pages)
 }
