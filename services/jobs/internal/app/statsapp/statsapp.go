@@ -84,10 +84,21 @@ func RequestChannel(c *fiber.Ctx, def string) string {
 	return def
 }
 
+// countable reports whether a request is one a person made: a GET (a HEAD is
+// a link checker's), not a browser's speculative prefetch.
+func countable(c *fiber.Ctx) bool {
+	if c.Method() != fiber.MethodGet {
+		return false
+	}
+	return !strings.Contains(c.Get("Sec-Purpose"), "prefetch") && !strings.Contains(c.Get("Purpose"), "prefetch")
+}
+
 // View counts a view of the job's public page and returns its channel.
 func (k *Counter) View(c *fiber.Ctx, jobID int64) string {
 	ch := RequestChannel(c, statsbus.ChannelPage)
-	k.cfg.Recorder.Record(k.event(c, jobID, statsbus.KindView, ch))
+	if countable(c) {
+		k.cfg.Recorder.Record(k.event(c, jobID, statsbus.KindView, ch))
+	}
 	return ch
 }
 
@@ -147,7 +158,9 @@ func (k *Counter) redirect(c *fiber.Ctx) error {
 	if !k.cfg.Jobs.Visible(d) {
 		return c.Redirect(page, http.StatusFound)
 	}
-	k.cfg.Recorder.Record(k.event(c, d.ID, statsbus.KindClick, RequestChannel(c, statsbus.ChannelDirect)))
+	if countable(c) {
+		k.cfg.Recorder.Record(k.event(c, d.ID, statsbus.KindClick, RequestChannel(c, statsbus.ChannelDirect)))
+	}
 	return c.Redirect(statsbus.Target(d, page), http.StatusFound)
 }
 
