@@ -426,10 +426,33 @@ func TestStatsIsolationBetweenSpaces(t *testing.T) {
 // The ranges are checked: 422 naming the problem.
 func TestStatsRange422(t *testing.T) {
 	pro := sys.Keys["space 1 (Pro) key"]
-	for _, q := range []string{"?from=2026-13-01", "?interval=month", "?from=2026-03-02&to=2026-03-01", "?from=2020-01-01&to=2026-01-01"} {
-		r := do(t, "GET", "/v2/stats"+strings.Replace(q, "interval=month", "from=x", 1), "", "X-API-Key", pro)
-		if r.status != 422 {
-			t.Errorf("/v2/stats%s: %d %s", q, r.status, r.body)
+	id, _ := createJob(t, pro, "https://apply.example/range")
+	for _, path := range []string{"/v2/stats?from=2026-13-01", "/v2/stats?interval=day", "/v2/stats?from=2026-03-02&to=2026-03-01",
+		"/v2/stats?from=2020-01-01&to=2026-01-01", fmt.Sprintf("/v2/jobs/%d/stats?interval=month", id),
+		fmt.Sprintf("/v2/jobs/%d/stats?to=yesterday", id)} {
+		r := do(t, "GET", path, "", "X-API-Key", pro)
+		if r.status != 422 || r.env.Error == nil || r.env.Error.Code != "validation_error" {
+			t.Errorf("%s: %d %s", path, r.status, r.body)
 		}
+	}
+}
+
+// A browser's prefetch of the apply link is redirected like a click but not
+// counted (a HEAD neither: statsapp TestRedirectRemembersWhereJobsLed).
+func TestPrefetchIsNotAClick(t *testing.T) {
+	pro := sys.Keys["space 1 (Pro) key"]
+	id, page := createJob(t, pro, "https://apply.example/head")
+	path := goPath(t, page, "")
+	if r := do(t, "GET", path, "", "User-Agent", browser, "Sec-Purpose", "prefetch"); r.status != 302 {
+		t.Fatalf("prefetch: %d", r.status)
+	}
+	if r := do(t, "GET", path, "", "User-Agent", browser); r.status != 302 {
+		t.Fatalf("click: %d", r.status)
+	}
+	statsOf(t, pro, id, func(s jobStats) bool { return s.Totals.ApplyClicks >= 1 })
+	time.Sleep(1500 * time.Millisecond) // a counted prefetch would be written by now too
+	s := statsOf(t, pro, id, func(jobStats) bool { return true })
+	if s.Totals.ApplyClicks != 1 {
+		t.Errorf("clicks %d, want 1 (the GET alone)", s.Totals.ApplyClicks)
 	}
 }

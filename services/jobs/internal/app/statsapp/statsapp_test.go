@@ -97,8 +97,18 @@ func TestRedirectRemembersWhereJobsLed(t *testing.T) {
 	if r := get("1-000000000000"); r.StatusCode != 404 {
 		t.Errorf("tampered ref: %d", r.StatusCode)
 	}
+	// A HEAD (a link checker) is redirected, not counted.
+	jobs.mu.Lock()
+	jobs.down = false
+	jobs.mu.Unlock()
+	head := httptest.NewRequest("HEAD", "/go/"+refs.Of(1)+"?src=page", nil)
+	head.Header.Set(identity.Header, hdr)
+	head.Header.Set("User-Agent", "Mozilla/5.0")
+	if r, err := app.Test(head, -1); err != nil || r.StatusCode != 302 {
+		t.Errorf("HEAD: %v %v", r, err)
+	}
 	if rec.Pending() != 2 {
-		t.Errorf("%d clicks counted, want 2 (the two redirects to the apply URL)", rec.Pending())
+		t.Errorf("%d clicks counted, want 2 (the two GETs redirected to the apply URL)", rec.Pending())
 	}
 	// Without the gateway's identity: 401.
 	res, _ := app.Test(httptest.NewRequest("GET", "/go/"+refs.Of(1), nil), -1)
