@@ -5072,8 +5072,8 @@ type ClientInterface interface {
 	// page, feed, embed and mail we render leads through `GET /go/{job_ref}?src=<channel>` (a 302 to
 	// the job's own `apply_url`, else its `external_url` with its referral parameter); an
 	// *impression* is the job shown in a list answer (`api:<key id>`), the jobs feed (`feed`, a
-	// fetch, not a 304), a space's embed (`embed`) or an aggregator's feed
-	// (`aggregator:indeed`, `aggregator:jooble`). Answers the gateway serves from its cache are not
+	// fetch, not a 304), a space's embed (`embed`), an aggregator's feed
+	// (`aggregator:indeed`, `aggregator:jooble`) or an alert mail sent (`alert`). Answers the gateway serves from its cache are not
 	// counted. The channel of a view or click is `page`, or the request's `utm_source`, `ref` or
 	// `src` (lower case letters, digits and `.:_-`, at most 64; `direct` for a bare `/go/` link).
 	// Known crawlers and requests without a user agent are counted apart (`bot_views`,
@@ -5504,8 +5504,8 @@ type ClientInterface interface {
 	// page, feed, embed and mail we render leads through `GET /go/{job_ref}?src=<channel>` (a 302 to
 	// the job's own `apply_url`, else its `external_url` with its referral parameter); an
 	// *impression* is the job shown in a list answer (`api:<key id>`), the jobs feed (`feed`, a
-	// fetch, not a 304), a space's embed (`embed`) or an aggregator's feed
-	// (`aggregator:indeed`, `aggregator:jooble`). Answers the gateway serves from its cache are not
+	// fetch, not a 304), a space's embed (`embed`), an aggregator's feed
+	// (`aggregator:indeed`, `aggregator:jooble`) or an alert mail sent (`alert`). Answers the gateway serves from its cache are not
 	// counted. The channel of a view or click is `page`, or the request's `utm_source`, `ref` or
 	// `src` (lower case letters, digits and `.:_-`, at most 64; `direct` for a bare `/go/` link).
 	// Known crawlers and requests without a user agent are counted apart (`bot_views`,
@@ -7068,8 +7068,8 @@ func (c *Client) GetJob(ctx context.Context, idJob int, params *GetJobParams, re
 // page, feed, embed and mail we render leads through `GET /go/{job_ref}?src=<channel>` (a 302 to
 // the job's own `apply_url`, else its `external_url` with its referral parameter); an
 // *impression* is the job shown in a list answer (`api:<key id>`), the jobs feed (`feed`, a
-// fetch, not a 304), a space's embed (`embed`) or an aggregator's feed
-// (`aggregator:indeed`, `aggregator:jooble`). Answers the gateway serves from its cache are not
+// fetch, not a 304), a space's embed (`embed`), an aggregator's feed
+// (`aggregator:indeed`, `aggregator:jooble`) or an alert mail sent (`alert`). Answers the gateway serves from its cache are not
 // counted. The channel of a view or click is `page`, or the request's `utm_source`, `ref` or
 // `src` (lower case letters, digits and `.:_-`, at most 64; `direct` for a bare `/go/` link).
 // Known crawlers and requests without a user agent are counted apart (`bot_views`,
@@ -7790,8 +7790,8 @@ func (c *Client) ListSpaces(ctx context.Context, params *ListSpacesParams, reqEd
 // page, feed, embed and mail we render leads through `GET /go/{job_ref}?src=<channel>` (a 302 to
 // the job's own `apply_url`, else its `external_url` with its referral parameter); an
 // *impression* is the job shown in a list answer (`api:<key id>`), the jobs feed (`feed`, a
-// fetch, not a 304), a space's embed (`embed`) or an aggregator's feed
-// (`aggregator:indeed`, `aggregator:jooble`). Answers the gateway serves from its cache are not
+// fetch, not a 304), a space's embed (`embed`), an aggregator's feed
+// (`aggregator:indeed`, `aggregator:jooble`) or an alert mail sent (`alert`). Answers the gateway serves from its cache are not
 // counted. The channel of a view or click is `page`, or the request's `utm_source`, `ref` or
 // `src` (lower case letters, digits and `.:_-`, at most 64; `direct` for a bare `/go/` link).
 // Known crawlers and requests without a user agent are counted apart (`bot_views`,
@@ -12847,8 +12847,8 @@ type ClientWithResponsesInterface interface {
 	// page, feed, embed and mail we render leads through `GET /go/{job_ref}?src=<channel>` (a 302 to
 	// the job's own `apply_url`, else its `external_url` with its referral parameter); an
 	// *impression* is the job shown in a list answer (`api:<key id>`), the jobs feed (`feed`, a
-	// fetch, not a 304), a space's embed (`embed`) or an aggregator's feed
-	// (`aggregator:indeed`, `aggregator:jooble`). Answers the gateway serves from its cache are not
+	// fetch, not a 304), a space's embed (`embed`), an aggregator's feed
+	// (`aggregator:indeed`, `aggregator:jooble`) or an alert mail sent (`alert`). Answers the gateway serves from its cache are not
 	// counted. The channel of a view or click is `page`, or the request's `utm_source`, `ref` or
 	// `src` (lower case letters, digits and `.:_-`, at most 64; `direct` for a bare `/go/` link).
 	// Known crawlers and requests without a user agent are counted apart (`bot_views`,
@@ -13301,8 +13301,8 @@ type ClientWithResponsesInterface interface {
 	// page, feed, embed and mail we render leads through `GET /go/{job_ref}?src=<channel>` (a 302 to
 	// the job's own `apply_url`, else its `external_url` with its referral parameter); an
 	// *impression* is the job shown in a list answer (`api:<key id>`), the jobs feed (`feed`, a
-	// fetch, not a 304), a space's embed (`embed`) or an aggregator's feed
-	// (`aggregator:indeed`, `aggregator:jooble`). Answers the gateway serves from its cache are not
+	// fetch, not a 304), a space's embed (`embed`), an aggregator's feed
+	// (`aggregator:indeed`, `aggregator:jooble`) or an alert mail sent (`alert`). Answers the gateway serves from its cache are not
 	// counted. The channel of a view or click is `page`, or the request's `utm_source`, `ref` or
 	// `src` (lower case letters, digits and `.:_-`, at most 64; `direct` for a bare `/go/` link).
 	// Known crawlers and requests without a user agent are counted apart (`bot_views`,
@@ -27787,8 +27787,8 @@ func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, idJob int,
 // page, feed, embed and mail we render leads through `GET /go/{job_ref}?src=<channel>` (a 302 to
 // the job's own `apply_url`, else its `external_url` with its referral parameter); an
 // *impression* is the job shown in a list answer (`api:<key id>`), the jobs feed (`feed`, a
-// fetch, not a 304), a space's embed (`embed`) or an aggregator's feed
-// (`aggregator:indeed`, `aggregator:jooble`). Answers the gateway serves from its cache are not
+// fetch, not a 304), a space's embed (`embed`), an aggregator's feed
+// (`aggregator:indeed`, `aggregator:jooble`) or an alert mail sent (`alert`). Answers the gateway serves from its cache are not
 // counted. The channel of a view or click is `page`, or the request's `utm_source`, `ref` or
 // `src` (lower case letters, digits and `.:_-`, at most 64; `direct` for a bare `/go/` link).
 // Known crawlers and requests without a user agent are counted apart (`bot_views`,
@@ -28415,8 +28415,8 @@ func (c *ClientWithResponses) ListSpacesWithResponse(ctx context.Context, params
 // page, feed, embed and mail we render leads through `GET /go/{job_ref}?src=<channel>` (a 302 to
 // the job's own `apply_url`, else its `external_url` with its referral parameter); an
 // *impression* is the job shown in a list answer (`api:<key id>`), the jobs feed (`feed`, a
-// fetch, not a 304), a space's embed (`embed`) or an aggregator's feed
-// (`aggregator:indeed`, `aggregator:jooble`). Answers the gateway serves from its cache are not
+// fetch, not a 304), a space's embed (`embed`), an aggregator's feed
+// (`aggregator:indeed`, `aggregator:jooble`) or an alert mail sent (`alert`). Answers the gateway serves from its cache are not
 // counted. The channel of a view or click is `page`, or the request's `utm_source`, `ref` or
 // `src` (lower case letters, digits and `.:_-`, at most 64; `direct` for a bare `/go/` link).
 // Known crawlers and requests without a user agent are counted apart (`bot_views`,

@@ -49,7 +49,8 @@ func TestStandardFeeds(t *testing.T) {
 			}
 			for i, it := range f.Items {
 				want := []int64{ids[0], ids[2]}[i]
-				if !strings.HasPrefix(it.Link, baseURL+"/jobs/") || !strings.HasSuffix(it.Link, "-"+itoa(want)) {
+				page, ok := refPage(it.Link, "feed")
+				if !ok || !strings.HasPrefix(page, baseURL+"/jobs/") || !strings.HasSuffix(page, "-"+itoa(want)) {
 					t.Fatalf("item %d links to %s, want job %d", i, it.Link, want)
 				}
 				html := it.Content + it.Description
@@ -71,7 +72,7 @@ func TestStandardFeeds(t *testing.T) {
 			}
 			// The filters select as on GET /v2/jobs.
 			r = do(t, appFlat, "GET", path+"&tag=barista&job_type=parttime", "", &public)
-			if f, err := webtest.CheckFeed(format, r.Body); err != nil || len(f.Items) != 1 || !strings.HasSuffix(f.Items[0].Link, "-"+itoa(ids[2])) {
+			if f, err := webtest.CheckFeed(format, r.Body); err != nil || len(f.Items) != 1 || !strings.HasSuffix(f.Items[0].Link, "-"+itoa(ids[2])+"?ref=feed") {
 				t.Fatalf("tag and job_type: %v %s", err, r.Body)
 			}
 			r = do(t, appFlat, "GET", path+"&q="+url.QueryEscape("seeded 2"), "", &public)

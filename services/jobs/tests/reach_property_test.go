@@ -98,7 +98,11 @@ func checkSurfaces(t *testing.T, step int, ids []int64) {
 		}
 		var pages []string
 		for _, it := range f.Items {
-			pages = append(pages, it.Link)
+			page, ok := refPage(it.Link, "feed")
+			if !ok {
+				t.Fatalf("step %d %s feed link %q: not ?ref=feed", step, format, it.Link)
+			}
+			pages = append(pages, page)
 		}
 		hold("step "+itoa(int64(step))+" "+format+" feed", pages)
 	}
@@ -109,11 +113,7 @@ func checkSurfaces(t *testing.T, step int, ids []int64) {
 		if err != nil {
 			t.Fatalf("step %d %s: %v", step, format, err)
 		}
-		var pages []string
-		for _, j := range jobs {
-			pages = append(pages, j.URL)
-		}
-		hold("step "+itoa(int64(step))+" "+format, pages)
+		hold("step "+itoa(int64(step))+" "+format, aggregatorPages(t, format, jobs))
 	}
 	r := do(t, appReach, "GET", "/embed/jobs.js?space=pro-1480", "", &public)
 	m := embedData.FindSubmatch(r.Body)
@@ -129,7 +129,12 @@ func checkSurfaces(t *testing.T, step int, ids []int64) {
 		if u, err := url.Parse(j.URL); err != nil || !strings.HasPrefix(j.URL, baseURL) || u.Host == "" {
 			t.Fatalf("embed url %q", j.URL)
 		}
-		pages = append(pages, j.URL)
+		// The embed's links say where the view comes from (job statistics).
+		page, query, _ := strings.Cut(j.URL, "?")
+		if query != "ref=embed" {
+			t.Fatalf("embed url %q: not ?ref=embed", j.URL)
+		}
+		pages = append(pages, page)
 	}
 	hold("step "+itoa(int64(step))+" embed", pages)
 }

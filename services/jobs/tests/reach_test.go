@@ -182,6 +182,28 @@ type xmlField struct {
 }
 
 // checkAggregator holds body to format's rules and returns its jobs.
+// refPage splits a link to a job page carrying ?ref=<channel> (job
+// statistics) into the page; ok when the ref is ref.
+func refPage(link, ref string) (string, bool) {
+	page, query, _ := strings.Cut(link, "?")
+	return page, query == "ref="+ref
+}
+
+// aggregatorPages are the job pages an aggregator's feed links, each
+// checked to carry the aggregator's ref.
+func aggregatorPages(t *testing.T, format string, jobs []aggregatorJob) []string {
+	t.Helper()
+	var pages []string
+	for _, j := range jobs {
+		page, ok := refPage(j.URL, "aggregator%3A"+format)
+		if !ok {
+			t.Fatalf("%s link %q: not ?ref=aggregator%%3A%s", format, j.URL, format)
+		}
+		pages = append(pages, page)
+	}
+	return pages
+}
+
 func checkAggregator(format string, body []byte) ([]aggregatorJob, error) {
 	var jobs []aggregatorJob
 	var problems []string
@@ -307,10 +329,7 @@ func TestAggregatorFeeds(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%.2000s", format, err, r.Body)
 		}
-		var pages []string
-		for _, j := range jobs {
-			pages = append(pages, j.URL)
-		}
+		pages := aggregatorPages(t, format, jobs)
 		checkListsActive(t, format, pages, activePages(t))
 		if !strings.Contains(string(r.Body), "<![CDATA[<p>Tea &amp; cake for <em>members</em></p>]]>") ||
 			!strings.Contains(string(r.Body), "<![CDATA[Tea ]]]]><![CDATA[> host 0]]>") ||
@@ -322,13 +341,10 @@ func TestAggregatorFeeds(t *testing.T) {
 		}
 		r = do(t, paid, "GET", "/feeds/jobs.xml?format="+format, "", &public)
 		jobs, err = checkAggregator(format, r.Body)
-		pages = pages[:0]
-		for _, j := range jobs {
-			pages = append(pages, j.URL)
-		}
 		if err != nil {
 			t.Fatalf("%s paid: %v", format, err)
 		}
+		pages = aggregatorPages(t, format, jobs)
 		checkListsActive(t, format+" of plan 6", pages, activePages(t, 6))
 	}
 	for _, q := range []string{"", "format=rss", "format=indeed&format=jooble"} {

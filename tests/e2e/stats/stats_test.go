@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkjobs/coworkjobs/api/contract"
 	"github.com/coworkjobs/coworkjobs/tests/suite"
 )
+
+var checker = contract.MustNew()
 
 const browser = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 
@@ -38,7 +41,7 @@ type reply struct {
 }
 
 // do sends a request through the gateway; hdr are header name/value pairs.
-func do(t *testing.T, method, path, body string, hdr ...string) reply {
+func do(t testing.TB, method, path, body string, hdr ...string) reply {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -53,6 +56,12 @@ func do(t *testing.T, method, path, body string, hdr ...string) reply {
 	defer res.Body.Close()
 	r := reply{status: res.StatusCode, header: res.Header}
 	r.body, _ = io.ReadAll(res.Body)
+	if strings.HasPrefix(path, "/v2/") {
+		// Every API answer is what the OpenAPI document promises.
+		if err := checker.Check(req, res.StatusCode, res.Header, r.body); err != nil {
+			t.Errorf("contract: %s %s: %v", method, path, err)
+		}
+	}
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(r.body, &r.env); err != nil {
 			t.Fatalf("%s %s: %v: %s", method, path, err, r.body)
@@ -83,7 +92,7 @@ type jobStats struct {
 }
 
 // createJob posts a job with key and returns its id and public URL.
-func createJob(t *testing.T, key, applyURL string) (int64, string) {
+func createJob(t testing.TB, key, applyURL string) (int64, string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"title":"Stats host %s","company":"Statsco","description":"<p>Counted</p>","job_type":"parttime",
 		"tags":"community","city_name":"Berlin","apply_url":%q}`, suite.RandomHex(4), applyURL)
@@ -120,7 +129,7 @@ var applyHref = regexp.MustCompile(`id="apply" href="([^"]+)"`)
 
 // goPath opens the job's page as a browser and returns its Apply link's
 // path (/go/{job_ref}?src=...).
-func goPath(t *testing.T, pageURL, query string) string {
+func goPath(t testing.TB, pageURL, query string) string {
 	t.Helper()
 	i := strings.Index(pageURL, "/jobs/")
 	r := do(t, "GET", pageURL[i:]+query, "", "User-Agent", browser, "X-Forwarded-For", "198.51.100.200")
@@ -141,7 +150,7 @@ func goPath(t *testing.T, pageURL, query string) string {
 
 // statsOf polls the job's stats until done says they are complete (the lag
 // is at most 60 s; here a few seconds).
-func statsOf(t *testing.T, key string, id int64, done func(jobStats) bool) jobStats {
+func statsOf(t testing.TB, key string, id int64, done func(jobStats) bool) jobStats {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -161,7 +170,7 @@ func statsOf(t *testing.T, key string, id int64, done func(jobStats) bool) jobSt
 }
 
 // metric reads a counter of the jobs service's admin port.
-func metric(t *testing.T, series string) float64 {
+func metric(t testing.TB, series string) float64 {
 	t.Helper()
 	res, err := http.Get(sys.Admin["jobs"] + "/metrics")
 	if err != nil {
@@ -288,7 +297,12 @@ func TestRedirectWithTheStoreDown(t *testing.T) {
 			t.Errorf("click %d with the store down took %v", i, d)
 		}
 	}
-	time.Sleep(2 * time.Second) // flushes fail meanwhile
+	failed := `jobs_stats_flushes_total{result="error"}`
+	before := metric(t, failed)
+	time.Sleep(2500 * time.Millisecond) // writes fail meanwhile, the clicks wait in the buffer
+	if metric(t, failed) <= before {
+		t.Errorf("%s did not move while the store was down: the test did not take it away", failed)
+	}
 	relay.Up()
 	s := statsOf(t, pro, id, func(s jobStats) bool { return s.Totals.ApplyClicks >= k })
 	if s.Totals.ApplyClicks != k || s.Totals.UniqueClicks != k {
@@ -297,7 +311,7 @@ func TestRedirectWithTheStoreDown(t *testing.T) {
 }
 
 // createKey makes a key with gateway-keys.
-func createKey(t *testing.T, args ...string) string {
+func createKey(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := sys.Run(context.Background(), "gateway-keys", append([]string{"create", "-name", "stats-" + suite.RandomHex(3), "-json"}, args...)...)
 	if err != nil {
@@ -412,10 +426,33 @@ func TestStatsIsolationBetweenSpaces(t *testing.T) {
 // The ranges are checked: 422 naming the problem.
 func TestStatsRange422(t *testing.T) {
 	pro := sys.Keys["space 1 (Pro) key"]
-	for _, q := range []string{"?from=2026-13-01", "?interval=month", "?from=2026-03-02&to=2026-03-01", "?from=2020-01-01&to=2026-01-01"} {
-		r := do(t, "GET", "/v2/stats"+strings.Replace(q, "interval=month", "from=x", 1), "", "X-API-Key", pro)
-		if r.status != 422 {
-			t.Errorf("/v2/stats%s: %d %s", q, r.status, r.body)
+	id, _ := createJob(t, pro, "https://apply.example/range")
+	for _, path := range []string{"/v2/stats?from=2026-13-01", "/v2/stats?interval=day", "/v2/stats?from=2026-03-02&to=2026-03-01",
+		"/v2/stats?from=2020-01-01&to=2026-01-01", fmt.Sprintf("/v2/jobs/%d/stats?interval=month", id),
+		fmt.Sprintf("/v2/jobs/%d/stats?to=yesterday", id)} {
+		r := do(t, "GET", path, "", "X-API-Key", pro)
+		if r.status != 422 || r.env.Error == nil || r.env.Error.Code != "validation_error" {
+			t.Errorf("%s: %d %s", path, r.status, r.body)
 		}
+	}
+}
+
+// A browser's prefetch of the apply link is redirected like a click but not
+// counted (a HEAD neither: statsapp TestRedirectRemembersWhereJobsLed).
+func TestPrefetchIsNotAClick(t *testing.T) {
+	pro := sys.Keys["space 1 (Pro) key"]
+	id, page := createJob(t, pro, "https://apply.example/head")
+	path := goPath(t, page, "")
+	if r := do(t, "GET", path, "", "User-Agent", browser, "Sec-Purpose", "prefetch"); r.status != 302 {
+		t.Fatalf("prefetch: %d", r.status)
+	}
+	if r := do(t, "GET", path, "", "User-Agent", browser); r.status != 302 {
+		t.Fatalf("click: %d", r.status)
+	}
+	statsOf(t, pro, id, func(s jobStats) bool { return s.Totals.ApplyClicks >= 1 })
+	time.Sleep(1500 * time.Millisecond) // a counted prefetch would be written by now too
+	s := statsOf(t, pro, id, func(jobStats) bool { return true })
+	if s.Totals.ApplyClicks != 1 {
+		t.Errorf("clicks %d, want 1 (the GET alone)", s.Totals.ApplyClicks)
 	}
 }

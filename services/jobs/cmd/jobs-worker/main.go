@@ -117,7 +117,7 @@ func main() {
 			Starter: alertmail.TemporalStarter{Client: tc},
 			Jobs:    jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender, Log: log,
 			Metrics: relayMetrics, Interval: cfg.RelayInterval}
-		p.AddWorker("alerts", temporalx.NewWorker(tc, alertmail.TaskQueue, alertmail.Register, &alertmail.Activities{Mails: alerts}, log))
+		p.AddWorker("alerts", temporalx.NewWorker(tc, alertmail.TaskQueue, alertmail.Register, &alertmail.Activities{Mails: alerts, Stats: statsdb.New(p.Pool)}, log))
 		p.Go(alerts.Run)
 		p.Go(func(ctx context.Context) error {
 			// Keep trying until the clock runs: Temporal may start after us.

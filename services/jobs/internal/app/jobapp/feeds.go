@@ -17,6 +17,10 @@ import (
 // feedTitle names the jobs feed in every format.
 const feedTitle = "coworkjobs: latest jobs"
 
+// feedRef makes a feed item's page view and its Apply click count under the
+// feed channel (job statistics); an item's id stays the bare address.
+const feedRef = "?ref=" + statsbus.ChannelFeed
+
 // feed answers GET /v2/vine/jobs: the latest active jobs matching the shared
 // filters (q, tag, job_type, remote, city), in the vine/1 envelope or, with
 // ?format=, as RSS 2.0, Atom 1.0 or JSON Feed 1.1; cacheable with an ETag
@@ -59,7 +63,7 @@ func (h *handlers) vineItems(jobs []jobbus.Job) []feedItemDTO {
 		items = append(items, feedItemDTO{
 			FeedItem: web.FeedItem{
 				ID:      "job:" + strconv.FormatInt(j.ID, 10),
-				URL:     h.bus.JobURL(jobbus.PageURL(j.Slug, j.ID)),
+				URL:     h.bus.JobURL(jobbus.PageURL(j.Slug, j.ID)) + feedRef,
 				Title:   j.Title,
 				Summary: jobbus.Summary(j.Description, FeedSummaryLen),
 				// What encoding/json writes for a time.Time.
@@ -82,7 +86,7 @@ func (h *handlers) syndication(jobs []jobbus.Job, changed time.Time, query strin
 		Items: make([]web.SyndicationItem, len(jobs))}
 	for i, j := range jobs {
 		s.Items[i] = web.SyndicationItem{ID: base + "/jobs/" + strconv.FormatInt(j.ID, 10),
-			URL: h.bus.JobURL(jobbus.PageURL(j.Slug, j.ID)), Title: j.Title + " at " + j.Company, ContentHTML: j.Description,
+			URL: h.bus.JobURL(jobbus.PageURL(j.Slug, j.ID)) + feedRef, Title: j.Title + " at " + j.Company, ContentHTML: j.Description,
 			Summary: jobbus.Summary(j.Description, FeedSummaryLen), Published: j.DateAdded, Updated: j.UpdatedAt,
 			Tags: tagList(j.Tags), Author: j.Company}
 	}

@@ -3,6 +3,7 @@ package reachapp
 import (
 	"encoding/xml"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,12 @@ func (h *handlers) aggregatorFeed(c *fiber.Ctx) error {
 	}, []byte("</source>\n"))
 }
 
+// aggregatorRef makes the page view and the Apply click of a job found on
+// an aggregator count under its channel (job statistics).
+func aggregatorRef(format string) string {
+	return "?ref=" + url.QueryEscape(statsbus.ChannelAggregator(format))
+}
+
 func (h *handlers) indeedJob(b []byte, d *jobbus.Detail) []byte {
 	el := func(name, v string) { b = appendElement(b, name, func(b []byte) []byte { return appendCDATA(b, v) }) }
 	id := strconv.FormatInt(d.ID, 10)
@@ -73,7 +80,7 @@ func (h *handlers) indeedJob(b []byte, d *jobbus.Detail) []byte {
 	el("date", d.DateAdded.UTC().Format(time.RFC3339))
 	el("referencenumber", "coworkjobs-"+id)
 	el("requisitionid", id)
-	el("url", h.bus.JobURL(jobbus.PageURL(d.Slug, d.ID)))
+	el("url", h.bus.JobURL(jobbus.PageURL(d.Slug, d.ID))+aggregatorRef(FormatIndeed))
 	el("company", d.Company)
 	source := d.Company
 	if d.SpaceName != nil && *d.SpaceName != "" {
@@ -102,7 +109,7 @@ func (h *handlers) joobleJob(b []byte, d *jobbus.Detail) []byte {
 	b = append(b, `<job id="`...)
 	b = strconv.AppendInt(b, d.ID, 10)
 	b = append(b, "\">\n"...)
-	el("link", h.bus.JobURL(jobbus.PageURL(d.Slug, d.ID)))
+	el("link", h.bus.JobURL(jobbus.PageURL(d.Slug, d.ID))+aggregatorRef(FormatJooble))
 	el("name", d.Title)
 	region := d.CityName
 	if d.CityCountry != "" {

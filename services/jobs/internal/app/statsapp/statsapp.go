@@ -5,12 +5,14 @@
 package statsapp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -21,11 +23,20 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
 )
 
+// Jobs is what the redirect and the counting need of the jobs
+// (*jobbus.Business).
+type Jobs interface {
+	PublicByID(ctx context.Context, id int64) (jobbus.Detail, error)
+	Visible(d jobbus.Detail) bool
+	JobURL(pageURL string) string
+	BaseURL() string
+}
+
 // Config wires the routes.
 type Config struct {
 	Log      *slog.Logger
 	Codec    *identity.Codec
-	Jobs     *jobbus.Business
+	Jobs     Jobs
 	Stats    *statsbus.Business
 	Recorder *statsbus.Recorder
 	Visitors *statsbus.Visitors
@@ -36,7 +47,44 @@ type Config struct {
 // Counter counts views, clicks and impressions into the Recorder; it never
 // blocks a request on storage.
 type Counter struct {
-	cfg Config
+	cfg   Config
+	known lastKnown
+}
+
+// lastKnown keeps where the jobs clicked lately led (at most knownMax of
+// them, for knownTTL), so that GET /go/ still answers 302 while the jobs'
+// own store is briefly away (a PostgreSQL restart): the target is the job's
+// own URL as it was minutes ago, never anything the request says.
+type lastKnown struct {
+	mu sync.Mutex
+	m  map[int64]knownTarget
+}
+
+type knownTarget struct {
+	url     string
+	visible bool
+	at      time.Time
+}
+
+const (
+	knownMax = 50_000
+	knownTTL = 10 * time.Minute
+)
+
+func (l *lastKnown) put(id int64, t knownTarget) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil || len(l.m) >= knownMax {
+		l.m = make(map[int64]knownTarget, 1024) // the bound: start over
+	}
+	l.m[id] = t
+}
+
+func (l *lastKnown) get(id int64, now time.Time) (knownTarget, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.m[id]
+	return t, ok && now.Sub(t.at) < knownTTL
 }
 
 // NewCounter returns the counter of cfg.
@@ -84,10 +132,21 @@ func RequestChannel(c *fiber.Ctx, def string) string {
 	return def
 }
 
+// countable reports whether a request is one a person made: a GET (a HEAD is
+// a link checker's), not a browser's speculative prefetch.
+func countable(c *fiber.Ctx) bool {
+	if c.Method() != fiber.MethodGet {
+		return false
+	}
+	return !strings.Contains(c.Get("Sec-Purpose"), "prefetch") && !strings.Contains(c.Get("Purpose"), "prefetch")
+}
+
 // View counts a view of the job's public page and returns its channel.
 func (k *Counter) View(c *fiber.Ctx, jobID int64) string {
 	ch := RequestChannel(c, statsbus.ChannelPage)
-	k.cfg.Recorder.Record(k.event(c, jobID, statsbus.KindView, ch))
+	if countable(c) {
+		k.cfg.Recorder.Record(k.event(c, jobID, statsbus.KindView, ch))
+	}
 	return ch
 }
 
@@ -126,7 +185,8 @@ const notFoundPage = `<!doctype html><html lang="en"><meta charset="utf-8"><titl
 // buffer: the answer never waits for the statistics' store) and the client
 // sent to the job's own apply address. A ref that names no job is a 404; a
 // job no longer listed sends the client to its page, which says so,
-// uncounted.
+// uncounted. While the jobs' store fails, a job clicked in the last
+// knownTTL still redirects where it last led (lastKnown).
 func (k *Counter) redirect(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set("X-Robots-Tag", "noindex, nofollow")
@@ -136,19 +196,31 @@ func (k *Counter) redirect(c *fiber.Ctx) error {
 	if ok {
 		d, err = k.cfg.Jobs.PublicByID(c.UserContext(), id)
 	}
+	var to knownTarget
 	switch {
 	case !ok || errors.Is(err, jobbus.ErrNotFound) || err == nil && d.Status == jobbus.StatusDraft:
 		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 		return c.Status(http.StatusNotFound).SendString(notFoundPage)
 	case err != nil:
-		return fmt.Errorf("go: job %d: %w", id, err)
+		known, ok := k.known.get(id, k.cfg.Now())
+		if !ok {
+			return fmt.Errorf("go: job %d: %w", id, err)
+		}
+		k.cfg.Log.WarnContext(c.UserContext(), "go: the job's store failed; redirecting where it last led", "job_id", id, "error", err)
+		to = known
+	default:
+		page := k.cfg.Jobs.JobURL(jobbus.PageURL(d.Slug, d.ID))
+		to = knownTarget{url: page, visible: k.cfg.Jobs.Visible(d), at: k.cfg.Now()}
+		if to.visible {
+			to.url = statsbus.Target(d, page)
+		}
+		k.known.put(id, to)
 	}
-	page := k.cfg.Jobs.JobURL(jobbus.PageURL(d.Slug, d.ID))
-	if !k.cfg.Jobs.Visible(d) {
-		return c.Redirect(page, http.StatusFound)
+	// A job no longer listed leads to its page, which says so, uncounted.
+	if to.visible && countable(c) {
+		k.cfg.Recorder.Record(k.event(c, id, statsbus.KindClick, RequestChannel(c, statsbus.ChannelDirect)))
 	}
-	k.cfg.Recorder.Record(k.event(c, d.ID, statsbus.KindClick, RequestChannel(c, statsbus.ChannelDirect)))
-	return c.Redirect(statsbus.Target(d, page), http.StatusFound)
+	return c.Redirect(to.url, http.StatusFound)
 }
 
 func caller(c *fiber.Ctx) jobbus.Caller {

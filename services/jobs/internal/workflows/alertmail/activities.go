@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus"
 )
 
 // DigestBatch is how many alerts one digest statement takes.
@@ -18,6 +21,14 @@ const DigestBatch = 500
 // compose with the relay's mails (ConfirmMail, MatchMail, DigestMail).
 type Activities struct {
 	Mails *Relay
+	// Stats counts the jobs a sent mail shows as impressions of channel
+	// alert (nil: not counted).
+	Stats StatsWriter
+}
+
+// StatsWriter stores counted events (statsdb.Store).
+type StatsWriter interface {
+	Write(ctx context.Context, events []statsbus.Event) error
 }
 
 // TakeDigests is the digest clock's tick at the workflow's time at (never
@@ -42,6 +53,7 @@ func (a *Activities) SendAlertMail(ctx context.Context, in MailInput) (string, e
 		return "", err
 	}
 	var msg mailer.Message
+	var shown []int64 // the jobs the mail shows
 	switch in.Kind {
 	case KindConfirm:
 		// The address's confirmation: every search still pending when it
@@ -63,6 +75,7 @@ func (a *Activities) SendAlertMail(ctx context.Context, in MailInput) (string, e
 			return "", err
 		}
 		msg = r.MatchMail(al, d.Job)
+		shown = []int64{d.ID}
 	case KindDigest:
 		if al.Paused {
 			return ResultSkipped, nil
@@ -86,11 +99,26 @@ func (a *Activities) SendAlertMail(ctx context.Context, in MailInput) (string, e
 			return ResultSkipped, nil
 		}
 		msg = r.DigestMail(al, jobs)
+		for _, j := range jobs {
+			shown = append(shown, j.ID)
+		}
 	default:
 		return ResultSkipped, nil
 	}
 	if err := r.Mail.Send(ctx, msg); err != nil {
 		return "", fmt.Errorf("alert mail %s: %w", in.Kind, err)
+	}
+	if a.Stats != nil && len(shown) > 0 {
+		// After the send, and never failing the activity: a retry would mail
+		// the seeker twice for an impression. A lost count is logged.
+		now := time.Now()
+		events := make([]statsbus.Event, len(shown))
+		for i, id := range shown {
+			events[i] = statsbus.Event{JobID: id, Kind: statsbus.KindImpression, Channel: statsbus.ChannelAlert, At: now, N: 1}
+		}
+		if err := a.Stats.Write(ctx, events); err != nil {
+			activity.GetLogger(ctx).Warn("alert mail sent; its impressions not counted", "alert_id", in.AlertID, "error", err)
+		}
 	}
 	return ResultSent, nil
 }

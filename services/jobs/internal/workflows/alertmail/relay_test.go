@@ -26,6 +26,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobsearch"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus/stores/statsdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/migrations"
 )
 
@@ -65,7 +66,7 @@ func fixture(t testing.TB) (*Relay, string) {
 	}
 	r := &Relay{Store: alertdb.New(pool), Signer: alertbus.NewSigner([]byte(strings.Repeat("s", 32))), Privacy: sealer,
 		Jobs: jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: base}), Mail: sender, Log: quiet}
-	r.Starter = envStarter{acts: &Activities{Mails: r}}
+	r.Starter = envStarter{acts: &Activities{Mails: r, Stats: statsdb.New(pool)}}
 	return r, dir
 }
 
@@ -193,6 +194,15 @@ func TestInstantAlert(t *testing.T) {
 	}
 	if match == nil || !strings.Contains(match.Text, "Head Barista") || !strings.Contains(match.Text, fmt.Sprintf("-%d", job)) {
 		t.Fatalf("no match mail naming the job: %+v", got)
+	}
+	// The mail links the page with its channel, and counts the job shown as
+	// an impression of channel alert (job statistics).
+	if !strings.Contains(match.Text, fmt.Sprintf("-%d?ref=alert", job)) {
+		t.Errorf("the match mail's link lacks ?ref=alert:\n%s", match.Text)
+	}
+	var shown int
+	if err := pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0) FROM stats_events WHERE job_id = $1 AND kind = 3 AND channel = 'alert'`, job).Scan(&shown); err != nil || shown != 1 {
+		t.Errorf("%d alert impressions of the job (%v), want 1", shown, err)
 	}
 	unsub := match.Header.Get("List-Unsubscribe")
 	if !strings.Contains(unsub, "/alerts/unsubscribe?token=") || match.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
