@@ -270,6 +270,12 @@ func (b *Backend) Forward(c *fiber.Ctx, codec *identity.Codec, id identity.Ident
 	}
 	resp := c.Response()
 	relay(up, resp, whole)
+	if req.Header.IsHead() && resp.Header.ContentLength() == -2 {
+		// The backend's HEAD answer came without a length, which fasthttp
+		// would relay as "Transfer-Encoding: identity", a header clients
+		// refuse (Go's among them); no length is sent as chunked instead.
+		resp.Header.SetContentLength(-1)
+	}
 	span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode()))
 	if resp.StatusCode() >= 500 {
 		span.SetStatus(codes.Error, "")
