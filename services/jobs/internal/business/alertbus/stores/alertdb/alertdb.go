@@ -52,8 +52,9 @@ func scan(row pgx.Row, a *alertbus.Alert, extra ...any) error {
 
 // Save implements alertbus.Store: one row per (email, search); asking again
 // before the click takes the new frequency. The confirmation is the
-// address's (it lists every pending search): one waits in the outbox at a
-// time, due lim.Every after the previous one, lim.PerDay a UTC day at most.
+// address's (it lists every pending search when it goes): at most one waits
+// for a later time, each due lim.Every after the previous one, lim.PerDay a
+// UTC day at most.
 func (s *Store) Save(ctx context.Context, a alertbus.Alert, pkey string, lim alertbus.ConfirmLimits) (alertbus.Alert, bool, error) {
 	var out alertbus.Alert
 	var created bool
@@ -79,10 +80,14 @@ func (s *Store) Save(ctx context.Context, a alertbus.Alert, pkey string, lim ale
 			return nil
 		}
 		// The address row is locked (above): these run one address at a time.
+		// A confirmation due later lists this search too when it goes. One
+		// due now may be rendered already (its workflow starts before the
+		// relay's transaction ends), so this search gets the next one, due
+		// lim.Every after it.
 		var waiting bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM alert_outbox o JOIN alerts a ON a.id = o.alert_id
-			WHERE a.address_id = $1 AND o.kind = 'confirm')`, addr).Scan(&waiting); err != nil || waiting {
-			return err // the waiting mail lists this search too
+			WHERE a.address_id = $1 AND o.kind = 'confirm' AND o.next_try_at > now())`, addr).Scan(&waiting); err != nil || waiting {
+			return err
 		}
 		var due time.Time
 		err := tx.QueryRow(ctx, `UPDATE alert_addresses SET
