@@ -762,6 +762,33 @@ func (e RouteInfoAuth) Valid() bool {
 	}
 }
 
+// Defines values for SalaryPeriod.
+const (
+	Day   SalaryPeriod = "day"
+	Hour  SalaryPeriod = "hour"
+	Month SalaryPeriod = "month"
+	Week  SalaryPeriod = "week"
+	Year  SalaryPeriod = "year"
+)
+
+// Valid indicates whether the value is a known member of the SalaryPeriod enum.
+func (e SalaryPeriod) Valid() bool {
+	switch e {
+	case Day:
+		return true
+	case Hour:
+		return true
+	case Month:
+		return true
+	case Week:
+		return true
+	case Year:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Scope.
 const (
 	ScopeAlertsWrite    Scope = "alerts:write"
@@ -1059,6 +1086,27 @@ const (
 func (e WebhookReceivedReceived) Valid() bool {
 	switch e {
 	case WebhookReceivedReceivedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkplaceType.
+const (
+	Hybrid WorkplaceType = "hybrid"
+	OnSite WorkplaceType = "on_site"
+	Remote WorkplaceType = "remote"
+)
+
+// Valid indicates whether the value is a known member of the WorkplaceType enum.
+func (e WorkplaceType) Valid() bool {
+	switch e {
+	case Hybrid:
+		return true
+	case OnSite:
+		return true
+	case Remote:
 		return true
 	default:
 		return false
@@ -1953,10 +2001,12 @@ type Job struct {
 	ExpirationDate time.Time `json:"expiration_date"`
 
 	// ExternalUrl Source link carrying ref=coworkjobs; empty when none.
-	ExternalUrl string  `json:"external_url"`
-	IdJob       int     `json:"id_job"`
-	IsRemote    bool    `json:"is_remote"`
-	JobType     JobType `json:"job_type"`
+	ExternalUrl string `json:"external_url"`
+	IdJob       int    `json:"id_job"`
+
+	// IsRemote true exactly when workplace_type is remote.
+	IsRemote bool    `json:"is_remote"`
+	JobType  JobType `json:"job_type"`
 
 	// PageUrl Job slug (not a full URL), ends with the job id.
 	PageUrl string `json:"page_url"`
@@ -1965,8 +2015,11 @@ type Job struct {
 	SalMax string `json:"sal_max"`
 
 	// SalMin Numeric text; "0" when not given.
-	SalMin    string  `json:"sal_min"`
-	SpaceName *string `json:"space_name"`
+	SalMin string `json:"sal_min"`
+
+	// SalaryPeriod What sal_min and sal_max are paid for (the spec's salaries are a year's).
+	SalaryPeriod SalaryPeriod `json:"salary_period"`
+	SpaceName    *string      `json:"space_name"`
 
 	// Tags Comma-separated, normalised (lowercase, trimmed, no duplicates).
 	Tags  string `json:"tags"`
@@ -1974,6 +2027,9 @@ type Job struct {
 
 	// Url Full public URL of the job details.
 	Url string `json:"url"`
+
+	// WorkplaceType Where the job is worked: on site, hybrid (partly remote) or remote.
+	WorkplaceType WorkplaceType `json:"workplace_type"`
 }
 
 // JobCurrency Always upper case (see CurrencyInput).
@@ -2041,7 +2097,10 @@ type JobCreateRequest struct {
 	// InvEmail Contact e-mail; an invalid value is replaced by the configured default, never rejected.
 	InvEmail *string `json:"inv_email,omitempty"`
 
-	// IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent.
+	// IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent. Kept for the
+	// spec's clients: without `workplace_type`, 1 makes the job remote and 0 on site. Sent
+	// with `workplace_type`, it must agree with it (1 exactly when remote), else 422 naming
+	// both fields.
 	IsRemote *JobCreateRequest_IsRemote `json:"is_remote,omitempty"`
 
 	// JobType A job type a request names (the `job_type` filter, the `job_type` of a job sent):
@@ -2051,8 +2110,11 @@ type JobCreateRequest struct {
 	JobType JobTypeInput `json:"job_type"`
 	SalMax  *int         `json:"sal_max,omitempty"`
 
-	// SalMin Annual minimum; must not exceed sal_max.
+	// SalMin Minimum for salary_period (a year by default); must not exceed sal_max.
 	SalMin *int `json:"sal_min,omitempty"`
+
+	// SalaryPeriod What sal_min and sal_max are paid for: hour, day, week, month or year (any case); year when absent.
+	SalaryPeriod *string `json:"salary_period,omitempty"`
 
 	// Status Has no effect: the server decides the initial status (the spec's promise to clients that send it).
 	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
@@ -2061,7 +2123,10 @@ type JobCreateRequest struct {
 	// Tags Comma-separated; 1–20 tags of at most 50 characters after normalisation (trimmed, lowercased, deduplicated keeping order, empties dropped).
 	Tags  string `json:"tags"`
 	Title string `json:"title"`
-	union json.RawMessage
+
+	// WorkplaceType on_site, hybrid or remote (any case); from is_remote when absent (on_site without either).
+	WorkplaceType *string `json:"workplace_type,omitempty"`
+	union         json.RawMessage
 }
 
 // JobCreateRequestIsRemote0 defines model for JobCreateRequest.IsRemote.0.
@@ -2070,7 +2135,10 @@ type JobCreateRequestIsRemote0 int
 // JobCreateRequestIsRemote1 defines model for JobCreateRequest.IsRemote.1.
 type JobCreateRequestIsRemote1 = bool
 
-// JobCreateRequest_IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent.
+// JobCreateRequest_IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent. Kept for the
+// spec's clients: without `workplace_type`, 1 makes the job remote and 0 on site. Sent
+// with `workplace_type`, it must agree with it (1 exactly when remote), else 422 naming
+// both fields.
 type JobCreateRequest_IsRemote struct {
 	union json.RawMessage
 }
@@ -2159,7 +2227,9 @@ type JobDetail struct {
 	IdJob       int    `json:"id_job"`
 
 	// IsPaid A payment for the plan has been recorded.
-	IsPaid   bool    `json:"is_paid"`
+	IsPaid bool `json:"is_paid"`
+
+	// IsRemote true exactly when workplace_type is remote.
 	IsRemote bool    `json:"is_remote"`
 	JobType  JobType `json:"job_type"`
 
@@ -2180,9 +2250,12 @@ type JobDetail struct {
 	SalMax string `json:"sal_max"`
 
 	// SalMin Numeric text; "0" when not given.
-	SalMin    string    `json:"sal_min"`
-	SpaceName *string   `json:"space_name"`
-	Status    JobStatus `json:"status"`
+	SalMin string `json:"sal_min"`
+
+	// SalaryPeriod What sal_min and sal_max are paid for (the spec's salaries are a year's).
+	SalaryPeriod SalaryPeriod `json:"salary_period"`
+	SpaceName    *string      `json:"space_name"`
+	Status       JobStatus    `json:"status"`
 
 	// Tags Comma-separated, normalised (lowercase, trimmed, no duplicates).
 	Tags  string `json:"tags"`
@@ -2199,6 +2272,9 @@ type JobDetail struct {
 
 	// ViewUrl Only while the job is publicly visible.
 	ViewUrl *string `json:"view_url"`
+
+	// WorkplaceType Where the job is worked: on site, hybrid (partly remote) or remote.
+	WorkplaceType WorkplaceType `json:"workplace_type"`
 }
 
 // JobDetailCurrency Always upper case (see CurrencyInput).
@@ -2446,6 +2522,9 @@ type RouteInfo struct {
 
 // RouteInfoAuth `public` needs no key; `key` needs a key with one of `scopes`; `optional_key` needs none, and a key sent must be valid and hold one of `scopes`.
 type RouteInfoAuth string
+
+// SalaryPeriod What sal_min and sal_max are paid for (the spec's salaries are a year's).
+type SalaryPeriod string
 
 // Scope defines model for Scope.
 type Scope string
@@ -2728,6 +2807,9 @@ type WebhookUpdateRequest struct {
 	Url         *string              `json:"url,omitempty"`
 }
 
+// WorkplaceType Where the job is worked: on site, hybrid (partly remote) or remote.
+type WorkplaceType string
+
 // AlertToken defines model for AlertToken.
 type AlertToken = string
 
@@ -2993,6 +3075,9 @@ type ListJobsParams struct {
 
 	// Remote `1` or `true`: remote only. `0` or `false`: no filter (all jobs).
 	Remote *ListJobsParamsRemote `form:"remote,omitempty" json:"remote,omitempty"`
+
+	// WorkplaceType Only jobs worked so.
+	WorkplaceType *WorkplaceType `form:"workplace_type,omitempty" json:"workplace_type,omitempty"`
 
 	// City City slug.
 	City *string `form:"city,omitempty" json:"city,omitempty"`
@@ -3579,6 +3664,13 @@ func (t JobCreateRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.SalaryPeriod != nil {
+		object["salary_period"], err = json.Marshal(t.SalaryPeriod)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'salary_period': %w", err)
+		}
+	}
+
 	if t.Status != nil {
 		object["status"], err = json.Marshal(t.Status)
 		if err != nil {
@@ -3596,6 +3688,12 @@ func (t JobCreateRequest) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'title': %w", err)
 	}
 
+	if t.WorkplaceType != nil {
+		object["workplace_type"], err = json.Marshal(t.WorkplaceType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'workplace_type': %w", err)
+		}
+	}
 	b, err = json.Marshal(object)
 	return b, err
 }
@@ -3709,6 +3807,13 @@ func (t *JobCreateRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	if raw, found := object["salary_period"]; found {
+		err = json.Unmarshal(raw, &t.SalaryPeriod)
+		if err != nil {
+			return fmt.Errorf("error reading 'salary_period': %w", err)
+		}
+	}
+
 	if raw, found := object["status"]; found {
 		err = json.Unmarshal(raw, &t.Status)
 		if err != nil {
@@ -3727,6 +3832,13 @@ func (t *JobCreateRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Title)
 		if err != nil {
 			return fmt.Errorf("error reading 'title': %w", err)
+		}
+	}
+
+	if raw, found := object["workplace_type"]; found {
+		err = json.Unmarshal(raw, &t.WorkplaceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'workplace_type': %w", err)
 		}
 	}
 
@@ -4481,15 +4593,21 @@ type ClientInterface interface {
 	// **Filters** (combined with AND; an invalid value answers 422 listing every problem):
 	// - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
 	// - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
-	//   `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
-	//   between currencies, so `salary_min` needs `currency`.
+	//   `salary_min` a year (`sal_max`, or `sal_min` when no maximum was given); there is no
+	//   conversion between currencies, so `salary_min` needs `currency`. `salary_min` is an
+	//   annual amount, as the spec's salaries are: a job paid by another `salary_period` is
+	//   compared by its annualised range, with a full-time year of 2080 hours (40 a week), 260
+	//   days, 52 weeks or 12 months (15 EUR an hour is 31,200 EUR a year). One number thus
+	//   compares jobs paid by the hour and by the year alike; the factors are a convention of a
+	//   full-time position, so a part-time hourly job reads higher than it pays.
 	// - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 	// - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
 	//   radius; each job then carries `distance_km`, the great-circle distance to its city
 	//   (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 	// - `job_type`: one of fulltime, parttime, freelance, internship.
-	// - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
-	//   filter — remote and on-site jobs are both returned.
+	// - `remote`: `1`/`true` returns remote jobs only (`workplace_type` remote); `0`/`false`
+	//   (or absent) does not filter — remote, hybrid and on-site jobs are all returned.
+	// - `workplace_type`: one of on_site, hybrid, remote.
 	// - `city`: a city slug (lowercase letters, digits, hyphens). An unknown slug returns no jobs.
 	//
 	// **Pagination.** By default (server-side pagination off) every matching job is returned,
@@ -6235,15 +6353,21 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // **Filters** (combined with AND; an invalid value answers 422 listing every problem):
 //   - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
 //   - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
-//     `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
-//     between currencies, so `salary_min` needs `currency`.
+//     `salary_min` a year (`sal_max`, or `sal_min` when no maximum was given); there is no
+//     conversion between currencies, so `salary_min` needs `currency`. `salary_min` is an
+//     annual amount, as the spec's salaries are: a job paid by another `salary_period` is
+//     compared by its annualised range, with a full-time year of 2080 hours (40 a week), 260
+//     days, 52 weeks or 12 months (15 EUR an hour is 31,200 EUR a year). One number thus
+//     compares jobs paid by the hour and by the year alike; the factors are a convention of a
+//     full-time position, so a part-time hourly job reads higher than it pays.
 //   - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 //   - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
 //     radius; each job then carries `distance_km`, the great-circle distance to its city
 //     (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 //   - `job_type`: one of fulltime, parttime, freelance, internship.
-//   - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
-//     filter — remote and on-site jobs are both returned.
+//   - `remote`: `1`/`true` returns remote jobs only (`workplace_type` remote); `0`/`false`
+//     (or absent) does not filter — remote, hybrid and on-site jobs are all returned.
+//   - `workplace_type`: one of on_site, hybrid, remote.
 //   - `city`: a city slug (lowercase letters, digits, hyphens). An unknown slug returns no jobs.
 //
 // **Pagination.** By default (server-side pagination off) every matching job is returned,
@@ -9241,6 +9365,18 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 
 		}
 
+		if params.WorkplaceType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "workplace_type", *params.WorkplaceType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.City != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "city", *params.City, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -11935,15 +12071,21 @@ type ClientWithResponsesInterface interface {
 	// **Filters** (combined with AND; an invalid value answers 422 listing every problem):
 	// - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
 	// - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
-	//   `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
-	//   between currencies, so `salary_min` needs `currency`.
+	//   `salary_min` a year (`sal_max`, or `sal_min` when no maximum was given); there is no
+	//   conversion between currencies, so `salary_min` needs `currency`. `salary_min` is an
+	//   annual amount, as the spec's salaries are: a job paid by another `salary_period` is
+	//   compared by its annualised range, with a full-time year of 2080 hours (40 a week), 260
+	//   days, 52 weeks or 12 months (15 EUR an hour is 31,200 EUR a year). One number thus
+	//   compares jobs paid by the hour and by the year alike; the factors are a convention of a
+	//   full-time position, so a part-time hourly job reads higher than it pays.
 	// - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 	// - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
 	//   radius; each job then carries `distance_km`, the great-circle distance to its city
 	//   (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 	// - `job_type`: one of fulltime, parttime, freelance, internship.
-	// - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
-	//   filter — remote and on-site jobs are both returned.
+	// - `remote`: `1`/`true` returns remote jobs only (`workplace_type` remote); `0`/`false`
+	//   (or absent) does not filter — remote, hybrid and on-site jobs are all returned.
+	// - `workplace_type`: one of on_site, hybrid, remote.
 	// - `city`: a city slug (lowercase letters, digits, hyphens). An unknown slug returns no jobs.
 	//
 	// **Pagination.** By default (server-side pagination off) every matching job is returned,
@@ -26265,15 +26407,21 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // **Filters** (combined with AND; an invalid value answers 422 listing every problem):
 //   - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
 //   - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
-//     `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
-//     between currencies, so `salary_min` needs `currency`.
+//     `salary_min` a year (`sal_max`, or `sal_min` when no maximum was given); there is no
+//     conversion between currencies, so `salary_min` needs `currency`. `salary_min` is an
+//     annual amount, as the spec's salaries are: a job paid by another `salary_period` is
+//     compared by its annualised range, with a full-time year of 2080 hours (40 a week), 260
+//     days, 52 weeks or 12 months (15 EUR an hour is 31,200 EUR a year). One number thus
+//     compares jobs paid by the hour and by the year alike; the factors are a convention of a
+//     full-time position, so a part-time hourly job reads higher than it pays.
 //   - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 //   - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
 //     radius; each job then carries `distance_km`, the great-circle distance to its city
 //     (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 //   - `job_type`: one of fulltime, parttime, freelance, internship.
-//   - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
-//     filter — remote and on-site jobs are both returned.
+//   - `remote`: `1`/`true` returns remote jobs only (`workplace_type` remote); `0`/`false`
+//     (or absent) does not filter — remote, hybrid and on-site jobs are all returned.
+//   - `workplace_type`: one of on_site, hybrid, remote.
 //   - `city`: a city slug (lowercase letters, digits, hyphens). An unknown slug returns no jobs.
 //
 // **Pagination.** By default (server-side pagination off) every matching job is returned,

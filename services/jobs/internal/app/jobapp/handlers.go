@@ -216,6 +216,12 @@ func parseFiltersOf(get func(string) string, f *jobbus.ListFilter) []string {
 	default:
 		p = append(p, "remote must be one of 1, true, 0, false")
 	}
+	if t := strings.ToLower(strings.TrimSpace(get("workplace_type"))); t != "" {
+		if !jobbus.ValidWorkplaceType(t) {
+			p = append(p, "workplace_type must be one of "+strings.Join(jobbus.WorkplaceTypes, ", "))
+		}
+		f.WorkplaceType = t
+	}
 	if city := strings.ToLower(get("city")); city != "" {
 		if len(city) > 100 || !slugRE.MatchString(city) {
 			p = append(p, "city must be a city slug: lowercase letters and digits separated by hyphens")

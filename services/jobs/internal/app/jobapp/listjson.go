@@ -51,6 +51,8 @@ func appendJob(b []byte, j *jobbus.Job, baseURL string) []byte {
 	b = appendSalary(b, "sal_min", j.SalMin)
 	b = appendSalary(b, "sal_max", j.SalMax)
 	b = appendField(b, "currency", j.Currency)
+	b = appendField(b, "salary_period", j.SalaryPeriod)
+	b = appendField(b, "workplace_type", j.WorkplaceType)
 	b = append(b, `,"url":"`...)
 	b = appendEscaped(b, baseURL)
 	b = append(b, "/jobs/"...)

@@ -50,15 +50,9 @@ func (b *Business) prepare(ctx context.Context, caller Caller, in CreateInput) (
 		}
 		nj.ApplyURL = &u
 	}
-	if in.IsRemote != nil {
-		switch *in.IsRemote {
-		case 0:
-		case 1:
-			nj.IsRemote = true
-		default:
-			p = append(p, "is_remote must be 0 or 1")
-		}
-	}
+	nj.WorkplaceType = workplace(in.WorkplaceType, in.IsRemote, "", &p)
+	nj.IsRemote = nj.WorkplaceType == WorkplaceRemote
+	nj.SalaryPeriod = salaryPeriod(in.SalaryPeriod, "", &p)
 	nj.InvEmail = b.cfg.DefaultInvEmail
 	if in.InvEmail != nil && ValidEmail(strings.TrimSpace(*in.InvEmail)) {
 		nj.InvEmail = strings.TrimSpace(*in.InvEmail)

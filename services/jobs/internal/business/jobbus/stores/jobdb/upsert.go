@@ -25,6 +25,7 @@ var insertedColumns = []struct{ name, value string }{
 	{"inv_email", "$21::text"}, {"plan_id", "$22::integer"}, {"status", "$23::text"},
 	{"expiration_date", "now() + make_interval(days => $24::int)"}, {"city_lat", "$29::float8"},
 	{"city_lon", "$30::float8"}, {"city_country", "nullif($31::text, '')"}, {"owner_key_id", "$32::bigint"},
+	{"salary_period", "$34::text"}, {"workplace_type", "$35::text"},
 }
 
 // planChanges is when a fingerprint match takes the request's plan: the
@@ -44,7 +45,8 @@ var updatedColumns = []struct{ name, value string }{
 	{"city_name", "EXCLUDED.city_name"}, {"city_slug", "EXCLUDED.city_slug"}, {"space_name", "EXCLUDED.space_name"},
 	{"sal_min", "EXCLUDED.sal_min"}, {"sal_max", "EXCLUDED.sal_max"}, {"currency", "EXCLUDED.currency"},
 	{"inv_email", "EXCLUDED.inv_email"}, {"city_lat", "EXCLUDED.city_lat"}, {"city_lon", "EXCLUDED.city_lon"},
-	{"city_country", "EXCLUDED.city_country"},
+	{"city_country", "EXCLUDED.city_country"}, {"salary_period", "EXCLUDED.salary_period"},
+	{"workplace_type", "EXCLUDED.workplace_type"},
 	{"plan_id", "CASE WHEN " + planChanges + " THEN EXCLUDED.plan_id ELSE jobs.plan_id END"},
 	{"expiration_date", "CASE WHEN " + planChanges + " THEN jobs.date_added + make_interval(days => $24::int) ELSE jobs.expiration_date END"},
 	{"is_paid", "CASE WHEN " + planChanges + " THEN false ELSE jobs.is_paid END"},
@@ -160,7 +162,7 @@ func upsertArgs(nj jobbus.NewJob) []any {
 		nj.JobType, nj.Tags, nj.IsRemote, nj.Slug, nj.ExternalURL, nj.ApplyURL, nj.City.ID, nj.City.Name, nj.City.Slug,
 		nj.SalMin, nj.SalMax, nj.Currency, nj.InvEmail, nj.Plan.ID, nj.Status, nj.Plan.ExpirationDays,
 		nj.Refresh, nj.UpdateFrom, nj.UpdateTo, jobbus.StatusActive, cityCoord(nj.City.Lat, nj.City), cityCoord(nj.City.Lon, nj.City),
-		nj.City.CountryCode, nj.OwnerKeyID, nj.PlanGiven}
+		nj.City.CountryCode, nj.OwnerKeyID, nj.PlanGiven, jobbus.PeriodOf(nj.SalaryPeriod), jobbus.WorkplaceOf(nj.WorkplaceType, nj.IsRemote)}
 }
 
 // cityCoord is a coordinate to store: NULL for a city the directory sent

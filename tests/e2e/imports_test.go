@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coworkjobs/coworkjobs/tests/suite"
+)
+
+// importJob is a create body of a trusted importer's job in Lisbon.
+func importJob(title string, extra string) string {
+	if extra != "" {
+		extra = "," + extra
+	}
+	return fmt.Sprintf(`{"title":%q,"company":"Tejo Hotels","description":"<p>Front desk and events.</p>","job_type":"parttime","tags":"hospitality","city_name":"Lisbon"%s}`,
+		title, extra)
+}
+
+// getPage is GET of an HTML page, which the API document does not describe.
+func getPage(t *testing.T, path string) (*http.Response, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	req, err := suite.NewRequest(ctx, "GET", s.gateway+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, b
+}
+
+var ldRE = regexp.MustCompile(`(?s)<script type="application/ld\+json">(.*?)</script>`)
+
+// How a job pays and where it is worked, through the gateway: create with
+// salary_period and workplace_type (and the old is_remote alone), list and
+// filter, the detail, the public page's JSON-LD, and 422s naming the field.
+func TestWorkplaceAndSalaryPeriodThroughGateway(t *testing.T) {
+	imp := key(t, importerKey)
+	tag := randomHex(4)
+	post := func(body string) jobResult {
+		t.Helper()
+		r := call(t, "POST", s.gateway+"/v2/jobs", imp, body)
+		var job jobResult
+		r.into(t, &job)
+		if r.status != 201 || job.Status != "active" {
+			t.Fatalf("create: %d %s", r.status, r.raw)
+		}
+		return job
+	}
+	hourly := post(importJob("Night porter "+tag, `"salary_period":"hour","workplace_type":"on_site","sal_min":14,"sal_max":18,"currency":"EUR"`))
+	hybrid := post(importJob("Revenue manager "+tag, `"workplace_type":"hybrid","sal_min":38000,"currency":"EUR"`))
+	remote := post(importJob("Reservations agent "+tag, `"is_remote":1,"sal_min":2500,"sal_max":2800,"salary_period":"month","currency":"EUR"`))
+
+	type item struct {
+		ID            int64  `json:"id_job"`
+		IsRemote      bool   `json:"is_remote"`
+		SalaryPeriod  string `json:"salary_period"`
+		WorkplaceType string `json:"workplace_type"`
+	}
+	listIDs := func(query string) map[int64]item {
+		t.Helper()
+		r := call(t, "GET", s.gateway+"/v2/jobs?q="+url.QueryEscape(tag)+"&"+query, imp, "")
+		if r.status != 200 {
+			t.Fatalf("list %s: %d %s", query, r.status, r.raw)
+		}
+		var l struct {
+			Jobs []item `json:"jobs"`
+		}
+		r.into(t, &l)
+		out := map[int64]item{}
+		for _, j := range l.Jobs {
+			out[j.ID] = j
+		}
+		return out
+	}
+	all := listIDs("")
+	for id, want := range map[int64]item{
+		hourly.JobID: {hourly.JobID, false, "hour", "on_site"},
+		hybrid.JobID: {hybrid.JobID, false, "year", "hybrid"},
+		remote.JobID: {remote.JobID, true, "month", "remote"},
+	} {
+		if all[id] != want {
+			t.Fatalf("listed %d: %+v, want %+v", id, all[id], want)
+		}
+	}
+	for query, want := range map[string][]int64{
+		"remote=1":               {remote.JobID},
+		"workplace_type=hybrid":  {hybrid.JobID},
+		"workplace_type=on_site": {hourly.JobID},
+		// A year's: 18 an hour is 37,440, 2,800 a month 33,600.
+		"currency=EUR&salary_min=33000":          {hourly.JobID, hybrid.JobID, remote.JobID},
+		"currency=EUR&salary_min=37000":          {hourly.JobID, hybrid.JobID},
+		"currency=EUR&salary_min=37500":          {hybrid.JobID},
+		"currency=EUR&salary_min=37000&remote=1": nil,
+	} {
+		got := listIDs(query)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %v, want %v", query, got, want)
+		}
+		for _, id := range want {
+			if _, ok := got[id]; !ok {
+				t.Fatalf("%s: %v, want %v", query, got, want)
+			}
+		}
+	}
+
+	r := call(t, "GET", fmt.Sprintf("%s/v2/jobs/%d", s.gateway, hourly.JobID), imp, "")
+	var d item
+	r.into(t, &d)
+	if r.status != 200 || d.SalaryPeriod != "hour" || d.WorkplaceType != "on_site" {
+		t.Fatalf("detail: %d %s", r.status, r.raw)
+	}
+
+	for _, tc := range []struct {
+		job      jobResult
+		unit     string
+		location string
+	}{{hourly, "HOUR", ""}, {remote, "MONTH", "TELECOMMUTE"}} {
+		u, err := url.Parse(*tc.job.ViewURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, b := getPage(t, u.Path)
+		m := ldRE.FindSubmatch(b)
+		if res.StatusCode != 200 || m == nil {
+			t.Fatalf("page %s: %d", u.Path, res.StatusCode)
+		}
+		var ld struct {
+			JobLocationType string `json:"jobLocationType"`
+			BaseSalary      struct {
+				Value struct {
+					UnitText string `json:"unitText"`
+				} `json:"value"`
+			} `json:"baseSalary"`
+		}
+		if err := json.Unmarshal(m[1], &ld); err != nil {
+			t.Fatal(err)
+		}
+		if ld.BaseSalary.Value.UnitText != tc.unit || ld.JobLocationType != tc.location {
+			t.Fatalf("JSON-LD of %s: %s", u.Path, m[1])
+		}
+	}
+
+	for body, detail := range map[string]string{
+		importJob("Bad period "+tag, `"salary_period":"fortnight"`):            "salary_period must be one of",
+		importJob("Bad place "+tag, `"workplace_type":"moon"`):                 "workplace_type must be one of",
+		importJob("Conflict "+tag, `"workplace_type":"on_site","is_remote":1`): "workplace_type on_site conflicts with is_remote 1",
+	} {
+		r := callUndocumented(t, "POST", s.gateway+"/v2/jobs", imp, body)
+		if r.status != 422 || !strings.Contains(string(r.env.Error.Details), detail) {
+			t.Fatalf("%s: %d %s", body, r.status, r.raw)
+		}
+	}
+}
