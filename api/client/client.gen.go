@@ -2000,6 +2000,9 @@ type Job struct {
 	DistanceKm     *float32  `json:"distance_km,omitempty"`
 	ExpirationDate time.Time `json:"expiration_date"`
 
+	// ExternalRef The importer's own reference (POST /v2/jobs external_ref); null when none.
+	ExternalRef *string `json:"external_ref"`
+
 	// ExternalUrl Source link carrying ref=coworkjobs; empty when none.
 	ExternalUrl string `json:"external_url"`
 	IdJob       int    `json:"id_job"`
@@ -2081,6 +2084,9 @@ type JobCreateRequest struct {
 	// removed with their content, every other tag is unwrapped, every other attribute dropped.
 	// Must keep some text after sanitising.
 	Description string `json:"description"`
+
+	// ExternalRef The importer's own reference for the job (trimmed, one line): given, it and not the fingerprint decides create or update. Required in a batch.
+	ExternalRef *string `json:"external_ref,omitempty"`
 
 	// ExternalUrl Absolute http(s) URL; ref=coworkjobs is set (other parameters kept, an existing ref replaced).
 	ExternalUrl *string `json:"external_url,omitempty"`
@@ -2166,7 +2172,10 @@ type JobCreateResult struct {
 	// EditUrl Carries the job hash as the `job` query parameter.
 	EditUrl        string `json:"edit_url"`
 	ExpirationDays int    `json:"expiration_days"`
-	HashIdentifier string `json:"hash_identifier"`
+
+	// ExternalRef The importer's reference the job was matched or created by; null when none.
+	ExternalRef    *string `json:"external_ref"`
+	HashIdentifier string  `json:"hash_identifier"`
 
 	// IsPaid The plan's price has been paid.
 	IsPaid  bool   `json:"is_paid"`
@@ -2221,6 +2230,9 @@ type JobDetail struct {
 	// EditUrl The poster's page; sent only to a key that may change the job.
 	EditUrl        *string   `json:"edit_url,omitempty"`
 	ExpirationDate time.Time `json:"expiration_date"`
+
+	// ExternalRef The importer's own reference (POST /v2/jobs external_ref); null when none.
+	ExternalRef *string `json:"external_ref"`
 
 	// ExternalUrl Source link carrying ref=coworkjobs; empty when none.
 	ExternalUrl string `json:"external_url"`
@@ -3603,6 +3615,13 @@ func (t JobCreateRequest) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'description': %w", err)
 	}
 
+	if t.ExternalRef != nil {
+		object["external_ref"], err = json.Marshal(t.ExternalRef)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_ref': %w", err)
+		}
+	}
+
 	if t.ExternalUrl != nil {
 		object["external_url"], err = json.Marshal(t.ExternalUrl)
 		if err != nil {
@@ -3741,6 +3760,13 @@ func (t *JobCreateRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Description)
 		if err != nil {
 			return fmt.Errorf("error reading 'description': %w", err)
+		}
+	}
+
+	if raw, found := object["external_ref"]; found {
+		err = json.Unmarshal(raw, &t.ExternalRef)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_ref': %w", err)
 		}
 	}
 
@@ -4650,6 +4676,16 @@ type ClientInterface interface {
 	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
 	//
+	// **External reference:** an importer may name its own job with `external_ref` (1–200
+	// characters of one line). With one, the reference — not the fingerprint — decides: the
+	// owner's job with this `external_ref` is updated (its title, company, city, space and
+	// external_url may all change; the update rules above apply), else a new job is created, even
+	// when another of the owner's jobs has the same fingerprint (two openings that read the same
+	// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+	// a space (a platform) across every space it posts into; a database constraint, so parallel
+	// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+	// reference only. Every job view carries `external_ref` (null when none).
+	//
 	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
 	// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
@@ -4705,6 +4741,16 @@ type ClientInterface interface {
 	// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
 	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+	//
+	// **External reference:** an importer may name its own job with `external_ref` (1–200
+	// characters of one line). With one, the reference — not the fingerprint — decides: the
+	// owner's job with this `external_ref` is updated (its title, company, city, space and
+	// external_url may all change; the update rules above apply), else a new job is created, even
+	// when another of the owner's jobs has the same fingerprint (two openings that read the same
+	// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+	// a space (a platform) across every space it posts into; a database constraint, so parallel
+	// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+	// reference only. Every job view carries `external_ref` (null when none).
 	//
 	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
@@ -6420,6 +6466,16 @@ func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditor
 // answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 // Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
 //
+// **External reference:** an importer may name its own job with `external_ref` (1–200
+// characters of one line). With one, the reference — not the fingerprint — decides: the
+// owner's job with this `external_ref` is updated (its title, company, city, space and
+// external_url may all change; the update rules above apply), else a new job is created, even
+// when another of the owner's jobs has the same fingerprint (two openings that read the same
+// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+// a space (a platform) across every space it posts into; a database constraint, so parallel
+// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+// reference only. Every job view carries `external_ref` (null when none).
+//
 // **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 // a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
 // caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
@@ -6485,6 +6541,16 @@ func (c *Client) CreateJobWithBody(ctx context.Context, params *CreateJobParams,
 // when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
 // answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 // Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+//
+// **External reference:** an importer may name its own job with `external_ref` (1–200
+// characters of one line). With one, the reference — not the fingerprint — decides: the
+// owner's job with this `external_ref` is updated (its title, company, city, space and
+// external_url may all change; the update rules above apply), else a new job is created, even
+// when another of the owner's jobs has the same fingerprint (two openings that read the same
+// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+// a space (a platform) across every space it posts into; a database constraint, so parallel
+// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+// reference only. Every job view carries `external_ref` (null when none).
 //
 // **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 // a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
@@ -12130,6 +12196,16 @@ type ClientWithResponsesInterface interface {
 	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
 	//
+	// **External reference:** an importer may name its own job with `external_ref` (1–200
+	// characters of one line). With one, the reference — not the fingerprint — decides: the
+	// owner's job with this `external_ref` is updated (its title, company, city, space and
+	// external_url may all change; the update rules above apply), else a new job is created, even
+	// when another of the owner's jobs has the same fingerprint (two openings that read the same
+	// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+	// a space (a platform) across every space it posts into; a database constraint, so parallel
+	// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+	// reference only. Every job view carries `external_ref` (null when none).
+	//
 	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
 	// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
@@ -12185,6 +12261,16 @@ type ClientWithResponsesInterface interface {
 	// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
 	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+	//
+	// **External reference:** an importer may name its own job with `external_ref` (1–200
+	// characters of one line). With one, the reference — not the fingerprint — decides: the
+	// owner's job with this `external_ref` is updated (its title, company, city, space and
+	// external_url may all change; the update rules above apply), else a new job is created, even
+	// when another of the owner's jobs has the same fingerprint (two openings that read the same
+	// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+	// a space (a platform) across every space it posts into; a database constraint, so parallel
+	// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+	// reference only. Every job view carries `external_ref` (null when none).
 	//
 	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
@@ -26472,6 +26558,16 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *
 // answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 // Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
 //
+// **External reference:** an importer may name its own job with `external_ref` (1–200
+// characters of one line). With one, the reference — not the fingerprint — decides: the
+// owner's job with this `external_ref` is updated (its title, company, city, space and
+// external_url may all change; the update rules above apply), else a new job is created, even
+// when another of the owner's jobs has the same fingerprint (two openings that read the same
+// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+// a space (a platform) across every space it posts into; a database constraint, so parallel
+// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+// reference only. Every job view carries `external_ref` (null when none).
+//
 // **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 // a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
 // caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
@@ -26533,6 +26629,16 @@ func (c *ClientWithResponses) CreateJobWithBodyWithResponse(ctx context.Context,
 // when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
 // answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 // Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+//
+// **External reference:** an importer may name its own job with `external_ref` (1–200
+// characters of one line). With one, the reference — not the fingerprint — decides: the
+// owner's job with this `external_ref` is updated (its title, company, city, space and
+// external_url may all change; the update rules above apply), else a new job is created, even
+// when another of the owner's jobs has the same fingerprint (two openings that read the same
+// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+// a space (a platform) across every space it posts into; a database constraint, so parallel
+// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+// reference only. Every job view carries `external_ref` (null when none).
 //
 // **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 // a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a

@@ -165,3 +165,61 @@ func TestWorkplaceAndSalaryPeriodThroughGateway(t *testing.T) {
 		}
 	}
 }
+
+// external_ref through the gateway: the importer's reference decides create
+// or update, parallel creates with one reference make one job, and the
+// views return it.
+func TestExternalRefThroughGateway(t *testing.T) {
+	imp := key(t, importerKey)
+	ref := "e2e-" + randomHex(6)
+	type result struct {
+		JobID       int64   `json:"job_id"`
+		Action      string  `json:"action"`
+		ExternalRef *string `json:"external_ref"`
+	}
+	const n = 12
+	results := make(chan result, n)
+	for i := range n {
+		go func() {
+			body := importJob(fmt.Sprintf("Sommelier %d", i%2), `"external_ref":"`+ref+`"`)
+			r := send(t, false, "POST", s.gateway+"/v2/jobs", imp, body)
+			var res result
+			if r.status == 201 {
+				_ = json.Unmarshal(r.env.Data, &res)
+			}
+			results <- res
+		}()
+	}
+	ids, created := map[int64]bool{}, 0
+	for range n {
+		res := <-results
+		if res.JobID == 0 || res.ExternalRef == nil || *res.ExternalRef != ref {
+			t.Fatalf("a parallel create failed: %+v", res)
+		}
+		ids[res.JobID] = true
+		if res.Action == "created" {
+			created++
+		}
+	}
+	if len(ids) != 1 || created != 1 {
+		t.Fatalf("%d jobs, %d created", len(ids), created)
+	}
+	var id int64
+	for id = range ids {
+	}
+	r := call(t, "POST", s.gateway+"/v2/jobs", imp, importJob("Head sommelier", `"external_ref":"`+ref+`"`))
+	var upd result
+	r.into(t, &upd)
+	if r.status != 201 || upd.JobID != id || upd.Action != "updated" {
+		t.Fatalf("update by reference: %d %s", r.status, r.raw)
+	}
+	r = call(t, "GET", fmt.Sprintf("%s/v2/jobs/%d", s.gateway, id), imp, "")
+	var d struct {
+		Title       string `json:"title"`
+		ExternalRef string `json:"external_ref"`
+	}
+	r.into(t, &d)
+	if d.Title != "Head sommelier" || d.ExternalRef != ref {
+		t.Fatalf("detail: %s", r.raw)
+	}
+}

@@ -187,6 +187,7 @@ func (b *Business) result(nj NewJob, w Written) CreateResult {
 	page := PageURL(w.Slug, w.JobID)
 	r := CreateResult{
 		JobID:          w.JobID,
+		ExternalRef:    nj.ExternalRef,
 		PageURL:        page,
 		HashIdentifier: w.HashIdentifier,
 		Status:         w.Status,
@@ -215,6 +216,11 @@ func (b *Business) result(nj NewJob, w Written) CreateResult {
 	switch {
 	case r.Action == ActionUpdated && w.Status != StatusActive && w.Status != StatusDraft:
 		r.Message = "An existing job with the same fingerprint was updated; it stays " + w.Status + " and is not republished."
+		if nj.ExternalRef != nil {
+			r.Message = "The existing job with this external_ref was updated; it stays " + w.Status + " and is not republished."
+		}
+	case r.Action == ActionUpdated && nj.ExternalRef != nil:
+		r.Message = "The existing job with this external_ref was updated."
 	case r.Action == ActionUpdated:
 		r.Message = "An existing job with the same fingerprint was updated."
 	case w.Status == StatusActive && paymentDue:

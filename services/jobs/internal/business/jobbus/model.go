@@ -53,6 +53,7 @@ const (
 	MaxCityNameLen    = 200
 	MaxSalary         = 100_000_000
 	MaxIdemKeyLen     = 200
+	MaxExternalRefLen = 200
 	IdempotencyTTL    = 24 * time.Hour
 )
 
@@ -160,6 +161,9 @@ type CreateInput struct {
 	// is_remote).
 	SalaryPeriod  *string
 	WorkplaceType *string
+	// ExternalRef is the importer's reference: given, it (not the
+	// fingerprint) decides create or update.
+	ExternalRef *string
 
 	TypeProblems []string
 }
@@ -196,6 +200,9 @@ type NewJob struct {
 	UpdateFrom, UpdateTo, Refresh []string
 	Fingerprint                   string
 	HashIdentifier                string
+	// ExternalRef, when set, matches the owner's job to update instead of
+	// Fingerprint.
+	ExternalRef *string
 }
 
 // Idempotency is the Idempotency-Key part of a create.
@@ -247,6 +254,7 @@ type Written struct {
 // CreateResult is the job creation result.
 type CreateResult struct {
 	JobID          int64
+	ExternalRef    *string
 	PageURL        string
 	HashIdentifier string
 	Status         string
@@ -326,6 +334,7 @@ type Job struct {
 	Currency       string
 	SalaryPeriod   string
 	WorkplaceType  string
+	ExternalRef    *string   // the importer's reference, nil for none
 	Description    string    // the feeds and one job only
 	UpdatedAt      time.Time // the feeds and one job only
 	// DistanceKm is the distance of the job's city to ListFilter.Near.

@@ -12,7 +12,7 @@ import (
 // listColumns are a listed job's columns (rows.Scan reads them).
 
 const listColumns = `id, title, company, job_type, tags, is_remote, slug, external_url, apply_url, company_logo,
-	date_added, expiration_date, city_name, city_slug, space_name, sal_min, sal_max, currency, salary_period, workplace_type`
+	date_added, expiration_date, city_name, city_slug, space_name, sal_min, sal_max, currency, salary_period, workplace_type, external_ref`
 
 // pointColumns are listColumns of pointsSQL's jobs j.
 var pointColumns = "j." + strings.Join(strings.Split(strings.Join(strings.Fields(listColumns), ""), ","), ", j.")
