@@ -230,34 +230,34 @@ func (e EventFeedVersion) Valid() bool {
 
 // Defines values for FeedbackRequestCategory.
 const (
-	Bug         FeedbackRequestCategory = "bug"
-	Content     FeedbackRequestCategory = "content"
-	Events      FeedbackRequestCategory = "events"
-	Feature     FeedbackRequestCategory = "feature"
-	General     FeedbackRequestCategory = "general"
-	Jobs        FeedbackRequestCategory = "jobs"
-	LessThannil FeedbackRequestCategory = "<nil>"
-	Other       FeedbackRequestCategory = "other"
+	FeedbackRequestCategoryBug         FeedbackRequestCategory = "bug"
+	FeedbackRequestCategoryContent     FeedbackRequestCategory = "content"
+	FeedbackRequestCategoryEvents      FeedbackRequestCategory = "events"
+	FeedbackRequestCategoryFeature     FeedbackRequestCategory = "feature"
+	FeedbackRequestCategoryGeneral     FeedbackRequestCategory = "general"
+	FeedbackRequestCategoryJobs        FeedbackRequestCategory = "jobs"
+	FeedbackRequestCategoryLessThannil FeedbackRequestCategory = "<nil>"
+	FeedbackRequestCategoryOther       FeedbackRequestCategory = "other"
 )
 
 // Valid indicates whether the value is a known member of the FeedbackRequestCategory enum.
 func (e FeedbackRequestCategory) Valid() bool {
 	switch e {
-	case Bug:
+	case FeedbackRequestCategoryBug:
 		return true
-	case Content:
+	case FeedbackRequestCategoryContent:
 		return true
-	case Events:
+	case FeedbackRequestCategoryEvents:
 		return true
-	case Feature:
+	case FeedbackRequestCategoryFeature:
 		return true
-	case General:
+	case FeedbackRequestCategoryGeneral:
 		return true
-	case Jobs:
+	case FeedbackRequestCategoryJobs:
 		return true
-	case LessThannil:
+	case FeedbackRequestCategoryLessThannil:
 		return true
-	case Other:
+	case FeedbackRequestCategoryOther:
 		return true
 	default:
 		return false
@@ -372,6 +372,99 @@ func (e JobCurrency) Valid() bool {
 	}
 }
 
+// Defines values for JobBatchRequestMode.
+const (
+	JobBatchRequestModeReplace JobBatchRequestMode = "replace"
+	JobBatchRequestModeUpsert  JobBatchRequestMode = "upsert"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchRequestMode enum.
+func (e JobBatchRequestMode) Valid() bool {
+	switch e {
+	case JobBatchRequestModeReplace:
+		return true
+	case JobBatchRequestModeUpsert:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobBatchResultMode.
+const (
+	JobBatchResultModeReplace JobBatchResultMode = "replace"
+	JobBatchResultModeUpsert  JobBatchResultMode = "upsert"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchResultMode enum.
+func (e JobBatchResultMode) Valid() bool {
+	switch e {
+	case JobBatchResultModeReplace:
+		return true
+	case JobBatchResultModeUpsert:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobBatchRowAction.
+const (
+	JobBatchRowActionClosed    JobBatchRowAction = "closed"
+	JobBatchRowActionCreated   JobBatchRowAction = "created"
+	JobBatchRowActionError     JobBatchRowAction = "error"
+	JobBatchRowActionUnchanged JobBatchRowAction = "unchanged"
+	JobBatchRowActionUpdated   JobBatchRowAction = "updated"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchRowAction enum.
+func (e JobBatchRowAction) Valid() bool {
+	switch e {
+	case JobBatchRowActionClosed:
+		return true
+	case JobBatchRowActionCreated:
+		return true
+	case JobBatchRowActionError:
+		return true
+	case JobBatchRowActionUnchanged:
+		return true
+	case JobBatchRowActionUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobBatchRowStatus.
+const (
+	JobBatchRowStatusActive      JobBatchRowStatus = "active"
+	JobBatchRowStatusClosed      JobBatchRowStatus = "closed"
+	JobBatchRowStatusDraft       JobBatchRowStatus = "draft"
+	JobBatchRowStatusExpired     JobBatchRowStatus = "expired"
+	JobBatchRowStatusLessThannil JobBatchRowStatus = "<nil>"
+	JobBatchRowStatusPaused      JobBatchRowStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchRowStatus enum.
+func (e JobBatchRowStatus) Valid() bool {
+	switch e {
+	case JobBatchRowStatusActive:
+		return true
+	case JobBatchRowStatusClosed:
+		return true
+	case JobBatchRowStatusDraft:
+		return true
+	case JobBatchRowStatusExpired:
+		return true
+	case JobBatchRowStatusLessThannil:
+		return true
+	case JobBatchRowStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobCreateRequestIsRemote0.
 const (
 	JobCreateRequestIsRemote0N0 JobCreateRequestIsRemote0 = 0
@@ -392,16 +485,16 @@ func (e JobCreateRequestIsRemote0) Valid() bool {
 
 // Defines values for JobCreateResultAction.
 const (
-	Created JobCreateResultAction = "created"
-	Updated JobCreateResultAction = "updated"
+	JobCreateResultActionCreated JobCreateResultAction = "created"
+	JobCreateResultActionUpdated JobCreateResultAction = "updated"
 )
 
 // Valid indicates whether the value is a known member of the JobCreateResultAction enum.
 func (e JobCreateResultAction) Valid() bool {
 	switch e {
-	case Created:
+	case JobCreateResultActionCreated:
 		return true
-	case Updated:
+	case JobCreateResultActionUpdated:
 		return true
 	default:
 		return false
@@ -2038,6 +2131,67 @@ type Job struct {
 // JobCurrency Always upper case (see CurrencyInput).
 type JobCurrency string
 
+// JobBatchRequest defines model for JobBatchRequest.
+type JobBatchRequest struct {
+	// ConfirmEmpty Needed for a replace with no jobs (it closes every job of the caller with an external_ref).
+	ConfirmEmpty *bool `json:"confirm_empty,omitempty"`
+
+	// DryRun true: answer what would happen, apply nothing.
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// Jobs Each a POST /v2/jobs body with its external_ref (checked per job: a bad one is that job's error result).
+	Jobs []map[string]interface{} `json:"jobs"`
+
+	// Mode upsert when absent.
+	Mode *JobBatchRequestMode `json:"mode,omitempty"`
+}
+
+// JobBatchRequestMode upsert when absent.
+type JobBatchRequestMode string
+
+// JobBatchResult defines model for JobBatchResult.
+type JobBatchResult struct {
+	Counts struct {
+		Closed    int `json:"closed"`
+		Created   int `json:"created"`
+		Error     int `json:"error"`
+		Unchanged int `json:"unchanged"`
+		Updated   int `json:"updated"`
+	} `json:"counts"`
+	DryRun  bool               `json:"dry_run"`
+	Mode    JobBatchResultMode `json:"mode"`
+	Results []JobBatchRow      `json:"results"`
+}
+
+// JobBatchResultMode defines model for JobBatchResult.Mode.
+type JobBatchResultMode string
+
+// JobBatchRow defines model for JobBatchRow.
+type JobBatchRow struct {
+	Action JobBatchRowAction `json:"action"`
+
+	// Errors Only for action error: the problems of this job, as a single POST /v2/jobs would list them.
+	Errors *[]string `json:"errors,omitempty"`
+
+	// ExternalRef As sent, trimmed (empty when the job sent none).
+	ExternalRef string `json:"external_ref"`
+
+	// Index The job's position in the request; null for a job that replace closed.
+	Index *int `json:"index"`
+
+	// JobId null for an error, and for a new job of a dry run.
+	JobId *int `json:"job_id"`
+
+	// Status The job's status after the batch; null for an error.
+	Status *JobBatchRowStatus `json:"status"`
+}
+
+// JobBatchRowAction defines model for JobBatchRow.Action.
+type JobBatchRowAction string
+
+// JobBatchRowStatus The job's status after the batch; null for an error.
+type JobBatchRowStatus string
+
 // JobChange One change: the job as `GET /v2/jobs/{id_job}` shows it to the reader now, or only `id_job` and
 // `status` for a job the reader may no longer read, with the `event`.
 type JobChange struct {
@@ -3116,6 +3270,12 @@ type CreateJobParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// BatchJobsParams defines parameters for BatchJobs.
+type BatchJobsParams struct {
+	// IdempotencyKey Any unique string, at most 200 characters, scoped to the API key.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // ListJobChangesParams defines parameters for ListJobChanges.
 type ListJobChangesParams struct {
 	// Since Where to start: an RFC 3339 date-time (the changes that occurred at or after it), or the
@@ -3333,6 +3493,9 @@ type CreateFeedbackMultipartRequestBody = FeedbackRequest
 
 // CreateJobJSONRequestBody defines body for CreateJob for application/json ContentType.
 type CreateJobJSONRequestBody = JobCreateRequest
+
+// BatchJobsJSONRequestBody defines body for BatchJobs for application/json ContentType.
+type BatchJobsJSONRequestBody = JobBatchRequest
 
 // CloseJobJSONRequestBody defines body for CloseJob for application/json ContentType.
 type CloseJobJSONRequestBody = JobUnpublishRequest
@@ -4783,6 +4946,90 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v2/jobs (the `CreateJob` operationId).
 	CreateJob(ctx context.Context, params *CreateJobParams, body CreateJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchJobsWithBody Create, update and close an importer's jobs in bulk
+	//
+	// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+	// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+	// request, and gets one result per job in the order sent (`index`), with what happened to it:
+	// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+	// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+	// naming the field. One bad job never blocks the others: they are applied. Each job goes
+	// through the single create's rules and write (the external_ref match, initial status,
+	// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+	// posts do.
+	//
+	// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+	// the caller's other active and paused jobs that have an `external_ref` not in the batch
+	// (results with `action: closed` and `index: null`, after the batch's own): the platform
+	// sends everything it has and removals follow. A job whose row is an error is not closed.
+	// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+	// closes every such job, and needs `confirm_empty: true`.
+	//
+	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+	// nothing is applied or recorded.
+	//
+	// **All or nothing per request.** The batch is one transaction: an interrupted request
+	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+	// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+	// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+	// with another body is 422.
+	//
+	// **Budget.** A batch spends its number of jobs divided by the gateway's
+	// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+	// writes), all at once or not at all (429). The body is limited as every body
+	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+	//
+	// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
+	// the asynchronous path for larger batches is not available yet.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+	BatchJobsWithBody(ctx context.Context, params *BatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchJobs Create, update and close an importer's jobs in bulk
+	//
+	// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+	// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+	// request, and gets one result per job in the order sent (`index`), with what happened to it:
+	// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+	// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+	// naming the field. One bad job never blocks the others: they are applied. Each job goes
+	// through the single create's rules and write (the external_ref match, initial status,
+	// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+	// posts do.
+	//
+	// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+	// the caller's other active and paused jobs that have an `external_ref` not in the batch
+	// (results with `action: closed` and `index: null`, after the batch's own): the platform
+	// sends everything it has and removals follow. A job whose row is an error is not closed.
+	// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+	// closes every such job, and needs `confirm_empty: true`.
+	//
+	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+	// nothing is applied or recorded.
+	//
+	// **All or nothing per request.** The batch is one transaction: an interrupted request
+	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+	// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+	// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+	// with another body is 422.
+	//
+	// **Budget.** A batch spends its number of jobs divided by the gateway's
+	// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+	// writes), all at once or not at all (429). The body is limited as every body
+	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+	//
+	// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
+	// the asynchronous path for larger batches is not available yet.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+	BatchJobs(ctx context.Context, params *BatchJobsParams, body BatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListJobChanges The changes of jobs, for mirrors
 	//
@@ -6584,6 +6831,110 @@ func (c *Client) CreateJobWithBody(ctx context.Context, params *CreateJobParams,
 // Corresponds with POST /v2/jobs (the `CreateJob` operationId).
 func (c *Client) CreateJob(ctx context.Context, params *CreateJobParams, body CreateJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateJobRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchJobsWithBody Create, update and close an importer's jobs in bulk
+//
+// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+// request, and gets one result per job in the order sent (`index`), with what happened to it:
+// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+// naming the field. One bad job never blocks the others: they are applied. Each job goes
+// through the single create's rules and write (the external_ref match, initial status,
+// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+// posts do.
+//
+// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+// the caller's other active and paused jobs that have an `external_ref` not in the batch
+// (results with `action: closed` and `index: null`, after the batch's own): the platform
+// sends everything it has and removals follow. A job whose row is an error is not closed.
+// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+// closes every such job, and needs `confirm_empty: true`.
+//
+// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+// nothing is applied or recorded.
+//
+// **All or nothing per request.** The batch is one transaction: an interrupted request
+// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+// with another body is 422.
+//
+// **Budget.** A batch spends its number of jobs divided by the gateway's
+// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+// writes), all at once or not at all (429). The body is limited as every body
+// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+//
+// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
+// the asynchronous path for larger batches is not available yet.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+func (c *Client) BatchJobsWithBody(ctx context.Context, params *BatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchJobsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchJobs Create, update and close an importer's jobs in bulk
+//
+// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+// request, and gets one result per job in the order sent (`index`), with what happened to it:
+// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+// naming the field. One bad job never blocks the others: they are applied. Each job goes
+// through the single create's rules and write (the external_ref match, initial status,
+// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+// posts do.
+//
+// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+// the caller's other active and paused jobs that have an `external_ref` not in the batch
+// (results with `action: closed` and `index: null`, after the batch's own): the platform
+// sends everything it has and removals follow. A job whose row is an error is not closed.
+// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+// closes every such job, and needs `confirm_empty: true`.
+//
+// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+// nothing is applied or recorded.
+//
+// **All or nothing per request.** The batch is one transaction: an interrupted request
+// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+// with another body is 422.
+//
+// **Budget.** A batch spends its number of jobs divided by the gateway's
+// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+// writes), all at once or not at all (429). The body is limited as every body
+// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+//
+// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
+// the asynchronous path for larger batches is not available yet.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+func (c *Client) BatchJobs(ctx context.Context, params *BatchJobsParams, body BatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchJobsRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9563,6 +9914,61 @@ func NewCreateJobRequestWithBody(server string, params *CreateJobParams, content
 	return req, nil
 }
 
+// NewBatchJobsRequest calls the generic BatchJobs builder with application/json body
+func NewBatchJobsRequest(server string, params *BatchJobsParams, body BatchJobsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBatchJobsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewBatchJobsRequestWithBody constructs an http.Request for the BatchJobs method, with any body, and a specified content type
+func NewBatchJobsRequestWithBody(server string, params *BatchJobsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/jobs/batch")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListJobChangesRequest constructs an http.Request for the ListJobChanges method
 func NewListJobChangesRequest(server string, params *ListJobChangesParams) (*http.Request, error) {
 	var err error
@@ -12303,6 +12709,90 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v2/jobs (the `CreateJob` operationId).
 	CreateJobWithResponse(ctx context.Context, params *CreateJobParams, body CreateJobJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateJobResponse, error)
+
+	// BatchJobsWithBodyWithResponse Create, update and close an importer's jobs in bulk
+	//
+	// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+	// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+	// request, and gets one result per job in the order sent (`index`), with what happened to it:
+	// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+	// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+	// naming the field. One bad job never blocks the others: they are applied. Each job goes
+	// through the single create's rules and write (the external_ref match, initial status,
+	// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+	// posts do.
+	//
+	// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+	// the caller's other active and paused jobs that have an `external_ref` not in the batch
+	// (results with `action: closed` and `index: null`, after the batch's own): the platform
+	// sends everything it has and removals follow. A job whose row is an error is not closed.
+	// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+	// closes every such job, and needs `confirm_empty: true`.
+	//
+	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+	// nothing is applied or recorded.
+	//
+	// **All or nothing per request.** The batch is one transaction: an interrupted request
+	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+	// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+	// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+	// with another body is 422.
+	//
+	// **Budget.** A batch spends its number of jobs divided by the gateway's
+	// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+	// writes), all at once or not at all (429). The body is limited as every body
+	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+	//
+	// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
+	// the asynchronous path for larger batches is not available yet.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+	BatchJobsWithBodyWithResponse(ctx context.Context, params *BatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchJobsResponse, error)
+
+	// BatchJobsWithResponse Create, update and close an importer's jobs in bulk
+	//
+	// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+	// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+	// request, and gets one result per job in the order sent (`index`), with what happened to it:
+	// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+	// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+	// naming the field. One bad job never blocks the others: they are applied. Each job goes
+	// through the single create's rules and write (the external_ref match, initial status,
+	// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+	// posts do.
+	//
+	// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+	// the caller's other active and paused jobs that have an `external_ref` not in the batch
+	// (results with `action: closed` and `index: null`, after the batch's own): the platform
+	// sends everything it has and removals follow. A job whose row is an error is not closed.
+	// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+	// closes every such job, and needs `confirm_empty: true`.
+	//
+	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+	// nothing is applied or recorded.
+	//
+	// **All or nothing per request.** The batch is one transaction: an interrupted request
+	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+	// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+	// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+	// with another body is 422.
+	//
+	// **Budget.** A batch spends its number of jobs divided by the gateway's
+	// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+	// writes), all at once or not at all (429). The body is limited as every body
+	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+	//
+	// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
+	// the asynchronous path for larger batches is not available yet.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+	BatchJobsWithResponse(ctx context.Context, params *BatchJobsParams, body BatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchJobsResponse, error)
 
 	// ListJobChangesWithResponse The changes of jobs, for mirrors
 	//
@@ -17142,6 +17632,287 @@ func (r CreateJobResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BatchJobsResponse200Headers the declared response headers of an HTTP 200 response for BatchJobs
+type BatchJobsResponse200Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	IdempotentReplayed         *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse400Headers the declared response headers of an HTTP 400 response for BatchJobs
+type BatchJobsResponse400Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse401Headers the declared response headers of an HTTP 401 response for BatchJobs
+type BatchJobsResponse401Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	WWWAuthenticate            *string
+}
+
+// BatchJobsResponse403Headers the declared response headers of an HTTP 403 response for BatchJobs
+type BatchJobsResponse403Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse409Headers the declared response headers of an HTTP 409 response for BatchJobs
+type BatchJobsResponse409Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse413Headers the declared response headers of an HTTP 413 response for BatchJobs
+type BatchJobsResponse413Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+}
+
+// BatchJobsResponse415Headers the declared response headers of an HTTP 415 response for BatchJobs
+type BatchJobsResponse415Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse422Headers the declared response headers of an HTTP 422 response for BatchJobs
+type BatchJobsResponse422Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse429Headers the declared response headers of an HTTP 429 response for BatchJobs
+type BatchJobsResponse429Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	RetryAfter                 *int
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse500Headers the declared response headers of an HTTP 500 response for BatchJobs
+type BatchJobsResponse500Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse503Headers the declared response headers of an HTTP 503 response for BatchJobs
+type BatchJobsResponse503Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse504Headers the declared response headers of an HTTP 504 response for BatchJobs
+type BatchJobsResponse504Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+type BatchJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data  JobBatchResult `json:"data"`
+		Error *Error         `json:"error,omitempty"`
+
+		// Status The HTTP status code.
+		Status  int  `json:"status"`
+		Success bool `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Validation
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *BatchJobsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *BatchJobsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BatchJobsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *BatchJobsResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *BatchJobsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *BatchJobsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *BatchJobsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *BatchJobsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BatchJobsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *BatchJobsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BatchJobsResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *BatchJobsResponse504Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BatchJobsResponse) GetJSON200() *struct {
+	Data  JobBatchResult `json:"data"`
+	Error *Error         `json:"error,omitempty"`
+
+	// Status The HTTP status code.
+	Status  int  `json:"status"`
+	Success bool `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BatchJobsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BatchJobsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r BatchJobsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r BatchJobsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r BatchJobsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r BatchJobsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r BatchJobsResponse) GetJSON422() *Validation {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BatchJobsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BatchJobsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BatchJobsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BatchJobsResponse) GetJSON504() *Timeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r BatchJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BatchJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BatchJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BatchJobsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -26676,6 +27447,102 @@ func (c *ClientWithResponses) CreateJobWithResponse(ctx context.Context, params 
 		return nil, err
 	}
 	return ParseCreateJobResponse(rsp)
+}
+
+// BatchJobsWithBodyWithResponse Create, update and close an importer's jobs in bulk
+//
+// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+// request, and gets one result per job in the order sent (`index`), with what happened to it:
+// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+// naming the field. One bad job never blocks the others: they are applied. Each job goes
+// through the single create's rules and write (the external_ref match, initial status,
+// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+// posts do.
+//
+// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+// the caller's other active and paused jobs that have an `external_ref` not in the batch
+// (results with `action: closed` and `index: null`, after the batch's own): the platform
+// sends everything it has and removals follow. A job whose row is an error is not closed.
+// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+// closes every such job, and needs `confirm_empty: true`.
+//
+// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+// nothing is applied or recorded.
+//
+// **All or nothing per request.** The batch is one transaction: an interrupted request
+// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+// with another body is 422.
+//
+// **Budget.** A batch spends its number of jobs divided by the gateway's
+// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+// writes), all at once or not at all (429). The body is limited as every body
+// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+//
+// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
+// the asynchronous path for larger batches is not available yet.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+func (c *ClientWithResponses) BatchJobsWithBodyWithResponse(ctx context.Context, params *BatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchJobsResponse, error) {
+	rsp, err := c.BatchJobsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchJobsResponse(rsp)
+}
+
+// BatchJobsWithResponse Create, update and close an importer's jobs in bulk
+//
+// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+// request, and gets one result per job in the order sent (`index`), with what happened to it:
+// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+// naming the field. One bad job never blocks the others: they are applied. Each job goes
+// through the single create's rules and write (the external_ref match, initial status,
+// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+// posts do.
+//
+// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+// the caller's other active and paused jobs that have an `external_ref` not in the batch
+// (results with `action: closed` and `index: null`, after the batch's own): the platform
+// sends everything it has and removals follow. A job whose row is an error is not closed.
+// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+// closes every such job, and needs `confirm_empty: true`.
+//
+// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+// nothing is applied or recorded.
+//
+// **All or nothing per request.** The batch is one transaction: an interrupted request
+// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+// with another body is 422.
+//
+// **Budget.** A batch spends its number of jobs divided by the gateway's
+// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+// writes), all at once or not at all (429). The body is limited as every body
+// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+//
+// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
+// the asynchronous path for larger batches is not available yet.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+func (c *ClientWithResponses) BatchJobsWithResponse(ctx context.Context, params *BatchJobsParams, body BatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchJobsResponse, error) {
+	rsp, err := c.BatchJobs(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchJobsResponse(rsp)
 }
 
 // ListJobChangesWithResponse The changes of jobs, for mirrors
@@ -37556,6 +38423,694 @@ func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
 		response.Headers503 = &headers
 	case rsp.StatusCode == 504:
 		var headers CreateJobResponse504Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBatchJobsResponse parses an HTTP response from a BatchJobsWithResponse call
+func ParseBatchJobsResponse(rsp *http.Response) (*BatchJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BatchJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data  JobBatchResult `json:"data"`
+			Error *Error         `json:"error,omitempty"`
+
+			// Status The HTTP status code.
+			Status  int  `json:"status"`
+			Success bool `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Validation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers BatchJobsResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers BatchJobsResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers BatchJobsResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers BatchJobsResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers BatchJobsResponse409Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers BatchJobsResponse413Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers BatchJobsResponse415Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers BatchJobsResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers BatchJobsResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers BatchJobsResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers BatchJobsResponse503Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers BatchJobsResponse504Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,4 +223,167 @@ func TestExternalRefThroughGateway(t *testing.T) {
 	if d.Title != "Head sommelier" || d.ExternalRef != ref {
 		t.Fatalf("detail: %s", r.raw)
 	}
+}
+
+type batchRow struct {
+	Index       *int     `json:"index"`
+	ExternalRef string   `json:"external_ref"`
+	Action      string   `json:"action"`
+	JobID       *int64   `json:"job_id"`
+	Status      *string  `json:"status"`
+	Errors      []string `json:"errors"`
+}
+
+type batchData struct {
+	DryRun  bool           `json:"dry_run"`
+	Counts  map[string]int `json:"counts"`
+	Results []batchRow     `json:"results"`
+}
+
+// batchBody is a batch of n jobs with refs prefix-i, the rows of bad broken.
+func batchBody(prefix, mode string, dryRun bool, idx []int, bad map[int]string) string {
+	rows := make([]string, 0, len(idx))
+	for _, i := range idx {
+		extra := fmt.Sprintf(`"external_ref":"%s-%d","salary_period":"hour","sal_min":11,"sal_max":14,"currency":"EUR"`, prefix, i)
+		if b, ok := bad[i]; ok {
+			extra += "," + b
+		}
+		rows = append(rows, importJob(fmt.Sprintf("%s porter %d", prefix, i), extra))
+	}
+	return fmt.Sprintf(`{"mode":%q,"dry_run":%t,"jobs":[%s]}`, mode, dryRun, strings.Join(rows, ","))
+}
+
+// The batch through the gateway: 37 bad rows among 100 (63 applied, 37
+// errors naming index and field), a replay byte for byte, the write budget
+// spent by rows / 10, replace closing the missing with a dry run equal to
+// the run, and the batch's jobs in the changes feed like single posts.
+func TestBatchThroughGateway(t *testing.T) {
+	imp := key(t, importerKey)
+	prefix := "bt" + randomHex(4)
+	since := time.Now().Add(-time.Second).UTC().Format(time.RFC3339)
+	all := make([]int, 100)
+	for i := range all {
+		all[i] = i
+	}
+	bad := map[int]string{}
+	kinds := []string{`"salary_period":"fortnight"`, `"workplace_type":"moon"`, `"sal_min":30,"sal_max":20`, `"job_type":"gig"`, `"title":""`}
+	for i := 0; len(bad) < 37; i++ {
+		bad[(i*11+5)%100] = kinds[len(bad)%len(kinds)]
+	}
+	body := batchBody(prefix, "upsert", false, all, bad)
+
+	// What the budget had before: a single write spends one unit.
+	single := call(t, "POST", s.gateway+"/v2/jobs", imp, importJob(prefix+" budget probe", ""))
+	before, _ := strconv.Atoi(single.header.Get("X-RateLimit-Remaining"))
+
+	r := call(t, "POST", s.gateway+"/v2/jobs/batch", imp, body, "Idempotency-Key", prefix)
+	if r.status != 200 {
+		t.Fatalf("batch: %d %.2000s", r.status, r.raw)
+	}
+	if after, _ := strconv.Atoi(r.header.Get("X-RateLimit-Remaining")); after != before-10 {
+		t.Errorf("the batch of 100 spent %d writes, want 10", before-after)
+	}
+	var d batchData
+	r.into(t, &d)
+	if len(d.Results) != 100 || d.Counts["created"] != 63 || d.Counts["error"] != 37 {
+		t.Fatalf("counts %v, %d results", d.Counts, len(d.Results))
+	}
+	created := map[int64]bool{}
+	for i, row := range d.Results {
+		if row.Index == nil || *row.Index != i || row.ExternalRef != fmt.Sprintf("%s-%d", prefix, i) {
+			t.Fatalf("row %d: %+v", i, row)
+		}
+		field, isBad := bad[i]
+		switch {
+		case isBad:
+			name := strings.Trim(strings.SplitN(field, ":", 2)[0], `"`)
+			if row.Action != "error" || len(row.Errors) == 0 || !strings.HasPrefix(row.Errors[0], name+" ") {
+				t.Fatalf("row %d (%s): %+v", i, field, row)
+			}
+		case row.Action != "created" || row.JobID == nil || row.Status == nil || *row.Status != "active":
+			t.Fatalf("row %d: %+v", i, row)
+		default:
+			created[*row.JobID] = true
+		}
+	}
+	replay := call(t, "POST", s.gateway+"/v2/jobs/batch", imp, body, "Idempotency-Key", prefix)
+	if replay.status != 200 || string(replay.raw) != string(r.raw) || replay.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %d %q", replay.status, replay.header.Get("Idempotent-Replayed"))
+	}
+
+	// Replace with the first 50 (the bad ones still bad): a dry run first.
+	first := all[:50]
+	dryRun := call(t, "POST", s.gateway+"/v2/jobs/batch", imp, batchBody(prefix, "replace", true, first, bad), "")
+	var dry batchData
+	dryRun.into(t, &dry)
+	run := call(t, "POST", s.gateway+"/v2/jobs/batch", imp, batchBody(prefix, "replace", false, first, bad), "")
+	var applied batchData
+	run.into(t, &applied)
+	if dryRun.status != 200 || run.status != 200 || !dry.DryRun || applied.DryRun {
+		t.Fatalf("replace: %d %d", dryRun.status, run.status)
+	}
+	goodLeft := 0
+	for _, i := range all[50:] {
+		if _, isBad := bad[i]; !isBad {
+			goodLeft++
+		}
+	}
+	if applied.Counts["closed"] < goodLeft || applied.Counts["unchanged"] != 50-countIn(bad, first) ||
+		!sameJSON(t, dry.Counts, applied.Counts) || !sameJSON(t, dry.Results, applied.Results) {
+		t.Fatalf("replace: dry %v, run %v (want %d closed at least)", dry.Counts, applied.Counts, goodLeft)
+	}
+	closed := map[int64]bool{}
+	for _, row := range applied.Results {
+		if row.Action == "closed" {
+			closed[*row.JobID] = true
+		}
+	}
+
+	// The changes feed carries the batch's creations and closings.
+	seenCreated, seenClosed := map[int64]bool{}, map[int64]bool{}
+	cursor := since
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		r := call(t, "GET", s.gateway+"/v2/jobs/changes?limit=200&since="+url.QueryEscape(cursor), imp, "")
+		if r.status != 200 {
+			t.Fatalf("changes: %d %s", r.status, r.raw)
+		}
+		var p struct {
+			Changes []struct {
+				IDJob int64 `json:"id_job"`
+				Event struct {
+					Type string `json:"type"`
+				} `json:"event"`
+			} `json:"changes"`
+			NextCursor string `json:"next_cursor"`
+		}
+		r.into(t, &p)
+		for _, c := range p.Changes {
+			switch {
+			case c.Event.Type == "job.created" && created[c.IDJob]:
+				seenCreated[c.IDJob] = true
+			case c.Event.Type == "job.closed" && closed[c.IDJob]:
+				seenClosed[c.IDJob] = true
+			}
+		}
+		cursor = p.NextCursor
+		if len(seenCreated) == len(created) && len(seenClosed) == len(closed) {
+			break
+		}
+		if len(p.Changes) == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if len(seenCreated) != len(created) || len(seenClosed) != len(closed) {
+		t.Fatalf("changes feed: %d of %d creations, %d of %d closings", len(seenCreated), len(created), len(seenClosed), len(closed))
+	}
+}
+
+func countIn(bad map[int]string, idx []int) int {
+	n := 0
+	for _, i := range idx {
+		if _, ok := bad[i]; ok {
+			n++
+		}
+	}
+	return n
 }

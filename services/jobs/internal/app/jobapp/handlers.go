@@ -335,17 +335,9 @@ func (h *handlers) list(c *fiber.Ctx) error {
 
 // create answers POST /v2/jobs.
 func (h *handlers) create(c *fiber.Ctx) error {
-	var idem *jobbus.Idempotency
-	if key := c.Get(HeaderIdempotencyKey); key != "" {
-		if utf8.RuneCountInString(key) > jobbus.MaxIdemKeyLen {
-			return web.Validation("Validation failed", []string{fmt.Sprintf("Idempotency-Key must be at most %d characters", jobbus.MaxIdemKeyLen)})
-		}
-		// A header carries raw bytes; the key is stored as text, which must be
-		// valid UTF-8 (PostgreSQL refuses anything else).
-		if !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
-			return web.Validation("Validation failed", []string{"Idempotency-Key must be printable UTF-8 text"})
-		}
-		idem = &jobbus.Idempotency{KeyID: identity.From(c).KeyID, Key: key}
+	idem, err := idempotencyOf(c)
+	if err != nil {
+		return err
 	}
 	var req createRequest
 	if err := web.DecodeJSON(c, &req); err != nil {
@@ -382,6 +374,19 @@ func (h *handlers) create(c *fiber.Ctx) error {
 		h.writes.inc(res.Action)
 	}
 	return sendJSON(c, reply.Status, reply.Body)
+}
+
+// checkIdempotencyKey is the problem with an Idempotency-Key, "" for none.
+func checkIdempotencyKey(key string) string {
+	if utf8.RuneCountInString(key) > jobbus.MaxIdemKeyLen {
+		return fmt.Sprintf("Idempotency-Key must be at most %d characters", jobbus.MaxIdemKeyLen)
+	}
+	// A header carries raw bytes; the key is stored as text, which must be
+	// valid UTF-8 (PostgreSQL refuses anything else).
+	if !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
+		return "Idempotency-Key must be printable UTF-8 text"
+	}
+	return ""
 }
 
 // renderCreated is a create's answer (jobbus.Idempotency.Render).

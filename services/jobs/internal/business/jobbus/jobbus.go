@@ -53,6 +53,10 @@ type Storer interface {
 	SitemapParts(ctx context.Context, size int64) ([]SitemapPart, error)
 	// Changed is when the public set of jobs last changed.
 	Changed(ctx context.Context) (time.Time, error)
+	// ReplaceCandidates lists an owner's active and paused jobs with an
+	// external_ref not in keep (the owner: a space key's space, spaceID,
+	// with ownerKeyID 0; or the platform key ownerKeyID), in id order.
+	ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, keep []string) ([]ReplaceCandidate, error)
 
 	// StoredResponse returns the recorded answer of an idempotency key
 	// created after since, ErrNotFound when there is none.

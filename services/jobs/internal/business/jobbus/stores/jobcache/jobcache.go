@@ -145,3 +145,9 @@ func (s *Store) QueryByIDs(ctx context.Context, ids []int64) ([]jobbus.Detail, e
 func (s *Store) EventsAfter(ctx context.Context, a *jobbus.Audience, after jobbus.Cursor, since time.Time, limit int) ([]jobbus.JobEvent, jobbus.Cursor, error) {
 	return s.db.EventsAfter(ctx, a, after, since, limit)
 }
+
+// ReplaceCandidates implements jobbus.Storer, on the primary: a replace
+// decides on the latest state.
+func (s *Store) ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, keep []string) ([]jobbus.ReplaceCandidate, error) {
+	return s.db.ReplaceCandidates(ctx, spaceID, ownerKeyID, keep)
+}

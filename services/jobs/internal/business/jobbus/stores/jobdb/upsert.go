@@ -236,3 +236,22 @@ func upsert(ctx context.Context, q jobsearch.DB, nj jobbus.NewJob) (jobbus.Writt
 func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob) (jobbus.Written, error) {
 	return upsert(ctx, s.db, nj)
 }
+
+// ReplaceCandidates implements jobbus.Storer, on jobs_owner_external_ref_key.
+func (s *Store) ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, keep []string) ([]jobbus.ReplaceCandidate, error) {
+	refSpace := int64(0)
+	if ownerKeyID == 0 {
+		refSpace = spaceID
+	}
+	rows, err := s.db.Query(ctx, `SELECT id, external_ref FROM jobs
+		WHERE ref_space = $1 AND owner_key_id = $2 AND external_ref IS NOT NULL AND NOT (external_ref = ANY($3::text[]))
+		  AND status IN ('active', 'paused')
+		ORDER BY id`, refSpace, ownerKeyID, keep)
+	if err != nil {
+		return nil, fmt.Errorf("select replace candidates: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobbus.ReplaceCandidate, error) {
+		var c jobbus.ReplaceCandidate
+		return c, r.Scan(&c.JobID, &c.ExternalRef)
+	})
+}
