@@ -2,13 +2,18 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/coworkjobs/coworkjobs/libs/identity"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 )
 
 type batchRow struct {
@@ -147,7 +152,7 @@ func TestBatchBadRowsAmongHundred(t *testing.T) {
 	}
 
 	again := do(t, appFlat, "POST", "/v2/jobs/batch", jsonBody(t, body), &platform, "Idempotency-Key", "b100-key")
-	if again.Status != 200 || !bytes.Equal([]byte(again.Body), []byte(r.Body)) || again.Header.Get("Idempotent-Replayed") != "true" {
+	if again.Status != 200 || !bytes.Equal(again.Body, r.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay: %d %q\n%s\n%s", again.Status, again.Header.Get("Idempotent-Replayed"), again.Body, r.Body)
 	}
 	jobs[0]["title"] = "Changed under the same key"
@@ -280,5 +285,60 @@ func TestBatch422(t *testing.T) {
 	r, d := postBatch(t, platform, map[string]any{"jobs": []any{"x", batchJobs("ok", 4820, 1, nil)[0]}})
 	if r.Status != 200 || d.Results[0].Action != "error" || d.Results[1].Action != "created" {
 		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+}
+
+// failingStore fails the upsert numbered so by left (1-based, counted
+// across transactions): a batch whose process dies, or whose connection
+// drops, in the middle of its rows.
+type failingStore struct {
+	jobbus.Storer
+	left *atomic.Int64
+}
+
+func (s failingStore) InTx(ctx context.Context, fn func(jobbus.Storer) error) error {
+	return s.Storer.InTx(ctx, func(tx jobbus.Storer) error { return fn(failingStore{tx, s.left}) })
+}
+
+func (s failingStore) Upsert(ctx context.Context, nj jobbus.NewJob) (jobbus.Written, error) {
+	if s.left.Add(-1) == 0 {
+		return jobbus.Written{}, errors.New("connection lost in the middle of the batch")
+	}
+	return s.Storer.Upsert(ctx, nj)
+}
+
+// A batch that fails at its 50th row applied nothing and recorded nothing;
+// its retry with the same Idempotency-Key applies every row once, and the
+// next retry replays that answer.
+func TestBatchFailingMidwayAppliesNothing(t *testing.T) {
+	t.Parallel()
+	left := &atomic.Int64{}
+	left.Store(50)
+	app := appOn(busOn(failingStore{jobdb.New(pool), left}, baseURL, dirURL), false)
+	platform := identity.Identity{Kind: identity.KindLive, KeyID: 4830, TrustedImporter: true, Scopes: []string{"jobs:write"}}
+	body := jsonBody(t, map[string]any{"jobs": batchJobs("mid", 4830, 80, nil)})
+	count := func() (jobs, events int) {
+		_ = pool.QueryRow(bgContext, `SELECT count(*) FROM jobs WHERE owner_key_id = 4830`).Scan(&jobs)
+		_ = pool.QueryRow(bgContext, `SELECT count(*) FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE j.owner_key_id = 4830`).Scan(&events)
+		return jobs, events
+	}
+	if r := do(t, app, "POST", "/v2/jobs/batch", body, &platform, "Idempotency-Key", "mid-1"); r.Status != 500 {
+		t.Fatalf("failing batch: %d %s", r.Status, r.Body)
+	}
+	if j, e := count(); j != 0 || e != 0 {
+		t.Fatalf("a failed batch left %d jobs, %d events", j, e)
+	}
+	first := do(t, app, "POST", "/v2/jobs/batch", body, &platform, "Idempotency-Key", "mid-1")
+	var d batchData
+	first.data(t, &d)
+	if first.Status != 200 || d.Counts["created"] != 80 {
+		t.Fatalf("retry: %d %v", first.Status, d.Counts)
+	}
+	again := do(t, app, "POST", "/v2/jobs/batch", body, &platform, "Idempotency-Key", "mid-1")
+	if again.Status != 200 || !bytes.Equal(again.Body, first.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("second retry: %d %s", again.Status, again.Body)
+	}
+	if j, e := count(); j != 80 || e != 80 {
+		t.Fatalf("%d jobs, %d events after the retries, want 80 and 80", j, e)
 	}
 }
