@@ -372,6 +372,42 @@ func (e JobCurrency) Valid() bool {
 	}
 }
 
+// Defines values for JobBatchOperationMode.
+const (
+	JobBatchOperationModeReplace JobBatchOperationMode = "replace"
+	JobBatchOperationModeUpsert  JobBatchOperationMode = "upsert"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchOperationMode enum.
+func (e JobBatchOperationMode) Valid() bool {
+	switch e {
+	case JobBatchOperationModeReplace:
+		return true
+	case JobBatchOperationModeUpsert:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobBatchOperationStatus.
+const (
+	JobBatchOperationStatusDone    JobBatchOperationStatus = "done"
+	JobBatchOperationStatusPending JobBatchOperationStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchOperationStatus enum.
+func (e JobBatchOperationStatus) Valid() bool {
+	switch e {
+	case JobBatchOperationStatusDone:
+		return true
+	case JobBatchOperationStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobBatchRequestMode.
 const (
 	JobBatchRequestModeReplace JobBatchRequestMode = "replace"
@@ -1510,11 +1546,16 @@ type AlertRequest struct {
 	Q         *string                `json:"q,omitempty"`
 	RadiusKm  *float32               `json:"radius_km,omitempty"`
 	Remote    *bool                  `json:"remote,omitempty"`
-	SalaryMin *int                   `json:"salary_min,omitempty"`
-	Tag       *string                `json:"tag,omitempty"`
+
+	// SalaryMin A year's amount (see GET /v2/jobs).
+	SalaryMin *int    `json:"salary_min,omitempty"`
+	Tag       *string `json:"tag,omitempty"`
 
 	// TimeZone An IANA time zone, of the digests' 08:00; default the city's zone when `city` is given, else `UTC`.
 	TimeZone *string `json:"time_zone,omitempty"`
+
+	// WorkplaceType on_site, hybrid or remote.
+	WorkplaceType *string `json:"workplace_type,omitempty"`
 }
 
 // AlertRequestFrequency Default `instant`.
@@ -2131,6 +2172,42 @@ type Job struct {
 // JobCurrency Always upper case (see CurrencyInput).
 type JobCurrency string
 
+// JobBatchCounts defines model for JobBatchCounts.
+type JobBatchCounts struct {
+	Closed    int `json:"closed"`
+	Created   int `json:"created"`
+	Error     int `json:"error"`
+	Unchanged int `json:"unchanged"`
+	Updated   int `json:"updated"`
+}
+
+// JobBatchOperation defines model for JobBatchOperation.
+type JobBatchOperation struct {
+	// Counts Once done.
+	Counts      *JobBatchCounts       `json:"counts,omitempty"`
+	Mode        JobBatchOperationMode `json:"mode"`
+	OperationId string                `json:"operation_id"`
+
+	// Processed Rows applied so far.
+	Processed int `json:"processed"`
+
+	// Results Once done; as the synchronous answer's.
+	Results *[]JobBatchRow `json:"results,omitempty"`
+
+	// Rows Jobs in the batch.
+	Rows   int                     `json:"rows"`
+	Status JobBatchOperationStatus `json:"status"`
+
+	// Url Its path: GET it for the progress and, once done, the results.
+	Url string `json:"url"`
+}
+
+// JobBatchOperationMode defines model for JobBatchOperation.Mode.
+type JobBatchOperationMode string
+
+// JobBatchOperationStatus defines model for JobBatchOperation.Status.
+type JobBatchOperationStatus string
+
 // JobBatchRequest defines model for JobBatchRequest.
 type JobBatchRequest struct {
 	// ConfirmEmpty Needed for a replace with no jobs (it closes every job of the caller with an external_ref).
@@ -2139,7 +2216,7 @@ type JobBatchRequest struct {
 	// DryRun true: answer what would happen, apply nothing.
 	DryRun *bool `json:"dry_run,omitempty"`
 
-	// Jobs Each a POST /v2/jobs body with its external_ref (checked per job: a bad one is that job's error result).
+	// Jobs Up to 100 answered at once (200), up to 1 000 as an operation (202). Each a POST /v2/jobs body with its external_ref (checked per job: a bad one is that job's error result).
 	Jobs []map[string]interface{} `json:"jobs"`
 
 	// Mode upsert when absent.
@@ -2151,13 +2228,7 @@ type JobBatchRequestMode string
 
 // JobBatchResult defines model for JobBatchResult.
 type JobBatchResult struct {
-	Counts struct {
-		Closed    int `json:"closed"`
-		Created   int `json:"created"`
-		Error     int `json:"error"`
-		Unchanged int `json:"unchanged"`
-		Updated   int `json:"updated"`
-	} `json:"counts"`
+	Counts  JobBatchCounts     `json:"counts"`
 	DryRun  bool               `json:"dry_run"`
 	Mode    JobBatchResultMode `json:"mode"`
 	Results []JobBatchRow      `json:"results"`
@@ -4981,8 +5052,13 @@ type ClientInterface interface {
 	// writes), all at once or not at all (429). The body is limited as every body
 	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
 	//
-	// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
-	// the asynchronous path for larger batches is not available yet.
+	// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+	// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5023,13 +5099,28 @@ type ClientInterface interface {
 	// writes), all at once or not at all (429). The body is limited as every body
 	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
 	//
-	// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
-	// the asynchronous path for larger batches is not available yet.
+	// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+	// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
 	BatchJobs(ctx context.Context, params *BatchJobsParams, body BatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetJobBatchOperation A batch operation's progress and results
+	//
+	// The operation a `POST /v2/jobs/batch` of more than 100 jobs answered with: `status`
+	// (`pending` while rows are left, then `done`), `processed` rows of `rows`, and once done the
+	// `counts` and `results`, as the synchronous answer has them. Only the key that sent the batch
+	// sees it (404 for any other); kept 30 days.
+	//
+	// Corresponds with GET /v2/jobs/batch/{operation_id} (the `GetJobBatchOperation` operationId).
+	GetJobBatchOperation(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListJobChanges The changes of jobs, for mirrors
 	//
@@ -6875,8 +6966,13 @@ func (c *Client) CreateJob(ctx context.Context, params *CreateJobParams, body Cr
 // writes), all at once or not at all (429). The body is limited as every body
 // (`BODY_LIMIT_BYTES`, 1 MiB by default).
 //
-// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
-// the asynchronous path for larger batches is not available yet.
+// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6927,14 +7023,39 @@ func (c *Client) BatchJobsWithBody(ctx context.Context, params *BatchJobsParams,
 // writes), all at once or not at all (429). The body is limited as every body
 // (`BODY_LIMIT_BYTES`, 1 MiB by default).
 //
-// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
-// the asynchronous path for larger batches is not available yet.
+// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
 func (c *Client) BatchJobs(ctx context.Context, params *BatchJobsParams, body BatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBatchJobsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetJobBatchOperation A batch operation's progress and results
+//
+// The operation a `POST /v2/jobs/batch` of more than 100 jobs answered with: `status`
+// (`pending` while rows are left, then `done`), `processed` rows of `rows`, and once done the
+// `counts` and `results`, as the synchronous answer has them. Only the key that sent the batch
+// sees it (404 for any other); kept 30 days.
+//
+// Corresponds with GET /v2/jobs/batch/{operation_id} (the `GetJobBatchOperation` operationId).
+func (c *Client) GetJobBatchOperation(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJobBatchOperationRequest(c.Server, operationId)
 	if err != nil {
 		return nil, err
 	}
@@ -9969,6 +10090,40 @@ func NewBatchJobsRequestWithBody(server string, params *BatchJobsParams, content
 	return req, nil
 }
 
+// NewGetJobBatchOperationRequest constructs an http.Request for the GetJobBatchOperation method
+func NewGetJobBatchOperationRequest(server string, operationId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "operation_id", operationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/jobs/batch/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListJobChangesRequest constructs an http.Request for the ListJobChanges method
 func NewListJobChangesRequest(server string, params *ListJobChangesParams) (*http.Request, error) {
 	var err error
@@ -12744,8 +12899,13 @@ type ClientWithResponsesInterface interface {
 	// writes), all at once or not at all (429). The body is limited as every body
 	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
 	//
-	// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
-	// the asynchronous path for larger batches is not available yet.
+	// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+	// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12786,13 +12946,30 @@ type ClientWithResponsesInterface interface {
 	// writes), all at once or not at all (429). The body is limited as every body
 	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
 	//
-	// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
-	// the asynchronous path for larger batches is not available yet.
+	// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+	// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
 	BatchJobsWithResponse(ctx context.Context, params *BatchJobsParams, body BatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchJobsResponse, error)
+
+	// GetJobBatchOperationWithResponse A batch operation's progress and results
+	//
+	// The operation a `POST /v2/jobs/batch` of more than 100 jobs answered with: `status`
+	// (`pending` while rows are left, then `done`), `processed` rows of `rows`, and once done the
+	// `counts` and `results`, as the synchronous answer has them. Only the key that sent the batch
+	// sees it (404 for any other); kept 30 days.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v2/jobs/batch/{operation_id} (the `GetJobBatchOperation` operationId).
+	GetJobBatchOperationWithResponse(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*GetJobBatchOperationResponse, error)
 
 	// ListJobChangesWithResponse The changes of jobs, for mirrors
 	//
@@ -17650,6 +17827,18 @@ type BatchJobsResponse200Headers struct {
 	XRateLimitReset            *int
 }
 
+// BatchJobsResponse202Headers the declared response headers of an HTTP 202 response for BatchJobs
+type BatchJobsResponse202Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	IdempotentReplayed         *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
 // BatchJobsResponse400Headers the declared response headers of an HTTP 400 response for BatchJobs
 type BatchJobsResponse400Headers struct {
 	AccessControlAllowOrigin   *string
@@ -17775,6 +17964,15 @@ type BatchJobsResponse struct {
 		Status  int  `json:"status"`
 		Success bool `json:"success"`
 	}
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *struct {
+		Data  JobBatchOperation `json:"data"`
+		Error *Error            `json:"error,omitempty"`
+
+		// Status The HTTP status code.
+		Status  int  `json:"status"`
+		Success bool `json:"success"`
+	}
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -17799,6 +17997,8 @@ type BatchJobsResponse struct {
 	JSON504 *Timeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *BatchJobsResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *BatchJobsResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *BatchJobsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -17833,6 +18033,18 @@ func (r BatchJobsResponse) GetJSON200() *struct {
 	Success bool `json:"success"`
 } {
 	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r BatchJobsResponse) GetJSON202() *struct {
+	Data  JobBatchOperation `json:"data"`
+	Error *Error            `json:"error,omitempty"`
+
+	// Status The HTTP status code.
+	Status  int  `json:"status"`
+	Success bool `json:"success"`
+} {
+	return r.JSON202
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -17913,6 +18125,211 @@ func (r BatchJobsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r BatchJobsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetJobBatchOperationResponse200Headers the declared response headers of an HTTP 200 response for GetJobBatchOperation
+type GetJobBatchOperationResponse200Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse401Headers the declared response headers of an HTTP 401 response for GetJobBatchOperation
+type GetJobBatchOperationResponse401Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	WWWAuthenticate            *string
+}
+
+// GetJobBatchOperationResponse403Headers the declared response headers of an HTTP 403 response for GetJobBatchOperation
+type GetJobBatchOperationResponse403Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse404Headers the declared response headers of an HTTP 404 response for GetJobBatchOperation
+type GetJobBatchOperationResponse404Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse429Headers the declared response headers of an HTTP 429 response for GetJobBatchOperation
+type GetJobBatchOperationResponse429Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	RetryAfter                 *int
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse500Headers the declared response headers of an HTTP 500 response for GetJobBatchOperation
+type GetJobBatchOperationResponse500Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse503Headers the declared response headers of an HTTP 503 response for GetJobBatchOperation
+type GetJobBatchOperationResponse503Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse504Headers the declared response headers of an HTTP 504 response for GetJobBatchOperation
+type GetJobBatchOperationResponse504Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+type GetJobBatchOperationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data  JobBatchOperation `json:"data"`
+		Error *Error            `json:"error,omitempty"`
+
+		// Status The HTTP status code.
+		Status  int  `json:"status"`
+		Success bool `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetJobBatchOperationResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetJobBatchOperationResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetJobBatchOperationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetJobBatchOperationResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetJobBatchOperationResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetJobBatchOperationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetJobBatchOperationResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *GetJobBatchOperationResponse504Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON200() *struct {
+	Data  JobBatchOperation `json:"data"`
+	Error *Error            `json:"error,omitempty"`
+
+	// Status The HTTP status code.
+	Status  int  `json:"status"`
+	Success bool `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON504() *Timeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r GetJobBatchOperationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetJobBatchOperationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetJobBatchOperationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetJobBatchOperationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -27483,8 +27900,13 @@ func (c *ClientWithResponses) CreateJobWithResponse(ctx context.Context, params 
 // writes), all at once or not at all (429). The body is limited as every body
 // (`BODY_LIMIT_BYTES`, 1 MiB by default).
 //
-// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
-// the asynchronous path for larger batches is not available yet.
+// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -27531,8 +27953,13 @@ func (c *ClientWithResponses) BatchJobsWithBodyWithResponse(ctx context.Context,
 // writes), all at once or not at all (429). The body is limited as every body
 // (`BODY_LIMIT_BYTES`, 1 MiB by default).
 //
-// **Limits.** At most 100 jobs in one request (more is 422 `jobs must hold at most 100 jobs`);
-// the asynchronous path for larger batches is not available yet.
+// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -27543,6 +27970,24 @@ func (c *ClientWithResponses) BatchJobsWithResponse(ctx context.Context, params 
 		return nil, err
 	}
 	return ParseBatchJobsResponse(rsp)
+}
+
+// GetJobBatchOperationWithResponse A batch operation's progress and results
+//
+// The operation a `POST /v2/jobs/batch` of more than 100 jobs answered with: `status`
+// (`pending` while rows are left, then `done`), `processed` rows of `rows`, and once done the
+// `counts` and `results`, as the synchronous answer has them. Only the key that sent the batch
+// sees it (404 for any other); kept 30 days.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v2/jobs/batch/{operation_id} (the `GetJobBatchOperation` operationId).
+func (c *ClientWithResponses) GetJobBatchOperationWithResponse(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*GetJobBatchOperationResponse, error) {
+	rsp, err := c.GetJobBatchOperation(ctx, operationId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetJobBatchOperationResponse(rsp)
 }
 
 // ListJobChangesWithResponse The changes of jobs, for mirrors
@@ -38506,6 +38951,20 @@ func ParseBatchJobsResponse(rsp *http.Response) (*BatchJobsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest struct {
+			Data  JobBatchOperation `json:"data"`
+			Error *Error            `json:"error,omitempty"`
+
+			// Status The HTTP status code.
+			Status  int  `json:"status"`
+			Success bool `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -38645,6 +39104,65 @@ func ParseBatchJobsResponse(rsp *http.Response) (*BatchJobsResponse, error) {
 			headers.XRateLimitReset = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers BatchJobsResponse202Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers BatchJobsResponse400Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
@@ -39111,6 +39629,486 @@ func ParseBatchJobsResponse(rsp *http.Response) (*BatchJobsResponse, error) {
 		response.Headers503 = &headers
 	case rsp.StatusCode == 504:
 		var headers BatchJobsResponse504Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetJobBatchOperationResponse parses an HTTP response from a GetJobBatchOperationWithResponse call
+func ParseGetJobBatchOperationResponse(rsp *http.Response) (*GetJobBatchOperationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetJobBatchOperationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data  JobBatchOperation `json:"data"`
+			Error *Error            `json:"error,omitempty"`
+
+			// Status The HTTP status code.
+			Status  int  `json:"status"`
+			Success bool `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetJobBatchOperationResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetJobBatchOperationResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetJobBatchOperationResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetJobBatchOperationResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetJobBatchOperationResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetJobBatchOperationResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetJobBatchOperationResponse503Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers GetJobBatchOperationResponse504Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -387,3 +387,53 @@ func countIn(bad map[int]string, idx []int) int {
 	}
 	return n
 }
+
+// More than 100 jobs through the gateway: 202 with an operation, applied by
+// the jobs service in the background; its GET shows the results once done.
+func TestBatchOperationThroughGateway(t *testing.T) {
+	imp := key(t, importerKey)
+	prefix := "bo" + randomHex(4)
+	all := make([]int, 500)
+	for i := range all {
+		all[i] = i
+	}
+	bad := map[int]string{}
+	for i := 0; len(bad) < 37; i++ {
+		bad[(i*13+7)%500] = `"salary_period":"fortnight"`
+	}
+	r := call(t, "POST", s.gateway+"/v2/jobs/batch", imp, batchBody(prefix, "upsert", false, all, bad))
+	var op struct {
+		OperationID string         `json:"operation_id"`
+		Status      string         `json:"status"`
+		URL         string         `json:"url"`
+		Processed   int            `json:"processed"`
+		Counts      map[string]int `json:"counts"`
+		Results     []batchRow     `json:"results"`
+	}
+	r.into(t, &op)
+	if r.status != 202 || op.Status != "pending" {
+		t.Fatalf("post: %d %s", r.status, r.raw)
+	}
+	for deadline := time.Now().Add(30 * time.Second); op.Status != "done"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("not done: %d of 500 processed", op.Processed)
+		}
+		time.Sleep(200 * time.Millisecond)
+		g := call(t, "GET", s.gateway+op.URL, imp, "")
+		if g.status != 200 {
+			t.Fatalf("get: %d %s", g.status, g.raw)
+		}
+		g.into(t, &op)
+	}
+	if op.Counts["created"] != 463 || op.Counts["error"] != 37 || len(op.Results) != 500 {
+		t.Fatalf("done: %v, %d results", op.Counts, len(op.Results))
+	}
+	for i, row := range op.Results {
+		if *row.Index != i || (bad[i] != "") != (row.Action == "error") {
+			t.Fatalf("row %d: %+v", i, row)
+		}
+	}
+	if g := call(t, "GET", s.gateway+op.URL, key(t, liveKey), ""); g.status != 404 {
+		t.Fatalf("another key's GET: %d", g.status)
+	}
+}

@@ -274,7 +274,8 @@ func TestBatch422(t *testing.T) {
 		{`{"jobs":[{}],"mode":"merge"}`, "mode must be one of upsert, replace"},
 		{`{"jobs":[{}],"dry_run":"yes"}`, "dry_run must be a boolean"},
 		{`{"jobs":[{}],"extra":1}`, `unknown field "extra"`},
-		{jsonBody(t, map[string]any{"jobs": batchJobs("big", 4820, 101, nil)}), "jobs must hold at most 100 jobs"},
+		{jsonBody(t, map[string]any{"jobs": batchJobs("big", 4820, 1001, nil)}), "jobs must hold at most 1000 jobs"},
+		{jsonBody(t, map[string]any{"jobs": batchJobs("big", 4820, 101, nil), "dry_run": true}), "dry_run is answered for at most 100 jobs"},
 	} {
 		r := do(t, appFlat, "POST", "/v2/jobs/batch", tc.body, &platform)
 		if r.Status != 422 || !r.hasDetail(tc.detail) {
@@ -340,5 +341,106 @@ func TestBatchFailingMidwayAppliesNothing(t *testing.T) {
 	}
 	if j, e := count(); j != 80 || e != 80 {
 		t.Fatalf("%d jobs, %d events after the retries, want 80 and 80", j, e)
+	}
+}
+
+type batchOp struct {
+	OperationID string         `json:"operation_id"`
+	Status      string         `json:"status"`
+	Mode        string         `json:"mode"`
+	Rows        int            `json:"rows"`
+	Processed   int            `json:"processed"`
+	URL         string         `json:"url"`
+	Counts      map[string]int `json:"counts"`
+	Results     []batchRow     `json:"results"`
+}
+
+// More than 100 jobs are kept as an operation (202) and applied 100 rows a
+// transaction: 37 bad rows among 1000, a fault in the third chunk (the two
+// before it stay applied, the operation goes on from there when run again:
+// no row lost, none applied twice), the results in order once done, the
+// POST's replay identical, another key's GET 404; then a replace of 120 of
+// the jobs as an operation closes the others.
+func TestBatchOperation(t *testing.T) {
+	t.Parallel()
+	left := &atomic.Int64{}
+	left.Store(250)
+	bus := busOn(failingStore{jobdb.New(pool), left}, baseURL, dirURL)
+	app := appOn(bus, false)
+	platform := identity.Identity{Kind: identity.KindLive, KeyID: 4840, TrustedImporter: true, Scopes: []string{"jobs:write"}}
+	bad := map[int]func(map[string]any){}
+	for i := 0; len(bad) < 37; i++ {
+		bad[(i*27+13)%1000] = func(b map[string]any) { b["salary_period"] = "fortnight" }
+	}
+	body := jsonBody(t, map[string]any{"jobs": batchJobs("op", 4840, 1000, bad)})
+	r := do(t, app, "POST", "/v2/jobs/batch", body, &platform, "Idempotency-Key", "op-1")
+	var op batchOp
+	r.data(t, &op)
+	if r.Status != 202 || op.Status != "pending" || op.Rows != 1000 || op.URL != "/v2/jobs/batch/"+op.OperationID {
+		t.Fatalf("post: %d %s", r.Status, r.Body)
+	}
+	if again := do(t, app, "POST", "/v2/jobs/batch", body, &platform, "Idempotency-Key", "op-1"); again.Status != 202 ||
+		!bytes.Equal(again.Body, r.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %d %s", again.Status, again.Body)
+	}
+	get := func(id identity.Identity) (resp, batchOp) {
+		t.Helper()
+		r := do(t, app, "GET", op.URL, "", &id)
+		var o batchOp
+		if r.Status == 200 {
+			r.data(t, &o)
+		}
+		return r, o
+	}
+	ctx := context.Background()
+	if _, err := bus.RunBatchOps(ctx); err == nil {
+		t.Fatal("the fault did not happen")
+	}
+	if _, o := get(platform); o.Status != "pending" || o.Processed != 200 || o.Results != nil {
+		t.Fatalf("after the fault: %+v", o)
+	}
+	if _, err := bus.RunBatchOps(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, done := get(platform)
+	if done.Status != "done" || done.Processed != 1000 || len(done.Results) != 1000 ||
+		done.Counts["created"] != 963 || done.Counts["error"] != 37 {
+		t.Fatalf("done: %s %d %d %v", done.Status, done.Processed, len(done.Results), done.Counts)
+	}
+	for i, row := range done.Results {
+		if *row.Index != i || (bad[i] != nil) != (row.Action == "error") ||
+			bad[i] != nil && row.Errors[0] != "salary_period must be one of hour, day, week, month, year" {
+			t.Fatalf("row %d: %+v", i, row)
+		}
+	}
+	var jobs, events int
+	_ = pool.QueryRow(bgContext, `SELECT count(*) FROM jobs WHERE owner_key_id = 4840`).Scan(&jobs)
+	_ = pool.QueryRow(bgContext, `SELECT count(*) FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE j.owner_key_id = 4840`).Scan(&events)
+	if jobs != 963 || events != 963 {
+		t.Fatalf("%d jobs and %d events, want 963 each", jobs, events)
+	}
+	other := identity.Identity{Kind: identity.KindLive, KeyID: 4841, TrustedImporter: true, Scopes: []string{"jobs:write"}}
+	if r, _ := get(other); r.Status != 404 {
+		t.Fatalf("another key's GET: %d", r.Status)
+	}
+
+	// Replace with 120 of them, as an operation: the other 843 are closed.
+	keep := batchJobs("op", 4840, 1000, bad)
+	var rows []map[string]any
+	for i := range keep {
+		if bad[i] == nil && len(rows) < 120 {
+			rows = append(rows, keep[i])
+		}
+	}
+	r = do(t, app, "POST", "/v2/jobs/batch", jsonBody(t, map[string]any{"jobs": rows, "mode": "replace"}), &platform)
+	r.data(t, &op)
+	if r.Status != 202 {
+		t.Fatalf("replace: %d %s", r.Status, r.Body)
+	}
+	if _, err := bus.RunBatchOps(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, o := get(platform); o.Status != "done" || o.Counts["unchanged"] != 120 || o.Counts["closed"] != 843 {
+		t.Fatalf("replace: %s %v", o.Status, o.Counts)
 	}
 }

@@ -123,6 +123,8 @@ var Table = []Route{
 	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List active jobs", Cache: cacheJobs},
 	{Method: "POST", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Create or update a job"},
 	{Method: "POST", Path: "/v2/jobs/batch", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Batch: true, Summary: "Create, update and close an importer's jobs in bulk"},
+	// Not cached: an operation moves without a job write being announced.
+	{Method: "GET", Path: "/v2/jobs/batch/:operation_id", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "A batch operation's progress and results"},
 	// Not cached: a page ends at the server's commit horizon, which moves without any job write.
 	{Method: "GET", Path: "/v2/jobs/changes", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "The changes of jobs, for mirrors"},
 	{Method: "GET", Path: "/v2/jobs/:id_job<int>", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "One job with its description", Cache: cacheJob},

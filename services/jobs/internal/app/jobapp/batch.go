@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -59,8 +60,39 @@ func toBatchDTO(r jobbus.BatchResult) batchDTO {
 	return out
 }
 
-// renderBatch is a batch's answer (200: each row says what happened to it).
+// batchOpDTO is a batch kept as an operation: the 202 of its POST (no
+// counts or results yet) and GET /v2/jobs/batch/{operation_id}.
+type batchOpDTO struct {
+	OperationID string          `json:"operation_id"`
+	Status      string          `json:"status"`
+	Mode        string          `json:"mode"`
+	Rows        int             `json:"rows"`
+	Processed   int             `json:"processed"`
+	URL         string          `json:"url"`
+	Counts      *map[string]int `json:"counts,omitempty"`
+	Results     []batchRowDTO   `json:"results,omitempty"`
+}
+
+func toBatchOpDTO(r jobbus.BatchResult, processed int, withResults bool) batchOpDTO {
+	out := batchOpDTO{OperationID: r.OperationID, Status: r.Status, Mode: r.Mode, Rows: r.Rows, Processed: processed,
+		URL: "/v2/jobs/batch/" + r.OperationID}
+	if withResults {
+		d := toBatchDTO(r)
+		out.Counts, out.Results = &d.Counts, d.Results
+	}
+	return out
+}
+
+// renderBatch is a batch's answer: 200, each row saying what happened to
+// it; or 202 with the operation that will apply it.
 func renderBatch(r jobbus.BatchResult) (int, []byte, error) {
+	if r.OperationID != "" {
+		b, err := json.Marshal(web.Envelope{Success: true, Status: http.StatusAccepted, Data: toBatchOpDTO(r, 0, false)})
+		if err != nil {
+			return 0, nil, fmt.Errorf("render batch: %w", err)
+		}
+		return http.StatusAccepted, b, nil
+	}
 	b, err := json.Marshal(web.Envelope{Success: true, Status: http.StatusOK, Data: toBatchDTO(r)})
 	if err != nil {
 		return 0, nil, fmt.Errorf("render batch: %w", err)
@@ -94,7 +126,7 @@ func (h *handlers) batch(c *fiber.Ctx) error {
 	in.Problems = append(in.Problems, req.Problems(nil)...)
 	canonical := bytes.NewBufferString(`{"confirm_empty":` + strconv.FormatBool(in.ConfirmEmpty) +
 		`,"dry_run":` + strconv.FormatBool(in.DryRun) + `,"mode":` + strconv.Quote(in.Mode) + `,"jobs":[`)
-	if len(rows) <= jobbus.MaxBatchRows {
+	if len(rows) <= jobbus.MaxBatchAsyncRows {
 		in.Rows = make([]jobbus.CreateInput, len(rows))
 		for i, row := range rows {
 			var r createRequest
@@ -127,7 +159,7 @@ func (h *handlers) batch(c *fiber.Ctx) error {
 		c.Set(HeaderReplayed, "true")
 		return sendJSON(c, reply.Status, reply.Body)
 	}
-	if !res.DryRun {
+	if !res.DryRun && res.OperationID == "" {
 		for _, row := range res.Results {
 			h.writes.inc(row.Action)
 		}
@@ -135,11 +167,24 @@ func (h *handlers) batch(c *fiber.Ctx) error {
 	if reply != nil {
 		return sendJSON(c, reply.Status, reply.Body)
 	}
-	_, body, err := renderBatch(res)
+	status, body, err := renderBatch(res)
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, http.StatusOK, body)
+	return sendJSON(c, status, body)
+}
+
+// batchOperation answers GET /v2/jobs/batch/{operation_id}: the operation's
+// progress; its counts and results once it is done.
+func (h *handlers) batchOperation(c *fiber.Ctx) error {
+	op, err := h.bus.BatchOperation(c.UserContext(), caller(c), c.Params("operation_id"))
+	if err != nil {
+		if errors.Is(err, jobbus.ErrNotFound) {
+			return web.NotFound("Batch operation not found")
+		}
+		return toWebError(err)
+	}
+	return web.OK(c, http.StatusOK, toBatchOpDTO(op.Result(), op.NextRow, op.Status == jobbus.BatchDone))
 }
 
 // idempotencyOf reads the Idempotency-Key header (nil when none), refusing

@@ -46,6 +46,7 @@ func Routes(app *fiber.App, cfg Config) {
 	v2.Get("/jobs", readers, h.list)
 	v2.Post("/jobs", writers, h.create)
 	v2.Post("/jobs/batch", writers, h.batch)
+	v2.Get("/jobs/batch/:operation_id", readers, h.batchOperation)
 	for _, ev := range jobbus.RouteEvents {
 		v2.Post("/jobs/"+string(ev), writers, h.transition(ev))
 	}

@@ -24,8 +24,13 @@ const (
 	ActionError     = "error"
 )
 
-// MaxBatchRows is how many jobs one synchronous batch holds.
-const MaxBatchRows = 100
+// MaxBatchRows is how many jobs one synchronous batch holds, and how many
+// rows of an operation RunBatchOps applies in one transaction;
+// MaxBatchAsyncRows how many an operation holds.
+const (
+	MaxBatchRows      = 100
+	MaxBatchAsyncRows = 1000
+)
 
 // BatchInput is a POST /v2/jobs/batch after JSON decoding: each row is a
 // create request (its TypeProblems included).
@@ -55,6 +60,9 @@ type BatchResult struct {
 	Mode    string
 	DryRun  bool
 	Results []BatchRow
+	// OperationID, Status and Rows: a batch kept as an operation (202).
+	OperationID, Status string
+	Rows                int
 }
 
 // Counts is how many results had each action.
@@ -85,6 +93,10 @@ var errDryRun = errors.New("dry run")
 // run): a retry with the key gets the recorded reply, and a batch interrupted
 // before its commit applied nothing. A dry run runs the same statements and
 // rolls them back, so its results are what the batch would do.
+//
+// More than MaxBatchRows rows (up to MaxBatchAsyncRows) are kept as an
+// operation (BatchOp) and answered at once (202, OperationID set); RunBatchOps
+// applies them later, MaxBatchRows at a time.
 func (b *Business) Batch(ctx context.Context, caller Caller, in BatchInput, idem *Idempotency,
 	render func(BatchResult) (int, []byte, error)) (BatchResult, *Reply, error) {
 	if in.Mode == "" {
@@ -94,8 +106,10 @@ func (b *Business) Batch(ctx context.Context, caller Caller, in BatchInput, idem
 	switch {
 	case in.Mode != BatchUpsert && in.Mode != BatchReplace:
 		p = append(p, "mode must be one of upsert, replace")
-	case len(in.Rows) > MaxBatchRows:
-		p = append(p, fmt.Sprintf("jobs must hold at most %d jobs in one request", MaxBatchRows))
+	case len(in.Rows) > MaxBatchAsyncRows:
+		p = append(p, fmt.Sprintf("jobs must hold at most %d jobs in one request", MaxBatchAsyncRows))
+	case len(in.Rows) > MaxBatchRows && in.DryRun:
+		p = append(p, fmt.Sprintf("dry_run is answered for at most %d jobs; send the batch in parts of %d to see what each would do", MaxBatchRows, MaxBatchRows))
 	case len(in.Rows) == 0 && in.Mode == BatchUpsert:
 		p = append(p, "jobs must hold at least one job")
 	case len(in.Rows) == 0 && !in.ConfirmEmpty:
@@ -112,44 +126,16 @@ func (b *Business) Batch(ctx context.Context, caller Caller, in BatchInput, idem
 			return BatchResult{}, r, err
 		}
 	}
+	async := len(in.Rows) > MaxBatchRows
 
-	res := BatchResult{Mode: in.Mode, DryRun: in.DryRun, Results: make([]BatchRow, len(in.Rows))}
-	jobs := make([]*NewJob, len(in.Rows))
-	keep := map[string]bool{}
-	firstRow := map[string]int{}
-	for i, row := range in.Rows {
-		r := &res.Results[i]
-		r.Index = i
-		if row.ExternalRef == nil {
-			row.TypeProblems = append(slices.Clone(row.TypeProblems), "external_ref is required in a batch")
-		} else {
-			r.ExternalRef = strings.TrimSpace(*row.ExternalRef)
-			keep[r.ExternalRef] = true // an error row's job is not closed either
-		}
-		nj, err := b.prepare(ctx, caller, row)
-		var ve *validate.Error
-		switch {
-		case errors.As(err, &ve):
-			r.Action, r.Errors = ActionError, ve.Problems
-			continue
-		case errors.Is(err, ErrSpaceConflict):
-			r.Action, r.Errors = ActionError, []string{"id_space differs from the space of this API key; a space key may only post for its own space"}
-			continue
-		case errors.Is(err, ErrSpaceNotGranted):
-			r.Action, r.Errors = ActionError, []string{"id_space: a key without a space may post into a space only as a trusted importer"}
-			continue
-		case err != nil:
+	res := BatchResult{Mode: in.Mode, DryRun: in.DryRun}
+	var jobs []*NewJob
+	if !async {
+		var err error
+		if res.Results, jobs, err = b.prepareRows(ctx, caller, in.Rows, 0, map[string]int{}); err != nil {
 			return BatchResult{}, nil, err
 		}
-		if j, dup := firstRow[*nj.ExternalRef]; dup {
-			r.Action, r.Errors = ActionError, []string{"external_ref " + strconv.Quote(*nj.ExternalRef) +
-				" is also row " + strconv.Itoa(j) + "'s: each job appears once in a batch"}
-			continue
-		}
-		firstRow[*nj.ExternalRef] = i
-		jobs[i] = &nj
 	}
-
 	var reply *Reply
 	err := b.store.InTx(ctx, func(s Storer) error {
 		if idem != nil {
@@ -164,56 +150,27 @@ func (b *Business) Batch(ctx context.Context, caller Caller, in BatchInput, idem
 				return err
 			}
 		}
-		for i, nj := range jobs {
-			if nj == nil {
-				continue
-			}
-			w, err := s.Upsert(ctx, *nj)
-			if err != nil {
-				return fmt.Errorf("batch row %d: %w", i, err)
-			}
-			r := &res.Results[i]
-			r.JobID, r.Status = w.JobID, w.Status
-			switch {
-			case w.Inserted:
-				r.Action = ActionCreated
-				if in.DryRun {
-					r.JobID = 0 // rolled back: the id will not exist
-				}
-			case !w.Wrote:
-				r.Action = ActionUnchanged
-			default:
-				r.Action = ActionUpdated
-			}
-		}
-		if in.Mode == BatchReplace {
-			refs := make([]string, 0, len(keep))
-			for ref := range keep {
-				refs = append(refs, ref)
-			}
-			slices.Sort(refs)
-			cands, err := s.ReplaceCandidates(ctx, caller.SpaceID, OwnerOf(caller), refs)
-			if err != nil {
+		if async {
+			op := BatchOp{ID: newHash(), KeyID: caller.KeyID, SpaceID: caller.SpaceID, Trusted: caller.TrustedImporter,
+				Mode: in.Mode, ConfirmEmpty: in.ConfirmEmpty, Rows: in.Rows, Status: BatchPending}
+			if err := s.InsertBatchOp(ctx, op); err != nil {
 				return err
 			}
-			tx := *b
-			tx.store = s
-			for _, c := range cands {
-				t, err := tx.apply(ctx, c.JobID, EventClose, caller.KeyID, nil, func(d Detail) error {
-					if !Owns(caller, d) {
-						return ErrForbidden
-					}
-					return nil
-				})
-				if err != nil {
-					return fmt.Errorf("close job %d: %w", c.JobID, err)
-				}
-				res.Results = append(res.Results, BatchRow{Index: -1, ExternalRef: c.ExternalRef, Action: ActionClosed,
-					JobID: c.JobID, Status: t.Status})
+			res.OperationID, res.Status, res.Rows = op.ID, op.Status, len(in.Rows)
+		} else {
+			if err := applyRows(ctx, s, res.Results, jobs, in.DryRun); err != nil {
+				return err
 			}
-		}
-		if in.DryRun {
-			return errDryRun
+			if in.Mode == BatchReplace {
+				closed, err := b.closeMissing(ctx, s, caller, refsOf(in.Rows))
+				if err != nil {
+					return err
+				}
+				res.Results = append(res.Results, closed...)
+			}
+			if in.DryRun {
+				return errDryRun
+			}
 		}
 		if idem == nil {
 			return nil
@@ -232,4 +189,116 @@ func (b *Business) Batch(ctx context.Context, caller Caller, in BatchInput, idem
 		return BatchResult{}, reply, nil
 	}
 	return res, reply, nil
+}
+
+// prepareRows applies the create rules to rows, the batch's rows from index
+// start; seen holds the references of the rows before them (reference →
+// first row), so that a reference twice is the later row's error.
+func (b *Business) prepareRows(ctx context.Context, caller Caller, rows []CreateInput, start int, seen map[string]int) ([]BatchRow, []*NewJob, error) {
+	results := make([]BatchRow, len(rows))
+	jobs := make([]*NewJob, len(rows))
+	for i, row := range rows {
+		r := &results[i]
+		r.Index = start + i
+		dup := -1
+		if row.ExternalRef == nil {
+			row.TypeProblems = append(slices.Clone(row.TypeProblems), "external_ref is required in a batch")
+		} else if r.ExternalRef = strings.TrimSpace(*row.ExternalRef); r.ExternalRef != "" {
+			if j, ok := seen[r.ExternalRef]; ok {
+				dup = j
+			} else {
+				seen[r.ExternalRef] = r.Index
+			}
+		}
+		nj, err := b.prepare(ctx, caller, row)
+		var ve *validate.Error
+		switch {
+		case errors.As(err, &ve):
+			r.Action, r.Errors = ActionError, ve.Problems
+			continue
+		case errors.Is(err, ErrSpaceConflict):
+			r.Action, r.Errors = ActionError, []string{"id_space differs from the space of this API key; a space key may only post for its own space"}
+			continue
+		case errors.Is(err, ErrSpaceNotGranted):
+			r.Action, r.Errors = ActionError, []string{"id_space: a key without a space may post into a space only as a trusted importer"}
+			continue
+		case err != nil:
+			return nil, nil, err
+		}
+		if dup >= 0 {
+			r.Action, r.Errors = ActionError, []string{"external_ref " + strconv.Quote(r.ExternalRef) +
+				" is also row " + strconv.Itoa(dup) + "'s: each job appears once in a batch"}
+			continue
+		}
+		jobs[i] = &nj
+	}
+	return results, jobs, nil
+}
+
+// applyRows writes the prepared jobs on s, each with the single create's
+// statement, and fills their results.
+func applyRows(ctx context.Context, s Storer, results []BatchRow, jobs []*NewJob, dryRun bool) error {
+	for i, nj := range jobs {
+		if nj == nil {
+			continue
+		}
+		w, err := s.Upsert(ctx, *nj)
+		if err != nil {
+			return fmt.Errorf("batch row %d: %w", results[i].Index, err)
+		}
+		r := &results[i]
+		r.JobID, r.Status = w.JobID, w.Status
+		switch {
+		case w.Inserted:
+			r.Action = ActionCreated
+			if dryRun {
+				r.JobID = 0 // rolled back: the id will not exist
+			}
+		case !w.Wrote:
+			r.Action = ActionUnchanged
+		default:
+			r.Action = ActionUpdated
+		}
+	}
+	return nil
+}
+
+// refsOf is the references rows name (trimmed, sorted, once each): a row
+// that is an error keeps its job from replace too.
+func refsOf(rows []CreateInput) []string {
+	refs := []string{} // never nil: the store's "not in" of NULL would match nothing
+	for _, row := range rows {
+		if row.ExternalRef != nil {
+			if ref := strings.TrimSpace(*row.ExternalRef); ref != "" {
+				refs = append(refs, ref)
+			}
+		}
+	}
+	slices.Sort(refs)
+	return slices.Compact(refs)
+}
+
+// closeMissing closes caller's active and paused jobs with a reference not
+// in keep, through the lifecycle, on s.
+func (b *Business) closeMissing(ctx context.Context, s Storer, caller Caller, keep []string) ([]BatchRow, error) {
+	cands, err := s.ReplaceCandidates(ctx, caller.SpaceID, OwnerOf(caller), keep)
+	if err != nil {
+		return nil, err
+	}
+	tx := *b
+	tx.store = s
+	var out []BatchRow
+	for _, c := range cands {
+		t, err := tx.apply(ctx, c.JobID, EventClose, caller.KeyID, nil, func(d Detail) error {
+			if !Owns(caller, d) {
+				return ErrForbidden
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("close job %d: %w", c.JobID, err)
+		}
+		out = append(out, BatchRow{Index: -1, ExternalRef: c.ExternalRef, Action: ActionClosed, JobID: c.JobID, Status: t.Status})
+	}
+	return out, nil
 }

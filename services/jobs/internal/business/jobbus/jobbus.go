@@ -57,6 +57,17 @@ type Storer interface {
 	// external_ref not in keep (the owner: a space key's space, spaceID,
 	// with ownerKeyID 0; or the platform key ownerKeyID), in id order.
 	ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, keep []string) ([]ReplaceCandidate, error)
+	// InsertBatchOp keeps a new batch operation.
+	InsertBatchOp(ctx context.Context, op BatchOp) error
+	// ClaimBatchOp locks the oldest pending operation no one else holds, for
+	// the transaction (ok false when there is none).
+	ClaimBatchOp(ctx context.Context) (op BatchOp, ok bool, err error)
+	// SaveBatchOp writes an operation's progress, results and status.
+	SaveBatchOp(ctx context.Context, op BatchOp) error
+	// QueryBatchOp returns an operation, ErrNotFound when there is none.
+	QueryBatchOp(ctx context.Context, id string) (BatchOp, error)
+	// PurgeBatchOps removes the operations made before before.
+	PurgeBatchOps(ctx context.Context, before time.Time) error
 
 	// StoredResponse returns the recorded answer of an idempotency key
 	// created after since, ErrNotFound when there is none.
