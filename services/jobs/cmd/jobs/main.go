@@ -92,9 +92,10 @@ func main() {
 				case <-ctx.Done():
 					return nil
 				case <-tick.C:
-					if _, err := bus.RunBatchOps(ctx); err != nil && ctx.Err() == nil {
-						log.Error("batch operations", "error", err)
-					}
+				case <-bus.BatchKicks(): // one this replica kept: at once
+				}
+				if _, err := bus.RunBatchOps(ctx); err != nil && ctx.Err() == nil {
+					log.Error("batch operations", "error", err)
 				}
 			}
 		})

@@ -188,6 +188,9 @@ func (b *Business) Batch(ctx context.Context, caller Caller, in BatchInput, idem
 	if reply != nil && reply.Replayed {
 		return BatchResult{}, reply, nil
 	}
+	if async {
+		b.kicked()
+	}
 	return res, reply, nil
 }
 

@@ -41,6 +41,18 @@ func (op BatchOp) caller() Caller {
 	return Caller{KeyID: op.KeyID, SpaceID: op.SpaceID, TrustedImporter: op.Trusted}
 }
 
+// BatchKicks receives when this process kept a batch operation, so that its
+// runner starts on it at once rather than at its next tick.
+func (b *Business) BatchKicks() <-chan struct{} { return b.kick }
+
+// kicked tells the runner (BatchKicks) that an operation waits.
+func (b *Business) kicked() {
+	select {
+	case b.kick <- struct{}{}:
+	default: // a kick is pending already
+	}
+}
+
 // RunBatchOps applies the pending operations' rows, one chunk of
 // MaxBatchRows rows per transaction, until none is left; it returns how many
 // chunks it applied. Operations are claimed with FOR UPDATE SKIP LOCKED, so

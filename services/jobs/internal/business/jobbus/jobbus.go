@@ -114,13 +114,15 @@ type Business struct {
 	dir   Directory
 	cfg   Config
 	now   func() time.Time
+	// kick says a batch operation was kept (BatchKicks).
+	kick chan struct{}
 }
 
 // New returns the job rules over a store and the directory (nil for the
 // callers that never create a job: the worker, the admin command).
 func New(store Storer, dir Directory, cfg Config) *Business {
 	cfg.PublicBaseURL = strings.TrimRight(cfg.PublicBaseURL, "/")
-	return &Business{store: store, dir: dir, cfg: cfg, now: time.Now}
+	return &Business{store: store, dir: dir, cfg: cfg, now: time.Now, kick: make(chan struct{}, 1)}
 }
 
 // JobURL is the full public URL of a job's details page.
