@@ -230,34 +230,34 @@ func (e EventFeedVersion) Valid() bool {
 
 // Defines values for FeedbackRequestCategory.
 const (
-	Bug         FeedbackRequestCategory = "bug"
-	Content     FeedbackRequestCategory = "content"
-	Events      FeedbackRequestCategory = "events"
-	Feature     FeedbackRequestCategory = "feature"
-	General     FeedbackRequestCategory = "general"
-	Jobs        FeedbackRequestCategory = "jobs"
-	LessThannil FeedbackRequestCategory = "<nil>"
-	Other       FeedbackRequestCategory = "other"
+	FeedbackRequestCategoryBug         FeedbackRequestCategory = "bug"
+	FeedbackRequestCategoryContent     FeedbackRequestCategory = "content"
+	FeedbackRequestCategoryEvents      FeedbackRequestCategory = "events"
+	FeedbackRequestCategoryFeature     FeedbackRequestCategory = "feature"
+	FeedbackRequestCategoryGeneral     FeedbackRequestCategory = "general"
+	FeedbackRequestCategoryJobs        FeedbackRequestCategory = "jobs"
+	FeedbackRequestCategoryLessThannil FeedbackRequestCategory = "<nil>"
+	FeedbackRequestCategoryOther       FeedbackRequestCategory = "other"
 )
 
 // Valid indicates whether the value is a known member of the FeedbackRequestCategory enum.
 func (e FeedbackRequestCategory) Valid() bool {
 	switch e {
-	case Bug:
+	case FeedbackRequestCategoryBug:
 		return true
-	case Content:
+	case FeedbackRequestCategoryContent:
 		return true
-	case Events:
+	case FeedbackRequestCategoryEvents:
 		return true
-	case Feature:
+	case FeedbackRequestCategoryFeature:
 		return true
-	case General:
+	case FeedbackRequestCategoryGeneral:
 		return true
-	case Jobs:
+	case FeedbackRequestCategoryJobs:
 		return true
-	case LessThannil:
+	case FeedbackRequestCategoryLessThannil:
 		return true
-	case Other:
+	case FeedbackRequestCategoryOther:
 		return true
 	default:
 		return false
@@ -372,6 +372,135 @@ func (e JobCurrency) Valid() bool {
 	}
 }
 
+// Defines values for JobBatchOperationMode.
+const (
+	JobBatchOperationModeReplace JobBatchOperationMode = "replace"
+	JobBatchOperationModeUpsert  JobBatchOperationMode = "upsert"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchOperationMode enum.
+func (e JobBatchOperationMode) Valid() bool {
+	switch e {
+	case JobBatchOperationModeReplace:
+		return true
+	case JobBatchOperationModeUpsert:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobBatchOperationStatus.
+const (
+	JobBatchOperationStatusDone    JobBatchOperationStatus = "done"
+	JobBatchOperationStatusPending JobBatchOperationStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchOperationStatus enum.
+func (e JobBatchOperationStatus) Valid() bool {
+	switch e {
+	case JobBatchOperationStatusDone:
+		return true
+	case JobBatchOperationStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobBatchRequestMode.
+const (
+	JobBatchRequestModeReplace JobBatchRequestMode = "replace"
+	JobBatchRequestModeUpsert  JobBatchRequestMode = "upsert"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchRequestMode enum.
+func (e JobBatchRequestMode) Valid() bool {
+	switch e {
+	case JobBatchRequestModeReplace:
+		return true
+	case JobBatchRequestModeUpsert:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobBatchResultMode.
+const (
+	JobBatchResultModeReplace JobBatchResultMode = "replace"
+	JobBatchResultModeUpsert  JobBatchResultMode = "upsert"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchResultMode enum.
+func (e JobBatchResultMode) Valid() bool {
+	switch e {
+	case JobBatchResultModeReplace:
+		return true
+	case JobBatchResultModeUpsert:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobBatchRowAction.
+const (
+	JobBatchRowActionClosed    JobBatchRowAction = "closed"
+	JobBatchRowActionCreated   JobBatchRowAction = "created"
+	JobBatchRowActionError     JobBatchRowAction = "error"
+	JobBatchRowActionUnchanged JobBatchRowAction = "unchanged"
+	JobBatchRowActionUpdated   JobBatchRowAction = "updated"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchRowAction enum.
+func (e JobBatchRowAction) Valid() bool {
+	switch e {
+	case JobBatchRowActionClosed:
+		return true
+	case JobBatchRowActionCreated:
+		return true
+	case JobBatchRowActionError:
+		return true
+	case JobBatchRowActionUnchanged:
+		return true
+	case JobBatchRowActionUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobBatchRowStatus.
+const (
+	JobBatchRowStatusActive      JobBatchRowStatus = "active"
+	JobBatchRowStatusClosed      JobBatchRowStatus = "closed"
+	JobBatchRowStatusDraft       JobBatchRowStatus = "draft"
+	JobBatchRowStatusExpired     JobBatchRowStatus = "expired"
+	JobBatchRowStatusLessThannil JobBatchRowStatus = "<nil>"
+	JobBatchRowStatusPaused      JobBatchRowStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the JobBatchRowStatus enum.
+func (e JobBatchRowStatus) Valid() bool {
+	switch e {
+	case JobBatchRowStatusActive:
+		return true
+	case JobBatchRowStatusClosed:
+		return true
+	case JobBatchRowStatusDraft:
+		return true
+	case JobBatchRowStatusExpired:
+		return true
+	case JobBatchRowStatusLessThannil:
+		return true
+	case JobBatchRowStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobCreateRequestIsRemote0.
 const (
 	JobCreateRequestIsRemote0N0 JobCreateRequestIsRemote0 = 0
@@ -392,16 +521,16 @@ func (e JobCreateRequestIsRemote0) Valid() bool {
 
 // Defines values for JobCreateResultAction.
 const (
-	Created JobCreateResultAction = "created"
-	Updated JobCreateResultAction = "updated"
+	JobCreateResultActionCreated JobCreateResultAction = "created"
+	JobCreateResultActionUpdated JobCreateResultAction = "updated"
 )
 
 // Valid indicates whether the value is a known member of the JobCreateResultAction enum.
 func (e JobCreateResultAction) Valid() bool {
 	switch e {
-	case Created:
+	case JobCreateResultActionCreated:
 		return true
-	case Updated:
+	case JobCreateResultActionUpdated:
 		return true
 	default:
 		return false
@@ -795,6 +924,33 @@ func (e RouteInfoAuth) Valid() bool {
 	}
 }
 
+// Defines values for SalaryPeriod.
+const (
+	SalaryPeriodDay   SalaryPeriod = "day"
+	SalaryPeriodHour  SalaryPeriod = "hour"
+	SalaryPeriodMonth SalaryPeriod = "month"
+	SalaryPeriodWeek  SalaryPeriod = "week"
+	SalaryPeriodYear  SalaryPeriod = "year"
+)
+
+// Valid indicates whether the value is a known member of the SalaryPeriod enum.
+func (e SalaryPeriod) Valid() bool {
+	switch e {
+	case SalaryPeriodDay:
+		return true
+	case SalaryPeriodHour:
+		return true
+	case SalaryPeriodMonth:
+		return true
+	case SalaryPeriodWeek:
+		return true
+	case SalaryPeriodYear:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Scope.
 const (
 	ScopeAlertsWrite    Scope = "alerts:write"
@@ -1107,6 +1263,27 @@ const (
 func (e WebhookReceivedReceived) Valid() bool {
 	switch e {
 	case WebhookReceivedReceivedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkplaceType.
+const (
+	Hybrid WorkplaceType = "hybrid"
+	OnSite WorkplaceType = "on_site"
+	Remote WorkplaceType = "remote"
+)
+
+// Valid indicates whether the value is a known member of the WorkplaceType enum.
+func (e WorkplaceType) Valid() bool {
+	switch e {
+	case Hybrid:
+		return true
+	case OnSite:
+		return true
+	case Remote:
 		return true
 	default:
 		return false
@@ -1435,11 +1612,16 @@ type AlertRequest struct {
 	Q         *string                `json:"q,omitempty"`
 	RadiusKm  *float32               `json:"radius_km,omitempty"`
 	Remote    *bool                  `json:"remote,omitempty"`
-	SalaryMin *int                   `json:"salary_min,omitempty"`
-	Tag       *string                `json:"tag,omitempty"`
+
+	// SalaryMin A year's amount (see GET /v2/jobs).
+	SalaryMin *int    `json:"salary_min,omitempty"`
+	Tag       *string `json:"tag,omitempty"`
 
 	// TimeZone An IANA time zone, of the digests' 08:00; default the city's zone when `city` is given, else `UTC`.
 	TimeZone *string `json:"time_zone,omitempty"`
+
+	// WorkplaceType on_site, hybrid or remote.
+	WorkplaceType *string `json:"workplace_type,omitempty"`
 }
 
 // AlertRequestFrequency Default `instant`.
@@ -2018,11 +2200,16 @@ type Job struct {
 	DistanceKm     *float32  `json:"distance_km,omitempty"`
 	ExpirationDate time.Time `json:"expiration_date"`
 
+	// ExternalRef The importer's own reference (POST /v2/jobs external_ref); null when none.
+	ExternalRef *string `json:"external_ref"`
+
 	// ExternalUrl Source link carrying ref=coworkjobs; empty when none.
-	ExternalUrl string  `json:"external_url"`
-	IdJob       int     `json:"id_job"`
-	IsRemote    bool    `json:"is_remote"`
-	JobType     JobType `json:"job_type"`
+	ExternalUrl string `json:"external_url"`
+	IdJob       int    `json:"id_job"`
+
+	// IsRemote true exactly when workplace_type is remote.
+	IsRemote bool    `json:"is_remote"`
+	JobType  JobType `json:"job_type"`
 
 	// PageUrl Job slug (not a full URL), ends with the job id.
 	PageUrl string `json:"page_url"`
@@ -2031,8 +2218,11 @@ type Job struct {
 	SalMax string `json:"sal_max"`
 
 	// SalMin Numeric text; "0" when not given.
-	SalMin    string  `json:"sal_min"`
-	SpaceName *string `json:"space_name"`
+	SalMin string `json:"sal_min"`
+
+	// SalaryPeriod What sal_min and sal_max are paid for (the spec's salaries are a year's).
+	SalaryPeriod SalaryPeriod `json:"salary_period"`
+	SpaceName    *string      `json:"space_name"`
 
 	// Tags Comma-separated, normalised (lowercase, trimmed, no duplicates).
 	Tags  string `json:"tags"`
@@ -2040,10 +2230,104 @@ type Job struct {
 
 	// Url Full public URL of the job details.
 	Url string `json:"url"`
+
+	// WorkplaceType Where the job is worked: on site, hybrid (partly remote) or remote.
+	WorkplaceType WorkplaceType `json:"workplace_type"`
 }
 
 // JobCurrency Always upper case (see CurrencyInput).
 type JobCurrency string
+
+// JobBatchCounts defines model for JobBatchCounts.
+type JobBatchCounts struct {
+	Closed    int `json:"closed"`
+	Created   int `json:"created"`
+	Error     int `json:"error"`
+	Unchanged int `json:"unchanged"`
+	Updated   int `json:"updated"`
+}
+
+// JobBatchOperation defines model for JobBatchOperation.
+type JobBatchOperation struct {
+	// Counts Once done.
+	Counts      *JobBatchCounts       `json:"counts,omitempty"`
+	Mode        JobBatchOperationMode `json:"mode"`
+	OperationId string                `json:"operation_id"`
+
+	// Processed Rows applied so far.
+	Processed int `json:"processed"`
+
+	// Results Once done; as the synchronous answer's.
+	Results *[]JobBatchRow `json:"results,omitempty"`
+
+	// Rows Jobs in the batch.
+	Rows   int                     `json:"rows"`
+	Status JobBatchOperationStatus `json:"status"`
+
+	// Url Its path: GET it for the progress and, once done, the results.
+	Url string `json:"url"`
+}
+
+// JobBatchOperationMode defines model for JobBatchOperation.Mode.
+type JobBatchOperationMode string
+
+// JobBatchOperationStatus defines model for JobBatchOperation.Status.
+type JobBatchOperationStatus string
+
+// JobBatchRequest defines model for JobBatchRequest.
+type JobBatchRequest struct {
+	// ConfirmEmpty Needed for a replace with no jobs (it closes every job of the caller with an external_ref).
+	ConfirmEmpty *bool `json:"confirm_empty,omitempty"`
+
+	// DryRun true: answer what would happen, apply nothing.
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// Jobs Up to 100 answered at once (200), up to 1 000 as an operation (202). Each a POST /v2/jobs body with its external_ref (checked per job: a bad one is that job's error result).
+	Jobs []map[string]interface{} `json:"jobs"`
+
+	// Mode upsert when absent.
+	Mode *JobBatchRequestMode `json:"mode,omitempty"`
+}
+
+// JobBatchRequestMode upsert when absent.
+type JobBatchRequestMode string
+
+// JobBatchResult defines model for JobBatchResult.
+type JobBatchResult struct {
+	Counts  JobBatchCounts     `json:"counts"`
+	DryRun  bool               `json:"dry_run"`
+	Mode    JobBatchResultMode `json:"mode"`
+	Results []JobBatchRow      `json:"results"`
+}
+
+// JobBatchResultMode defines model for JobBatchResult.Mode.
+type JobBatchResultMode string
+
+// JobBatchRow defines model for JobBatchRow.
+type JobBatchRow struct {
+	Action JobBatchRowAction `json:"action"`
+
+	// Errors Only for action error: the problems of this job, as a single POST /v2/jobs would list them.
+	Errors *[]string `json:"errors,omitempty"`
+
+	// ExternalRef As sent, trimmed (empty when the job sent none).
+	ExternalRef string `json:"external_ref"`
+
+	// Index The job's position in the request; null for a job that replace closed.
+	Index *int `json:"index"`
+
+	// JobId null for an error, and for a new job of a dry run.
+	JobId *int `json:"job_id"`
+
+	// Status The job's status after the batch; null for an error.
+	Status *JobBatchRowStatus `json:"status"`
+}
+
+// JobBatchRowAction defines model for JobBatchRow.Action.
+type JobBatchRowAction string
+
+// JobBatchRowStatus The job's status after the batch; null for an error.
+type JobBatchRowStatus string
 
 // JobChange One change: the job as `GET /v2/jobs/{id_job}` shows it to the reader now, or only `id_job` and
 // `status` for a job the reader may no longer read, with the `event`.
@@ -2092,6 +2376,9 @@ type JobCreateRequest struct {
 	// Must keep some text after sanitising.
 	Description string `json:"description"`
 
+	// ExternalRef The importer's own reference for the job (trimmed, one line): given, it and not the fingerprint decides create or update. Required in a batch.
+	ExternalRef *string `json:"external_ref,omitempty"`
+
 	// ExternalUrl Absolute http(s) URL; ref=coworkjobs is set (other parameters kept, an existing ref replaced).
 	ExternalUrl *string `json:"external_url,omitempty"`
 
@@ -2107,7 +2394,10 @@ type JobCreateRequest struct {
 	// InvEmail Contact e-mail; an invalid value is replaced by the configured default, never rejected.
 	InvEmail *string `json:"inv_email,omitempty"`
 
-	// IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent.
+	// IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent. Kept for the
+	// spec's clients: without `workplace_type`, 1 makes the job remote and 0 on site. Sent
+	// with `workplace_type`, it must agree with it (1 exactly when remote), else 422 naming
+	// both fields.
 	IsRemote *JobCreateRequest_IsRemote `json:"is_remote,omitempty"`
 
 	// JobType A job type a request names (the `job_type` filter, the `job_type` of a job sent):
@@ -2117,8 +2407,11 @@ type JobCreateRequest struct {
 	JobType JobTypeInput `json:"job_type"`
 	SalMax  *int         `json:"sal_max,omitempty"`
 
-	// SalMin Annual minimum; must not exceed sal_max.
+	// SalMin Minimum for salary_period (a year by default); must not exceed sal_max.
 	SalMin *int `json:"sal_min,omitempty"`
+
+	// SalaryPeriod What sal_min and sal_max are paid for: hour, day, week, month or year (any case); year when absent.
+	SalaryPeriod *string `json:"salary_period,omitempty"`
 
 	// Status Has no effect: the server decides the initial status (the spec's promise to clients that send it).
 	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
@@ -2127,7 +2420,10 @@ type JobCreateRequest struct {
 	// Tags Comma-separated; 1–20 tags of at most 50 characters after normalisation (trimmed, lowercased, deduplicated keeping order, empties dropped).
 	Tags  string `json:"tags"`
 	Title string `json:"title"`
-	union json.RawMessage
+
+	// WorkplaceType on_site, hybrid or remote (any case); from is_remote when absent (on_site without either).
+	WorkplaceType *string `json:"workplace_type,omitempty"`
+	union         json.RawMessage
 }
 
 // JobCreateRequestIsRemote0 defines model for JobCreateRequest.IsRemote.0.
@@ -2136,7 +2432,10 @@ type JobCreateRequestIsRemote0 int
 // JobCreateRequestIsRemote1 defines model for JobCreateRequest.IsRemote.1.
 type JobCreateRequestIsRemote1 = bool
 
-// JobCreateRequest_IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent.
+// JobCreateRequest_IsRemote 0 or 1 (the boolean `false` or `true` means the same); 0 when absent. Kept for the
+// spec's clients: without `workplace_type`, 1 makes the job remote and 0 on site. Sent
+// with `workplace_type`, it must agree with it (1 exactly when remote), else 422 naming
+// both fields.
 type JobCreateRequest_IsRemote struct {
 	union json.RawMessage
 }
@@ -2164,7 +2463,10 @@ type JobCreateResult struct {
 	// EditUrl Carries the job hash as the `job` query parameter.
 	EditUrl        string `json:"edit_url"`
 	ExpirationDays int    `json:"expiration_days"`
-	HashIdentifier string `json:"hash_identifier"`
+
+	// ExternalRef The importer's reference the job was matched or created by; null when none.
+	ExternalRef    *string `json:"external_ref"`
+	HashIdentifier string  `json:"hash_identifier"`
 
 	// IsPaid The plan's price has been paid.
 	IsPaid  bool   `json:"is_paid"`
@@ -2220,12 +2522,17 @@ type JobDetail struct {
 	EditUrl        *string   `json:"edit_url,omitempty"`
 	ExpirationDate time.Time `json:"expiration_date"`
 
+	// ExternalRef The importer's own reference (POST /v2/jobs external_ref); null when none.
+	ExternalRef *string `json:"external_ref"`
+
 	// ExternalUrl Source link carrying ref=coworkjobs; empty when none.
 	ExternalUrl string `json:"external_url"`
 	IdJob       int    `json:"id_job"`
 
 	// IsPaid A payment for the plan has been recorded.
-	IsPaid   bool    `json:"is_paid"`
+	IsPaid bool `json:"is_paid"`
+
+	// IsRemote true exactly when workplace_type is remote.
 	IsRemote bool    `json:"is_remote"`
 	JobType  JobType `json:"job_type"`
 
@@ -2246,9 +2553,12 @@ type JobDetail struct {
 	SalMax string `json:"sal_max"`
 
 	// SalMin Numeric text; "0" when not given.
-	SalMin    string    `json:"sal_min"`
-	SpaceName *string   `json:"space_name"`
-	Status    JobStatus `json:"status"`
+	SalMin string `json:"sal_min"`
+
+	// SalaryPeriod What sal_min and sal_max are paid for (the spec's salaries are a year's).
+	SalaryPeriod SalaryPeriod `json:"salary_period"`
+	SpaceName    *string      `json:"space_name"`
+	Status       JobStatus    `json:"status"`
 
 	// Tags Comma-separated, normalised (lowercase, trimmed, no duplicates).
 	Tags  string `json:"tags"`
@@ -2265,6 +2575,9 @@ type JobDetail struct {
 
 	// ViewUrl Only while the job is publicly visible.
 	ViewUrl *string `json:"view_url"`
+
+	// WorkplaceType Where the job is worked: on site, hybrid (partly remote) or remote.
+	WorkplaceType WorkplaceType `json:"workplace_type"`
 }
 
 // JobDetailCurrency Always upper case (see CurrencyInput).
@@ -2560,6 +2873,9 @@ type RouteInfo struct {
 
 // RouteInfoAuth `public` needs no key; `key` needs a key with one of `scopes`; `optional_key` needs none, and a key sent must be valid and hold one of `scopes`.
 type RouteInfoAuth string
+
+// SalaryPeriod What sal_min and sal_max are paid for (the spec's salaries are a year's).
+type SalaryPeriod string
 
 // Scope defines model for Scope.
 type Scope string
@@ -2903,6 +3219,9 @@ type WebhookUpdateRequest struct {
 	Url         *string              `json:"url,omitempty"`
 }
 
+// WorkplaceType Where the job is worked: on site, hybrid (partly remote) or remote.
+type WorkplaceType string
+
 // AlertToken defines model for AlertToken.
 type AlertToken = string
 
@@ -3169,6 +3488,9 @@ type ListJobsParams struct {
 	// Remote `1` or `true`: remote only. `0` or `false`: no filter (all jobs).
 	Remote *ListJobsParamsRemote `form:"remote,omitempty" json:"remote,omitempty"`
 
+	// WorkplaceType Only jobs worked so.
+	WorkplaceType *WorkplaceType `form:"workplace_type,omitempty" json:"workplace_type,omitempty"`
+
 	// City City slug.
 	City *string `form:"city,omitempty" json:"city,omitempty"`
 
@@ -3190,6 +3512,12 @@ type ListJobsParamsRemote string
 
 // CreateJobParams defines parameters for CreateJob.
 type CreateJobParams struct {
+	// IdempotencyKey Any unique string, at most 200 characters, scoped to the API key.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// BatchJobsParams defines parameters for BatchJobs.
+type BatchJobsParams struct {
 	// IdempotencyKey Any unique string, at most 200 characters, scoped to the API key.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
@@ -3435,6 +3763,9 @@ type CreateFeedbackMultipartRequestBody = FeedbackRequest
 
 // CreateJobJSONRequestBody defines body for CreateJob for application/json ContentType.
 type CreateJobJSONRequestBody = JobCreateRequest
+
+// BatchJobsJSONRequestBody defines body for BatchJobs for application/json ContentType.
+type BatchJobsJSONRequestBody = JobBatchRequest
 
 // CloseJobJSONRequestBody defines body for CloseJob for application/json ContentType.
 type CloseJobJSONRequestBody = JobUnpublishRequest
@@ -3717,6 +4048,13 @@ func (t JobCreateRequest) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'description': %w", err)
 	}
 
+	if t.ExternalRef != nil {
+		object["external_ref"], err = json.Marshal(t.ExternalRef)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_ref': %w", err)
+		}
+	}
+
 	if t.ExternalUrl != nil {
 		object["external_url"], err = json.Marshal(t.ExternalUrl)
 		if err != nil {
@@ -3778,6 +4116,13 @@ func (t JobCreateRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.SalaryPeriod != nil {
+		object["salary_period"], err = json.Marshal(t.SalaryPeriod)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'salary_period': %w", err)
+		}
+	}
+
 	if t.Status != nil {
 		object["status"], err = json.Marshal(t.Status)
 		if err != nil {
@@ -3795,6 +4140,12 @@ func (t JobCreateRequest) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'title': %w", err)
 	}
 
+	if t.WorkplaceType != nil {
+		object["workplace_type"], err = json.Marshal(t.WorkplaceType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'workplace_type': %w", err)
+		}
+	}
 	b, err = json.Marshal(object)
 	return b, err
 }
@@ -3842,6 +4193,13 @@ func (t *JobCreateRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Description)
 		if err != nil {
 			return fmt.Errorf("error reading 'description': %w", err)
+		}
+	}
+
+	if raw, found := object["external_ref"]; found {
+		err = json.Unmarshal(raw, &t.ExternalRef)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_ref': %w", err)
 		}
 	}
 
@@ -3908,6 +4266,13 @@ func (t *JobCreateRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	if raw, found := object["salary_period"]; found {
+		err = json.Unmarshal(raw, &t.SalaryPeriod)
+		if err != nil {
+			return fmt.Errorf("error reading 'salary_period': %w", err)
+		}
+	}
+
 	if raw, found := object["status"]; found {
 		err = json.Unmarshal(raw, &t.Status)
 		if err != nil {
@@ -3926,6 +4291,13 @@ func (t *JobCreateRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Title)
 		if err != nil {
 			return fmt.Errorf("error reading 'title': %w", err)
+		}
+	}
+
+	if raw, found := object["workplace_type"]; found {
+		err = json.Unmarshal(raw, &t.WorkplaceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'workplace_type': %w", err)
 		}
 	}
 
@@ -4682,15 +5054,21 @@ type ClientInterface interface {
 	// **Filters** (combined with AND; an invalid value answers 422 listing every problem):
 	// - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
 	// - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
-	//   `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
-	//   between currencies, so `salary_min` needs `currency`.
+	//   `salary_min` a year (`sal_max`, or `sal_min` when no maximum was given); there is no
+	//   conversion between currencies, so `salary_min` needs `currency`. `salary_min` is an
+	//   annual amount, as the spec's salaries are: a job paid by another `salary_period` is
+	//   compared by its annualised range, with a full-time year of 2080 hours (40 a week), 260
+	//   days, 52 weeks or 12 months (15 EUR an hour is 31,200 EUR a year). One number thus
+	//   compares jobs paid by the hour and by the year alike; the factors are a convention of a
+	//   full-time position, so a part-time hourly job reads higher than it pays.
 	// - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 	// - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
 	//   radius; each job then carries `distance_km`, the great-circle distance to its city
 	//   (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 	// - `job_type`: one of fulltime, parttime, freelance, internship.
-	// - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
-	//   filter — remote and on-site jobs are both returned.
+	// - `remote`: `1`/`true` returns remote jobs only (`workplace_type` remote); `0`/`false`
+	//   (or absent) does not filter — remote, hybrid and on-site jobs are all returned.
+	// - `workplace_type`: one of on_site, hybrid, remote.
 	// - `city`: a city slug (lowercase letters, digits, hyphens). An unknown slug returns no jobs.
 	//
 	// **Pagination.** By default (server-side pagination off) every matching job is returned,
@@ -4732,6 +5110,16 @@ type ClientInterface interface {
 	// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
 	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+	//
+	// **External reference:** an importer may name its own job with `external_ref` (1–200
+	// characters of one line). With one, the reference — not the fingerprint — decides: the
+	// owner's job with this `external_ref` is updated (its title, company, city, space and
+	// external_url may all change; the update rules above apply), else a new job is created, even
+	// when another of the owner's jobs has the same fingerprint (two openings that read the same
+	// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+	// a space (a platform) across every space it posts into; a database constraint, so parallel
+	// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+	// reference only. Every job view carries `external_ref` (null when none).
 	//
 	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
@@ -4789,6 +5177,16 @@ type ClientInterface interface {
 	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
 	//
+	// **External reference:** an importer may name its own job with `external_ref` (1–200
+	// characters of one line). With one, the reference — not the fingerprint — decides: the
+	// owner's job with this `external_ref` is updated (its title, company, city, space and
+	// external_url may all change; the update rules above apply), else a new job is created, even
+	// when another of the owner's jobs has the same fingerprint (two openings that read the same
+	// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+	// a space (a platform) across every space it posts into; a database constraint, so parallel
+	// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+	// reference only. Every job view carries `external_ref` (null when none).
+	//
 	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
 	// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
@@ -4820,6 +5218,110 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v2/jobs (the `CreateJob` operationId).
 	CreateJob(ctx context.Context, params *CreateJobParams, body CreateJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchJobsWithBody Create, update and close an importer's jobs in bulk
+	//
+	// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+	// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+	// request, and gets one result per job in the order sent (`index`), with what happened to it:
+	// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+	// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+	// naming the field. One bad job never blocks the others: they are applied. Each job goes
+	// through the single create's rules and write (the external_ref match, initial status,
+	// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+	// posts do.
+	//
+	// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+	// the caller's other active and paused jobs that have an `external_ref` not in the batch
+	// (results with `action: closed` and `index: null`, after the batch's own): the platform
+	// sends everything it has and removals follow. A job whose row is an error is not closed.
+	// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+	// closes every such job, and needs `confirm_empty: true`.
+	//
+	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+	// nothing is applied or recorded.
+	//
+	// **All or nothing per request.** The batch is one transaction: an interrupted request
+	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+	// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+	// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+	// with another body is 422.
+	//
+	// **Budget.** A batch spends its number of jobs divided by the gateway's
+	// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+	// writes), all at once or not at all (429). The body is limited as every body
+	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+	//
+	// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+	// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+	BatchJobsWithBody(ctx context.Context, params *BatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchJobs Create, update and close an importer's jobs in bulk
+	//
+	// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+	// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+	// request, and gets one result per job in the order sent (`index`), with what happened to it:
+	// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+	// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+	// naming the field. One bad job never blocks the others: they are applied. Each job goes
+	// through the single create's rules and write (the external_ref match, initial status,
+	// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+	// posts do.
+	//
+	// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+	// the caller's other active and paused jobs that have an `external_ref` not in the batch
+	// (results with `action: closed` and `index: null`, after the batch's own): the platform
+	// sends everything it has and removals follow. A job whose row is an error is not closed.
+	// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+	// closes every such job, and needs `confirm_empty: true`.
+	//
+	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+	// nothing is applied or recorded.
+	//
+	// **All or nothing per request.** The batch is one transaction: an interrupted request
+	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+	// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+	// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+	// with another body is 422.
+	//
+	// **Budget.** A batch spends its number of jobs divided by the gateway's
+	// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+	// writes), all at once or not at all (429). The body is limited as every body
+	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+	//
+	// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+	// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+	BatchJobs(ctx context.Context, params *BatchJobsParams, body BatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetJobBatchOperation A batch operation's progress and results
+	//
+	// The operation a `POST /v2/jobs/batch` of more than 100 jobs answered with: `status`
+	// (`pending` while rows are left, then `done`), `processed` rows of `rows`, and once done the
+	// `counts` and `results`, as the synchronous answer has them. Only the key that sent the batch
+	// sees it (404 for any other); kept 30 days.
+	//
+	// Corresponds with GET /v2/jobs/batch/{operation_id} (the `GetJobBatchOperation` operationId).
+	GetJobBatchOperation(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListJobChanges The changes of jobs, for mirrors
 	//
@@ -6508,15 +7010,21 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // **Filters** (combined with AND; an invalid value answers 422 listing every problem):
 //   - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
 //   - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
-//     `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
-//     between currencies, so `salary_min` needs `currency`.
+//     `salary_min` a year (`sal_max`, or `sal_min` when no maximum was given); there is no
+//     conversion between currencies, so `salary_min` needs `currency`. `salary_min` is an
+//     annual amount, as the spec's salaries are: a job paid by another `salary_period` is
+//     compared by its annualised range, with a full-time year of 2080 hours (40 a week), 260
+//     days, 52 weeks or 12 months (15 EUR an hour is 31,200 EUR a year). One number thus
+//     compares jobs paid by the hour and by the year alike; the factors are a convention of a
+//     full-time position, so a part-time hourly job reads higher than it pays.
 //   - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 //   - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
 //     radius; each job then carries `distance_km`, the great-circle distance to its city
 //     (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 //   - `job_type`: one of fulltime, parttime, freelance, internship.
-//   - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
-//     filter — remote and on-site jobs are both returned.
+//   - `remote`: `1`/`true` returns remote jobs only (`workplace_type` remote); `0`/`false`
+//     (or absent) does not filter — remote, hybrid and on-site jobs are all returned.
+//   - `workplace_type`: one of on_site, hybrid, remote.
 //   - `city`: a city slug (lowercase letters, digits, hyphens). An unknown slug returns no jobs.
 //
 // **Pagination.** By default (server-side pagination off) every matching job is returned,
@@ -6568,6 +7076,16 @@ func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditor
 // when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
 // answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 // Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+//
+// **External reference:** an importer may name its own job with `external_ref` (1–200
+// characters of one line). With one, the reference — not the fingerprint — decides: the
+// owner's job with this `external_ref` is updated (its title, company, city, space and
+// external_url may all change; the update rules above apply), else a new job is created, even
+// when another of the owner's jobs has the same fingerprint (two openings that read the same
+// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+// a space (a platform) across every space it posts into; a database constraint, so parallel
+// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+// reference only. Every job view carries `external_ref` (null when none).
 //
 // **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 // a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
@@ -6635,6 +7153,16 @@ func (c *Client) CreateJobWithBody(ctx context.Context, params *CreateJobParams,
 // answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 // Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
 //
+// **External reference:** an importer may name its own job with `external_ref` (1–200
+// characters of one line). With one, the reference — not the fingerprint — decides: the
+// owner's job with this `external_ref` is updated (its title, company, city, space and
+// external_url may all change; the update rules above apply), else a new job is created, even
+// when another of the owner's jobs has the same fingerprint (two openings that read the same
+// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+// a space (a platform) across every space it posts into; a database constraint, so parallel
+// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+// reference only. Every job view carries `external_ref` (null when none).
+//
 // **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 // a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
 // caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
@@ -6667,6 +7195,140 @@ func (c *Client) CreateJobWithBody(ctx context.Context, params *CreateJobParams,
 // Corresponds with POST /v2/jobs (the `CreateJob` operationId).
 func (c *Client) CreateJob(ctx context.Context, params *CreateJobParams, body CreateJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateJobRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchJobsWithBody Create, update and close an importer's jobs in bulk
+//
+// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+// request, and gets one result per job in the order sent (`index`), with what happened to it:
+// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+// naming the field. One bad job never blocks the others: they are applied. Each job goes
+// through the single create's rules and write (the external_ref match, initial status,
+// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+// posts do.
+//
+// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+// the caller's other active and paused jobs that have an `external_ref` not in the batch
+// (results with `action: closed` and `index: null`, after the batch's own): the platform
+// sends everything it has and removals follow. A job whose row is an error is not closed.
+// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+// closes every such job, and needs `confirm_empty: true`.
+//
+// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+// nothing is applied or recorded.
+//
+// **All or nothing per request.** The batch is one transaction: an interrupted request
+// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+// with another body is 422.
+//
+// **Budget.** A batch spends its number of jobs divided by the gateway's
+// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+// writes), all at once or not at all (429). The body is limited as every body
+// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+//
+// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+func (c *Client) BatchJobsWithBody(ctx context.Context, params *BatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchJobsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchJobs Create, update and close an importer's jobs in bulk
+//
+// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+// request, and gets one result per job in the order sent (`index`), with what happened to it:
+// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+// naming the field. One bad job never blocks the others: they are applied. Each job goes
+// through the single create's rules and write (the external_ref match, initial status,
+// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+// posts do.
+//
+// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+// the caller's other active and paused jobs that have an `external_ref` not in the batch
+// (results with `action: closed` and `index: null`, after the batch's own): the platform
+// sends everything it has and removals follow. A job whose row is an error is not closed.
+// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+// closes every such job, and needs `confirm_empty: true`.
+//
+// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+// nothing is applied or recorded.
+//
+// **All or nothing per request.** The batch is one transaction: an interrupted request
+// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+// with another body is 422.
+//
+// **Budget.** A batch spends its number of jobs divided by the gateway's
+// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+// writes), all at once or not at all (429). The body is limited as every body
+// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+//
+// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+func (c *Client) BatchJobs(ctx context.Context, params *BatchJobsParams, body BatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchJobsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetJobBatchOperation A batch operation's progress and results
+//
+// The operation a `POST /v2/jobs/batch` of more than 100 jobs answered with: `status`
+// (`pending` while rows are left, then `done`), `processed` rows of `rows`, and once done the
+// `counts` and `results`, as the synchronous answer has them. Only the key that sent the batch
+// sees it (404 for any other); kept 30 days.
+//
+// Corresponds with GET /v2/jobs/batch/{operation_id} (the `GetJobBatchOperation` operationId).
+func (c *Client) GetJobBatchOperation(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJobBatchOperationRequest(c.Server, operationId)
 	if err != nil {
 		return nil, err
 	}
@@ -9604,6 +10266,18 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 
 		}
 
+		if params.WorkplaceType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "workplace_type", *params.WorkplaceType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.City != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "city", *params.City, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -9719,6 +10393,95 @@ func NewCreateJobRequestWithBody(server string, params *CreateJobParams, content
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewBatchJobsRequest calls the generic BatchJobs builder with application/json body
+func NewBatchJobsRequest(server string, params *BatchJobsParams, body BatchJobsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBatchJobsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewBatchJobsRequestWithBody constructs an http.Request for the BatchJobs method, with any body, and a specified content type
+func NewBatchJobsRequestWithBody(server string, params *BatchJobsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/jobs/batch")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetJobBatchOperationRequest constructs an http.Request for the GetJobBatchOperation method
+func NewGetJobBatchOperationRequest(server string, operationId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "operation_id", operationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v2/jobs/batch/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -12451,15 +13214,21 @@ type ClientWithResponsesInterface interface {
 	// **Filters** (combined with AND; an invalid value answers 422 listing every problem):
 	// - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
 	// - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
-	//   `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
-	//   between currencies, so `salary_min` needs `currency`.
+	//   `salary_min` a year (`sal_max`, or `sal_min` when no maximum was given); there is no
+	//   conversion between currencies, so `salary_min` needs `currency`. `salary_min` is an
+	//   annual amount, as the spec's salaries are: a job paid by another `salary_period` is
+	//   compared by its annualised range, with a full-time year of 2080 hours (40 a week), 260
+	//   days, 52 weeks or 12 months (15 EUR an hour is 31,200 EUR a year). One number thus
+	//   compares jobs paid by the hour and by the year alike; the factors are a convention of a
+	//   full-time position, so a part-time hourly job reads higher than it pays.
 	// - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 	// - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
 	//   radius; each job then carries `distance_km`, the great-circle distance to its city
 	//   (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 	// - `job_type`: one of fulltime, parttime, freelance, internship.
-	// - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
-	//   filter — remote and on-site jobs are both returned.
+	// - `remote`: `1`/`true` returns remote jobs only (`workplace_type` remote); `0`/`false`
+	//   (or absent) does not filter — remote, hybrid and on-site jobs are all returned.
+	// - `workplace_type`: one of on_site, hybrid, remote.
 	// - `city`: a city slug (lowercase letters, digits, hyphens). An unknown slug returns no jobs.
 	//
 	// **Pagination.** By default (server-side pagination off) every matching job is returned,
@@ -12503,6 +13272,16 @@ type ClientWithResponsesInterface interface {
 	// when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
 	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+	//
+	// **External reference:** an importer may name its own job with `external_ref` (1–200
+	// characters of one line). With one, the reference — not the fingerprint — decides: the
+	// owner's job with this `external_ref` is updated (its title, company, city, space and
+	// external_url may all change; the update rules above apply), else a new job is created, even
+	// when another of the owner's jobs has the same fingerprint (two openings that read the same
+	// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+	// a space (a platform) across every space it posts into; a database constraint, so parallel
+	// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+	// reference only. Every job view carries `external_ref` (null when none).
 	//
 	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
@@ -12560,6 +13339,16 @@ type ClientWithResponsesInterface interface {
 	// answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 	// Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
 	//
+	// **External reference:** an importer may name its own job with `external_ref` (1–200
+	// characters of one line). With one, the reference — not the fingerprint — decides: the
+	// owner's job with this `external_ref` is updated (its title, company, city, space and
+	// external_url may all change; the update rules above apply), else a new job is created, even
+	// when another of the owner's jobs has the same fingerprint (two openings that read the same
+	// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+	// a space (a platform) across every space it posts into; a database constraint, so parallel
+	// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+	// reference only. Every job view carries `external_ref` (null when none).
+	//
 	// **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 	// a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
 	// caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
@@ -12591,6 +13380,112 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v2/jobs (the `CreateJob` operationId).
 	CreateJobWithResponse(ctx context.Context, params *CreateJobParams, body CreateJobJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateJobResponse, error)
+
+	// BatchJobsWithBodyWithResponse Create, update and close an importer's jobs in bulk
+	//
+	// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+	// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+	// request, and gets one result per job in the order sent (`index`), with what happened to it:
+	// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+	// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+	// naming the field. One bad job never blocks the others: they are applied. Each job goes
+	// through the single create's rules and write (the external_ref match, initial status,
+	// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+	// posts do.
+	//
+	// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+	// the caller's other active and paused jobs that have an `external_ref` not in the batch
+	// (results with `action: closed` and `index: null`, after the batch's own): the platform
+	// sends everything it has and removals follow. A job whose row is an error is not closed.
+	// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+	// closes every such job, and needs `confirm_empty: true`.
+	//
+	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+	// nothing is applied or recorded.
+	//
+	// **All or nothing per request.** The batch is one transaction: an interrupted request
+	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+	// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+	// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+	// with another body is 422.
+	//
+	// **Budget.** A batch spends its number of jobs divided by the gateway's
+	// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+	// writes), all at once or not at all (429). The body is limited as every body
+	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+	//
+	// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+	// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+	BatchJobsWithBodyWithResponse(ctx context.Context, params *BatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchJobsResponse, error)
+
+	// BatchJobsWithResponse Create, update and close an importer's jobs in bulk
+	//
+	// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+	// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+	// request, and gets one result per job in the order sent (`index`), with what happened to it:
+	// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+	// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+	// naming the field. One bad job never blocks the others: they are applied. Each job goes
+	// through the single create's rules and write (the external_ref match, initial status,
+	// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+	// posts do.
+	//
+	// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+	// the caller's other active and paused jobs that have an `external_ref` not in the batch
+	// (results with `action: closed` and `index: null`, after the batch's own): the platform
+	// sends everything it has and removals follow. A job whose row is an error is not closed.
+	// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+	// closes every such job, and needs `confirm_empty: true`.
+	//
+	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+	// nothing is applied or recorded.
+	//
+	// **All or nothing per request.** The batch is one transaction: an interrupted request
+	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+	// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+	// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+	// with another body is 422.
+	//
+	// **Budget.** A batch spends its number of jobs divided by the gateway's
+	// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+	// writes), all at once or not at all (429). The body is limited as every body
+	// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+	//
+	// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+	// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+	BatchJobsWithResponse(ctx context.Context, params *BatchJobsParams, body BatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchJobsResponse, error)
+
+	// GetJobBatchOperationWithResponse A batch operation's progress and results
+	//
+	// The operation a `POST /v2/jobs/batch` of more than 100 jobs answered with: `status`
+	// (`pending` while rows are left, then `done`), `processed` rows of `rows`, and once done the
+	// `counts` and `results`, as the synchronous answer has them. Only the key that sent the batch
+	// sees it (404 for any other); kept 30 days.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v2/jobs/batch/{operation_id} (the `GetJobBatchOperation` operationId).
+	GetJobBatchOperationWithResponse(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*GetJobBatchOperationResponse, error)
 
 	// ListJobChangesWithResponse The changes of jobs, for mirrors
 	//
@@ -17504,6 +18399,527 @@ func (r CreateJobResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BatchJobsResponse200Headers the declared response headers of an HTTP 200 response for BatchJobs
+type BatchJobsResponse200Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	IdempotentReplayed         *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse202Headers the declared response headers of an HTTP 202 response for BatchJobs
+type BatchJobsResponse202Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	IdempotentReplayed         *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse400Headers the declared response headers of an HTTP 400 response for BatchJobs
+type BatchJobsResponse400Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse401Headers the declared response headers of an HTTP 401 response for BatchJobs
+type BatchJobsResponse401Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	WWWAuthenticate            *string
+}
+
+// BatchJobsResponse403Headers the declared response headers of an HTTP 403 response for BatchJobs
+type BatchJobsResponse403Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse409Headers the declared response headers of an HTTP 409 response for BatchJobs
+type BatchJobsResponse409Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse413Headers the declared response headers of an HTTP 413 response for BatchJobs
+type BatchJobsResponse413Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+}
+
+// BatchJobsResponse415Headers the declared response headers of an HTTP 415 response for BatchJobs
+type BatchJobsResponse415Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse422Headers the declared response headers of an HTTP 422 response for BatchJobs
+type BatchJobsResponse422Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse429Headers the declared response headers of an HTTP 429 response for BatchJobs
+type BatchJobsResponse429Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	RetryAfter                 *int
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse500Headers the declared response headers of an HTTP 500 response for BatchJobs
+type BatchJobsResponse500Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse503Headers the declared response headers of an HTTP 503 response for BatchJobs
+type BatchJobsResponse503Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// BatchJobsResponse504Headers the declared response headers of an HTTP 504 response for BatchJobs
+type BatchJobsResponse504Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+type BatchJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data  JobBatchResult `json:"data"`
+		Error *Error         `json:"error,omitempty"`
+
+		// Status The HTTP status code.
+		Status  int  `json:"status"`
+		Success bool `json:"success"`
+	}
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *struct {
+		Data  JobBatchOperation `json:"data"`
+		Error *Error            `json:"error,omitempty"`
+
+		// Status The HTTP status code.
+		Status  int  `json:"status"`
+		Success bool `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Validation
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *BatchJobsResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *BatchJobsResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *BatchJobsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BatchJobsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *BatchJobsResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *BatchJobsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *BatchJobsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *BatchJobsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *BatchJobsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BatchJobsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *BatchJobsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BatchJobsResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *BatchJobsResponse504Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BatchJobsResponse) GetJSON200() *struct {
+	Data  JobBatchResult `json:"data"`
+	Error *Error         `json:"error,omitempty"`
+
+	// Status The HTTP status code.
+	Status  int  `json:"status"`
+	Success bool `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r BatchJobsResponse) GetJSON202() *struct {
+	Data  JobBatchOperation `json:"data"`
+	Error *Error            `json:"error,omitempty"`
+
+	// Status The HTTP status code.
+	Status  int  `json:"status"`
+	Success bool `json:"success"`
+} {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BatchJobsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BatchJobsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r BatchJobsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r BatchJobsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r BatchJobsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r BatchJobsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r BatchJobsResponse) GetJSON422() *Validation {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BatchJobsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BatchJobsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BatchJobsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BatchJobsResponse) GetJSON504() *Timeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r BatchJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BatchJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BatchJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BatchJobsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetJobBatchOperationResponse200Headers the declared response headers of an HTTP 200 response for GetJobBatchOperation
+type GetJobBatchOperationResponse200Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse401Headers the declared response headers of an HTTP 401 response for GetJobBatchOperation
+type GetJobBatchOperationResponse401Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	WWWAuthenticate            *string
+}
+
+// GetJobBatchOperationResponse403Headers the declared response headers of an HTTP 403 response for GetJobBatchOperation
+type GetJobBatchOperationResponse403Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse404Headers the declared response headers of an HTTP 404 response for GetJobBatchOperation
+type GetJobBatchOperationResponse404Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse429Headers the declared response headers of an HTTP 429 response for GetJobBatchOperation
+type GetJobBatchOperationResponse429Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	RetryAfter                 *int
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse500Headers the declared response headers of an HTTP 500 response for GetJobBatchOperation
+type GetJobBatchOperationResponse500Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse503Headers the declared response headers of an HTTP 503 response for GetJobBatchOperation
+type GetJobBatchOperationResponse503Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+// GetJobBatchOperationResponse504Headers the declared response headers of an HTTP 504 response for GetJobBatchOperation
+type GetJobBatchOperationResponse504Headers struct {
+	AccessControlAllowOrigin   *string
+	AccessControlExposeHeaders *string
+	RateLimit                  *string
+	RateLimitPolicy            *string
+	XRateLimitLimit            *int
+	XRateLimitRemaining        *int
+	XRateLimitReset            *int
+}
+
+type GetJobBatchOperationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data  JobBatchOperation `json:"data"`
+		Error *Error            `json:"error,omitempty"`
+
+		// Status The HTTP status code.
+		Status  int  `json:"status"`
+		Success bool `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *Timeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetJobBatchOperationResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetJobBatchOperationResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetJobBatchOperationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetJobBatchOperationResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetJobBatchOperationResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetJobBatchOperationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetJobBatchOperationResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *GetJobBatchOperationResponse504Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON200() *struct {
+	Data  JobBatchOperation `json:"data"`
+	Error *Error            `json:"error,omitempty"`
+
+	// Status The HTTP status code.
+	Status  int  `json:"status"`
+	Success bool `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetJobBatchOperationResponse) GetJSON504() *Timeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r GetJobBatchOperationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetJobBatchOperationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetJobBatchOperationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetJobBatchOperationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -27289,15 +28705,21 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // **Filters** (combined with AND; an invalid value answers 422 listing every problem):
 //   - `tag`: one tag, compared after the normalisation tags get on creation (trimmed, lowercase).
 //   - `currency` and `salary_min`: jobs paid in that currency whose salary range reaches
-//     `salary_min` (`sal_max`, or `sal_min` when no maximum was given); there is no conversion
-//     between currencies, so `salary_min` needs `currency`.
+//     `salary_min` a year (`sal_max`, or `sal_min` when no maximum was given); there is no
+//     conversion between currencies, so `salary_min` needs `currency`. `salary_min` is an
+//     annual amount, as the spec's salaries are: a job paid by another `salary_period` is
+//     compared by its annualised range, with a full-time year of 2080 hours (40 a week), 260
+//     days, 52 weeks or 12 months (15 EUR an hour is 31,200 EUR a year). One number thus
+//     compares jobs paid by the hour and by the year alike; the factors are a convention of a
+//     full-time position, so a part-time hourly job reads higher than it pays.
 //   - `posted_since`: jobs whose listing period started at or after this RFC 3339 date-time.
 //   - `near=LAT,LON` and `radius_km` (at most 500), together: jobs whose city lies within the
 //     radius; each job then carries `distance_km`, the great-circle distance to its city
 //     (rounded to 10 m), and the list is nearest first unless `sort` says otherwise.
 //   - `job_type`: one of fulltime, parttime, freelance, internship.
-//   - `remote`: `1`/`true` returns remote jobs only; `0`/`false` (or absent) does not
-//     filter — remote and on-site jobs are both returned.
+//   - `remote`: `1`/`true` returns remote jobs only (`workplace_type` remote); `0`/`false`
+//     (or absent) does not filter — remote, hybrid and on-site jobs are all returned.
+//   - `workplace_type`: one of on_site, hybrid, remote.
 //   - `city`: a city slug (lowercase letters, digits, hyphens). An unknown slug returns no jobs.
 //
 // **Pagination.** By default (server-side pagination off) every matching job is returned,
@@ -27347,6 +28769,16 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *
 // when the caller now qualifies. A match whose fields are all unchanged (a feed sent again) is
 // answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 // Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
+//
+// **External reference:** an importer may name its own job with `external_ref` (1–200
+// characters of one line). With one, the reference — not the fingerprint — decides: the
+// owner's job with this `external_ref` is updated (its title, company, city, space and
+// external_url may all change; the update rules above apply), else a new job is created, even
+// when another of the owner's jobs has the same fingerprint (two openings that read the same
+// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+// a space (a platform) across every space it posts into; a database constraint, so parallel
+// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+// reference only. Every job view carries `external_ref` (null when none).
 //
 // **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 // a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
@@ -27410,6 +28842,16 @@ func (c *ClientWithResponses) CreateJobWithBodyWithResponse(ctx context.Context,
 // answered the same way but writes nothing: the job's `updated_at` and expiry stay as they were.
 // Editing the job on its page (`edit_url`) moves its fingerprint with its title and company.
 //
+// **External reference:** an importer may name its own job with `external_ref` (1–200
+// characters of one line). With one, the reference — not the fingerprint — decides: the
+// owner's job with this `external_ref` is updated (its title, company, city, space and
+// external_url may all change; the update rules above apply), else a new job is created, even
+// when another of the owner's jobs has the same fingerprint (two openings that read the same
+// stay two jobs). References are unique per owner: a space for its keys' jobs, a key without
+// a space (a platform) across every space it posts into; a database constraint, so parallel
+// creates with one reference make one job. The fingerprint rule applies to the jobs without a
+// reference only. Every job view carries `external_ref` (null when none).
+//
 // **Plans on an update:** without `id_plan` the job keeps its plan. A new `id_plan` applies to
 // a draft (a paid plan's draft waits for its payment: `payment_url`), and to a live job of a
 // caller whose jobs start active (invoiced: `payment_url`, `is_paid: false`); any other job keeps
@@ -27446,6 +28888,130 @@ func (c *ClientWithResponses) CreateJobWithResponse(ctx context.Context, params 
 		return nil, err
 	}
 	return ParseCreateJobResponse(rsp)
+}
+
+// BatchJobsWithBodyWithResponse Create, update and close an importer's jobs in bulk
+//
+// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+// request, and gets one result per job in the order sent (`index`), with what happened to it:
+// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+// naming the field. One bad job never blocks the others: they are applied. Each job goes
+// through the single create's rules and write (the external_ref match, initial status,
+// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+// posts do.
+//
+// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+// the caller's other active and paused jobs that have an `external_ref` not in the batch
+// (results with `action: closed` and `index: null`, after the batch's own): the platform
+// sends everything it has and removals follow. A job whose row is an error is not closed.
+// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+// closes every such job, and needs `confirm_empty: true`.
+//
+// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+// nothing is applied or recorded.
+//
+// **All or nothing per request.** The batch is one transaction: an interrupted request
+// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+// with another body is 422.
+//
+// **Budget.** A batch spends its number of jobs divided by the gateway's
+// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+// writes), all at once or not at all (429). The body is limited as every body
+// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+//
+// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+func (c *ClientWithResponses) BatchJobsWithBodyWithResponse(ctx context.Context, params *BatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchJobsResponse, error) {
+	rsp, err := c.BatchJobsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchJobsResponse(rsp)
+}
+
+// BatchJobsWithResponse Create, update and close an importer's jobs in bulk
+//
+// Needs `jobs:write` or `write` and a live key. A platform (or a space) sends its jobs, each
+// exactly a `POST /v2/jobs` body plus its `external_ref` (required here), at most 100 in one
+// request, and gets one result per job in the order sent (`index`), with what happened to it:
+// `created`, `updated`, `unchanged` (the job already read so: nothing written), or `error`
+// with `errors`, the same 422 messages a single `POST /v2/jobs` of that body gives, each
+// naming the field. One bad job never blocks the others: they are applied. Each job goes
+// through the single create's rules and write (the external_ref match, initial status,
+// lifecycle, events), so a batch's jobs reach webhooks, alerts and the changes feed as single
+// posts do.
+//
+// **Modes.** `upsert` (the default) creates and updates. `replace` does the same, then closes
+// the caller's other active and paused jobs that have an `external_ref` not in the batch
+// (results with `action: closed` and `index: null`, after the batch's own): the platform
+// sends everything it has and removals follow. A job whose row is an error is not closed.
+// Drafts, expired and closed jobs are left as they are. `replace` with an empty `jobs`
+// closes every such job, and needs `confirm_empty: true`.
+//
+// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
+// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
+// nothing is applied or recorded.
+//
+// **All or nothing per request.** The batch is one transaction: an interrupted request
+// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
+// `POST /v2/jobs`, shared with it per API key) the answer is recorded with the batch, and a
+// retry within 24 hours replays it byte for byte (`Idempotent-Replayed: true`); the same key
+// with another body is 422.
+//
+// **Budget.** A batch spends its number of jobs divided by the gateway's
+// `BATCH_ROWS_PER_WRITE` (default 10), rounded up, of the key's write budget (100 jobs: 10
+// writes), all at once or not at all (429). The body is limited as every body
+// (`BODY_LIMIT_BYTES`, 1 MiB by default).
+//
+// **More than 100 jobs** (up to 1 000): the batch is kept as an operation, in the same
+// transaction as its `Idempotency-Key` record, and answered at once with 202: its
+// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
+// 100 jobs a transaction, each committing with the operation's progress, so a process killed
+// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
+// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
+// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v2/jobs/batch (the `BatchJobs` operationId).
+func (c *ClientWithResponses) BatchJobsWithResponse(ctx context.Context, params *BatchJobsParams, body BatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchJobsResponse, error) {
+	rsp, err := c.BatchJobs(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchJobsResponse(rsp)
+}
+
+// GetJobBatchOperationWithResponse A batch operation's progress and results
+//
+// The operation a `POST /v2/jobs/batch` of more than 100 jobs answered with: `status`
+// (`pending` while rows are left, then `done`), `processed` rows of `rows`, and once done the
+// `counts` and `results`, as the synchronous answer has them. Only the key that sent the batch
+// sees it (404 for any other); kept 30 days.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v2/jobs/batch/{operation_id} (the `GetJobBatchOperation` operationId).
+func (c *ClientWithResponses) GetJobBatchOperationWithResponse(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*GetJobBatchOperationResponse, error) {
+	rsp, err := c.GetJobBatchOperation(ctx, operationId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetJobBatchOperationResponse(rsp)
 }
 
 // ListJobChangesWithResponse The changes of jobs, for mirrors
@@ -38412,6 +39978,1247 @@ func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
 		response.Headers503 = &headers
 	case rsp.StatusCode == 504:
 		var headers CreateJobResponse504Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBatchJobsResponse parses an HTTP response from a BatchJobsWithResponse call
+func ParseBatchJobsResponse(rsp *http.Response) (*BatchJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BatchJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data  JobBatchResult `json:"data"`
+			Error *Error         `json:"error,omitempty"`
+
+			// Status The HTTP status code.
+			Status  int  `json:"status"`
+			Success bool `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest struct {
+			Data  JobBatchOperation `json:"data"`
+			Error *Error            `json:"error,omitempty"`
+
+			// Status The HTTP status code.
+			Status  int  `json:"status"`
+			Success bool `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Validation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers BatchJobsResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers BatchJobsResponse202Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers BatchJobsResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers BatchJobsResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers BatchJobsResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers BatchJobsResponse409Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers BatchJobsResponse413Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers BatchJobsResponse415Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers BatchJobsResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers BatchJobsResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers BatchJobsResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers BatchJobsResponse503Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers BatchJobsResponse504Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetJobBatchOperationResponse parses an HTTP response from a GetJobBatchOperationWithResponse call
+func ParseGetJobBatchOperationResponse(rsp *http.Response) (*GetJobBatchOperationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetJobBatchOperationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data  JobBatchOperation `json:"data"`
+			Error *Error            `json:"error,omitempty"`
+
+			// Status The HTTP status code.
+			Status  int  `json:"status"`
+			Success bool `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetJobBatchOperationResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetJobBatchOperationResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetJobBatchOperationResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetJobBatchOperationResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetJobBatchOperationResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetJobBatchOperationResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetJobBatchOperationResponse503Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Expose-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Expose-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlExposeHeaders = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers GetJobBatchOperationResponse504Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -269,7 +269,8 @@ func TestCurrencyIsCaseInsensitiveInRequestsUpperCaseInAnswers(t *testing.T) {
 	job := `{"id_job":1,"title":"Host","company":"Acme","job_type":"fulltime","tags":"a","is_remote":false,` +
 		`"page_url":"host-1","external_url":"","apply_url":"","company_logo":"","date_added":"2026-11-01T00:00:00Z",` +
 		`"expiration_date":"2026-12-01T00:00:00Z","city_name":"Berlin","city_slug":"berlin","space_name":null,` +
-		`"sal_min":"0","sal_max":"0","currency":"EUR","url":"https://coworkjobs.example/jobs/host-1"}`
+		`"sal_min":"0","sal_max":"0","currency":"EUR","salary_period":"year","workplace_type":"on_site","external_ref":null,` +
+		`"url":"https://coworkjobs.example/jobs/host-1"}`
 	answer := `{"success":true,"status":200,"data":{"jobs":[` + job + `],"total":1}}`
 	if err := c.Check(list, 200, header, []byte(answer)); err != nil {
 		t.Fatalf("an upper-case currency in an answer fails: %v", err)

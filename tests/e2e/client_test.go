@@ -101,7 +101,7 @@ func TestGeneratedClientMainFlow(t *testing.T) {
 		t.Fatalf("create: %d %s", created.StatusCode(), created.Body)
 	}
 	job := created.JSON201.Data
-	if job.Action != client.Created || job.Status != client.JobCreateResultStatusActive || job.City.Id != cityID ||
+	if job.Action != client.JobCreateResultActionCreated || job.Status != client.JobCreateResultStatusActive || job.City.Id != cityID ||
 		job.City.Name != "Berlin" || job.ViewUrl == nil {
 		t.Fatalf("creation result: %s", created.Body)
 	}

@@ -106,7 +106,7 @@ func TestListFieldsAndFilters(t *testing.T) {
 			t.Errorf("%s: %v", k, err)
 		}
 	}
-	if len(zebra) != 19 {
+	if len(zebra) != 22 { // the spec's 19, salary_period, workplace_type, external_ref
 		t.Errorf("job has %d fields: %v", len(zebra), zebra)
 	}
 

@@ -294,7 +294,7 @@ func liveKey(keyID, spaceID int64) identity.Identity {
 	return identity.Identity{Kind: identity.KindLive, KeyID: keyID, SpaceID: spaceID, Scopes: []string{"write"}}
 }
 
-func do(t *testing.T, app *fiber.App, method, path string, body string, id *identity.Identity, headers ...string) resp {
+func do(t testing.TB, app *fiber.App, method, path string, body string, id *identity.Identity, headers ...string) resp {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -317,7 +317,7 @@ func do(t *testing.T, app *fiber.App, method, path string, body string, id *iden
 	return resp{webtest.Do(t, app, checker, req)}
 }
 
-func jsonBody(t *testing.T, v any) string {
+func jsonBody(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

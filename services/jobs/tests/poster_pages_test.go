@@ -182,7 +182,7 @@ func TestEditFormShowsProblems(t *testing.T) {
 	}
 	page, _ = p.open(r.Header.Get("Location"))
 	if !strings.Contains(page.Body, "Your changes are saved.") || !strings.Contains(page.Body, `name="sal_min" min="0" value=""`) ||
-		!strings.Contains(page.Body, `name="is_remote" value="1" checked`) {
+		!strings.Contains(page.Body, `<option value="remote" selected>`) || !strings.Contains(page.Body, `<option value="year" selected>`) {
 		t.Fatalf("after save: %s", page.Body)
 	}
 	// The old address now leads to the new one, whose posting has no salary.

@@ -333,7 +333,7 @@ func TestAggregatorFeeds(t *testing.T) {
 		checkListsActive(t, format, pages, activePages(t))
 		if !strings.Contains(string(r.Body), "<![CDATA[<p>Tea &amp; cake for <em>members</em></p>]]>") ||
 			!strings.Contains(string(r.Body), "<![CDATA[Tea ]]]]><![CDATA[> host 0]]>") ||
-			!strings.Contains(string(r.Body), "EUR 30000 - 40000") {
+			!strings.Contains(string(r.Body), "EUR 30000 - 40000 per year") {
 			t.Fatalf("%s: description or salary missing\n%.1500s", format, r.Body)
 		}
 		if again := do(t, appReach, "GET", "/feeds/jobs.xml?format="+format, "", &public, "If-None-Match", r.Header.Get("ETag")); again.Status != 304 {

@@ -60,6 +60,9 @@ type appConfig struct {
 
 	WriteLimitPerMinute  int `env:"WRITE_RATE_LIMIT_PER_MINUTE" envDefault:"120"`
 	PublicLimitPerMinute int `env:"PUBLIC_POST_RATE_LIMIT_PER_MINUTE" envDefault:"10"`
+	// BatchRowsPerWrite: POST /v2/jobs/batch spends its rows divided by this
+	// (rounded up) of the write budget.
+	BatchRowsPerWrite int `env:"BATCH_ROWS_PER_WRITE" envDefault:"10"`
 	// Read budgets (0 turns one off): per key for keyed GETs, per client IP
 	// for public GETs served by a backend.
 	ReadLimitPerMinute       int           `env:"READ_RATE_LIMIT_PER_MINUTE" envDefault:"1200"`
@@ -94,6 +97,9 @@ type appConfig struct {
 
 func (c appConfig) Validate() error {
 	errs := []error{c.API.Validate()}
+	if c.BatchRowsPerWrite < 1 {
+		errs = append(errs, errors.New("BATCH_ROWS_PER_WRITE must be at least 1"))
+	}
 	if c.WriteLimitPerMinute < 1 || c.PublicLimitPerMinute < 1 {
 		errs = append(errs, errors.New("rate limits must be positive"))
 	}
@@ -210,7 +216,7 @@ func wire(ctx context.Context, p *service.Process, cfg *appConfig) error {
 		Limiter:             ratelimit.New(rdb, cfg.RedisKeyPrefix, cfg.RateLimitWindow, log),
 		WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,
 		ReadLimitPerMinute: cfg.ReadLimitPerMinute, PublicReadLimitPerMinute: cfg.PublicReadLimitPerMinute,
-		PublicBaseURL: cfg.PublicBaseURL, Version: version, OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
+		BatchRowsPerWrite: cfg.BatchRowsPerWrite, PublicBaseURL: cfg.PublicBaseURL, Version: version, OpenAPIYAML: api.OpenAPIYAML, Docs: api.Docs,
 		AccessLog: cfg.AccessLog, CORSAllowOrigins: cfg.CORSAllowOrigins, Dashboard: dash,
 	})
 	if err != nil {

@@ -51,7 +51,8 @@ func (d Decision) RetryAfterSeconds() int {
 }
 
 // script: drop entries older than the window, count, admit up to ARGV[4]
-// units if under the limit (one entry each), and return the units granted,
+// units if under the limit (one entry each; all of them or none when ARGV[5]
+// is 1), and return the units granted,
 // the count, and the time until the oldest entry leaves. TIME makes every
 // replica share Redis's clock instead of their own. It touches KEYS[1] only,
 // so on a Redis Cluster each run stays in one slot; a second key would need
@@ -66,7 +67,7 @@ local want = tonumber(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
 local granted = math.min(want, limit - count)
-if granted < 0 then granted = 0 end
+if granted < 0 or (ARGV[5] == '1' and granted < want) then granted = 0 end
 for i = 1, granted do
   redis.call('ZADD', KEYS[1], now, ARGV[3] .. ':' .. i)
 end
@@ -146,13 +147,41 @@ func (l *Limiter) Allow(ctx context.Context, bucket string, limit int) Decision 
 	return l.local.allow(bucket, limit, time.Now())
 }
 
+// AllowN spends n units of bucket's budget at once, all of them or none (a
+// batch of writes counted by its rows), from Redis, or in memory while Redis
+// is away. n of 1 is Allow.
+func (l *Limiter) AllowN(ctx context.Context, bucket string, limit, n int) Decision {
+	if n <= 1 {
+		return l.Allow(ctx, bucket, limit)
+	}
+	d, granted, ok := l.takeAll(ctx, bucket, limit, n)
+	if ok {
+		l.local.record(bucket, granted, time.Now())
+		return d
+	}
+	return l.local.allowN(bucket, limit, n, time.Now())
+}
+
 // take asks Redis for up to n units; ok is false when Redis did not answer.
 func (l *Limiter) take(ctx context.Context, bucket string, limit, n int) (Decision, int, bool) {
+	return l.takeUnits(ctx, bucket, limit, n, false)
+}
+
+// takeAll is take of n units or none.
+func (l *Limiter) takeAll(ctx context.Context, bucket string, limit, n int) (Decision, int, bool) {
+	return l.takeUnits(ctx, bucket, limit, n, true)
+}
+
+func (l *Limiter) takeUnits(ctx context.Context, bucket string, limit, n int, all bool) (Decision, int, bool) {
 	if l.rdb == nil || time.Now().UnixNano() < l.redisDownUntil.Load() {
 		return Decision{}, 0, false
 	}
 	member := l.instance + ":" + strconv.FormatUint(l.seq.Add(1), 36)
-	res, err := script.Run(ctx, l.rdb, []string{l.prefix + bucket}, l.window.Milliseconds(), limit, member, n).Int64Slice()
+	whole := 0
+	if all {
+		whole = 1
+	}
+	res, err := script.Run(ctx, l.rdb, []string{l.prefix + bucket}, l.window.Milliseconds(), limit, member, n, whole).Int64Slice()
 	if err == nil && len(res) == 3 {
 		return Decision{
 			Allowed: res[0] > 0, Limit: limit, Remaining: max(limit-int(res[1]), 0),
@@ -324,13 +353,18 @@ func (l *local) record(bucket string, n int, now time.Time) {
 }
 
 func (l *local) allow(bucket string, limit int, now time.Time) Decision {
+	return l.allowN(bucket, limit, 1, now)
+}
+
+// allowN admits n units or none.
+func (l *local) allowN(bucket string, limit, n int, now time.Time) Decision {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ts, units := l.log(bucket, now)
 	d := Decision{Limit: limit, Source: SourceLocal}
-	if units < limit {
-		ts = l.add(ts, 1, now)
-		units++
+	if units+n <= limit {
+		ts = l.add(ts, n, now)
+		units += n
 		d.Allowed = true
 	}
 	l.logs[bucket] = ts

@@ -244,3 +244,26 @@ func TestRedisAwayBoundIsTheLimitPerReplica(t *testing.T) {
 		}
 	}
 }
+
+// A batch's units are taken all at once or none, from Redis and in memory:
+// one that does not fit leaves the budget as it was.
+func TestAllowNIsAllOrNothing(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	ctx := context.Background()
+	for name, l := range map[string]*Limiter{"redis": New(rdb, prefix, time.Minute, quiet()), "local": New(nil, prefix, time.Minute, quiet())} {
+		t.Run(name, func(t *testing.T) {
+			if d := l.AllowN(ctx, "key:1:write", 12, 10); !d.Allowed || d.Remaining != 2 {
+				t.Fatalf("10 of 12: %+v", d)
+			}
+			if d := l.AllowN(ctx, "key:1:write", 12, 3); d.Allowed || d.Remaining != 2 {
+				t.Fatalf("3 more of 12: %+v", d)
+			}
+			if d := l.AllowN(ctx, "key:1:write", 12, 2); !d.Allowed || d.Remaining != 0 {
+				t.Fatalf("2 more of 12: %+v", d)
+			}
+			if d := l.Allow(ctx, "key:1:write", 12); d.Allowed {
+				t.Fatalf("13th unit: %+v", d)
+			}
+		})
+	}
+}

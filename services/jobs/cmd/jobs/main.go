@@ -98,6 +98,23 @@ func main() {
 			Announcements: indexdb.New(p.Pool), AggregatorPlans: cfg.AggregatorPlans, Stats: counter})
 		reachapp.Routes(app, reachapp.Config{Log: log, Bus: bus, Codec: p.Codec, Spaces: dir,
 			AggregatorPlans: cfg.AggregatorPlans, StreamTimeout: cfg.StreamTimeout, Stats: counter})
+		// Batches of more than 100 jobs, kept as operations: every replica
+		// runs them, a chunk of rows at a time (SKIP LOCKED).
+		p.Go(func(ctx context.Context) error {
+			tick := time.NewTicker(cfg.BatchRunInterval)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-tick.C:
+				case <-bus.BatchKicks(): // one this replica kept: at once
+				}
+				if _, err := bus.RunBatchOps(ctx); err != nil && ctx.Err() == nil {
+					log.Error("batch operations", "error", err)
+				}
+			}
+		})
 		return nil
 	})
 }
@@ -140,6 +157,8 @@ type appConfig struct {
 	PaginationEnabled bool          `env:"JOBS_PAGINATION_ENABLED" envDefault:"false"`
 	DefaultInvEmail   string        `env:"DEFAULT_INV_EMAIL" envDefault:"jobs@coworkjobs.example"`
 	StreamTimeout     time.Duration `env:"JOBS_STREAM_TIMEOUT" envDefault:"60s"`
+	// BatchRunInterval is how often the batch operations waiting are looked for.
+	BatchRunInterval time.Duration `env:"JOBS_BATCH_RUN_INTERVAL" envDefault:"500ms"`
 	// TotalsMemo keeps listings' exact totals under the change versions
 	// (docs/search.md, "Totals"; needs REDIS_URL); off, every page counts.
 	TotalsMemo bool `env:"JOBS_TOTALS_MEMO" envDefault:"true"`
@@ -180,6 +199,9 @@ func (c appConfig) Validate() error {
 	errs := []error{c.API.Validate(), config.HTTPURL("DIRECTORY_URL", c.DirectoryURL), config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL)}
 	if a, err := mail.ParseAddress(c.DefaultInvEmail); err != nil || a.Address != c.DefaultInvEmail {
 		errs = append(errs, errors.New("DEFAULT_INV_EMAIL must be a bare e-mail address"))
+	}
+	if c.BatchRunInterval <= 0 {
+		errs = append(errs, errors.New("JOBS_BATCH_RUN_INTERVAL must be positive"))
 	}
 	if (c.StripeSecretKey == "") != (c.StripeWebhookSecret == "") {
 		errs = append(errs, errors.New("STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET go together: set both or neither"))

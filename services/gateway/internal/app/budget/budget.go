@@ -6,6 +6,7 @@ package budget
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -28,6 +29,9 @@ type Config struct {
 	// Read budgets per minute; 0 turns that limit off.
 	ReadLimitPerMinute       int
 	PublicReadLimitPerMinute int
+	// BatchRowsPerWrite: a batch route's request spends its rows divided by
+	// this (rounded up, at least 1) of the write budget; default 10.
+	BatchRowsPerWrite int
 }
 
 // Budgets spends the requests' budgets.
@@ -38,6 +42,9 @@ type Budgets struct {
 
 // New returns the budgets of cfg; reg receives their instruments (nil: none).
 func New(cfg Config, reg *prometheus.Registry) *Budgets {
+	if cfg.BatchRowsPerWrite < 1 {
+		cfg.BatchRowsPerWrite = DefaultBatchRowsPerWrite
+	}
 	b := &Budgets{cfg: cfg, decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_rate_limit_decisions_total",
 		Help: "Rate-limit checks by limit class, outcome (allowed, denied) and store (redis, local).",
@@ -76,11 +83,37 @@ func (b *Budgets) For(c *fiber.Ctx, r routes.Route, key *keybus.Key) (name strin
 	return "", 0
 }
 
-// Spend takes one unit of the budget name of limit for a request on r.
-// Large budgets are leased from Redis ahead of use, so most checks cost no
-// round trip (see BenchmarkAllowLeased).
-func (b *Budgets) Spend(ctx context.Context, r routes.Route, name string, limit int) ratelimit.Decision {
-	d := b.cfg.Limiter.AllowLeased(ctx, name, limit)
+// DefaultBatchRowsPerWrite is how many rows of a batch cost one write.
+const DefaultBatchRowsPerWrite = 10
+
+// Cost is the units a request on r spends: 1, or for a batch route its rows
+// (the length of the body's "jobs" array) divided by BatchRowsPerWrite,
+// rounded up, at least 1. A body that is not a batch costs 1: the backend
+// refuses it.
+func (b *Budgets) Cost(c *fiber.Ctx, r routes.Route) int {
+	if !r.Batch {
+		return 1
+	}
+	var body struct {
+		Jobs []json.RawMessage `json:"jobs"`
+	}
+	if json.Unmarshal(c.Body(), &body) != nil {
+		return 1
+	}
+	return max(1, (len(body.Jobs)+b.cfg.BatchRowsPerWrite-1)/b.cfg.BatchRowsPerWrite)
+}
+
+// Spend takes n units (Cost) of the budget name of limit for a request on r.
+// Large budgets are leased from Redis ahead of use, so most single checks
+// cost no round trip (see BenchmarkAllowLeased); a batch's units are taken
+// all at once or none.
+func (b *Budgets) Spend(ctx context.Context, r routes.Route, name string, limit, n int) ratelimit.Decision {
+	var d ratelimit.Decision
+	if n > 1 {
+		d = b.cfg.Limiter.AllowN(ctx, name, limit, n)
+	} else {
+		d = b.cfg.Limiter.AllowLeased(ctx, name, limit)
+	}
 	b.decisions.WithLabelValues(r.Limit, outcome(d), d.Source).Inc()
 	return d
 }

@@ -51,9 +51,11 @@ type Config struct {
 	// Read budgets per minute; 0 turns that limit off.
 	ReadLimitPerMinute       int
 	PublicReadLimitPerMinute int
-	PublicBaseURL            string
-	Version                  string
-	OpenAPIYAML              []byte
+	// BatchRowsPerWrite: the rows of a batch that cost one write (budget).
+	BatchRowsPerWrite int
+	PublicBaseURL     string
+	Version           string
+	OpenAPIYAML       []byte
 	// Docs holds docs/index.html and docs/redoc.standalone.js (api.Docs).
 	Docs      fs.FS
 	AccessLog bool
@@ -95,6 +97,7 @@ func Routes(app *fiber.App, cfg Config) (*App, error) {
 		budgets: budget.New(budget.Config{Limiter: cfg.Limiter,
 			WriteLimitPerMinute: cfg.WriteLimitPerMinute, PublicLimitPerMinute: cfg.PublicLimitPerMinute,
 			ReadLimitPerMinute: cfg.ReadLimitPerMinute, PublicReadLimitPerMinute: cfg.PublicReadLimitPerMinute,
+			BatchRowsPerWrite: cfg.BatchRowsPerWrite,
 		}, cfg.Registry),
 		health: health.New(health.Config{Redis: cfg.Redis, Backends: probes, Limiter: cfg.Limiter}, cfg.Registry),
 	}

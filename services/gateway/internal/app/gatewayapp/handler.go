@@ -45,7 +45,7 @@ func (a *App) handler(r routes.Route, local fiber.Handler) fiber.Handler {
 		spent := budgetName != ""
 		var decision ratelimit.Decision
 		if spent {
-			if decision = a.budgets.Spend(c.UserContext(), r, budgetName, limit); !decision.Allowed {
+			if decision = a.budgets.Spend(c.UserContext(), r, budgetName, limit, a.budgets.Cost(c, r)); !decision.Allowed {
 				return a.budgets.Exceeded(c, r, decision)
 			}
 		}

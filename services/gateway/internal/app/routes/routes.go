@@ -80,6 +80,9 @@ type Route struct {
 	Page bool
 	// Cache names and caches the answers of a GET (nil: never; see Cached).
 	Cache *Cached
+	// Batch: the request's rows (its body's "jobs") spend the write budget,
+	// BATCH_ROWS_PER_WRITE rows a unit (budget.Cost).
+	Batch bool
 }
 
 // Public reports whether the route needs no key.
@@ -119,6 +122,9 @@ var Table = []Route{
 
 	{Method: "GET", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List active jobs", Cache: cacheJobs},
 	{Method: "POST", Path: "/v2/jobs", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Create or update a job"},
+	{Method: "POST", Path: "/v2/jobs/batch", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Batch: true, Summary: "Create, update and close an importer's jobs in bulk"},
+	// Not cached: an operation moves without a job write being announced.
+	{Method: "GET", Path: "/v2/jobs/batch/:operation_id", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "A batch operation's progress and results"},
 	// Not cached: a page ends at the server's commit horizon, which moves without any job write.
 	{Method: "GET", Path: "/v2/jobs/changes", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "The changes of jobs, for mirrors"},
 	{Method: "GET", Path: "/v2/jobs/:id_job<int>", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "One job with its description", Cache: cacheJob},

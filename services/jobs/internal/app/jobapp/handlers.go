@@ -227,6 +227,12 @@ func parseFiltersOf(get func(string) string, f *jobbus.ListFilter) []string {
 	default:
 		p = append(p, "remote must be one of 1, true, 0, false")
 	}
+	if t := strings.ToLower(strings.TrimSpace(get("workplace_type"))); t != "" {
+		if !jobbus.ValidWorkplaceType(t) {
+			p = append(p, "workplace_type must be one of "+strings.Join(jobbus.WorkplaceTypes, ", "))
+		}
+		f.WorkplaceType = t
+	}
 	if city := strings.ToLower(get("city")); city != "" {
 		if len(city) > 100 || !slugRE.MatchString(city) {
 			p = append(p, "city must be a city slug: lowercase letters and digits separated by hyphens")
@@ -345,17 +351,9 @@ func (h *handlers) list(c *fiber.Ctx) error {
 
 // create answers POST /v2/jobs.
 func (h *handlers) create(c *fiber.Ctx) error {
-	var idem *jobbus.Idempotency
-	if key := c.Get(HeaderIdempotencyKey); key != "" {
-		if utf8.RuneCountInString(key) > jobbus.MaxIdemKeyLen {
-			return web.Validation("Validation failed", []string{fmt.Sprintf("Idempotency-Key must be at most %d characters", jobbus.MaxIdemKeyLen)})
-		}
-		// A header carries raw bytes; the key is stored as text, which must be
-		// valid UTF-8 (PostgreSQL refuses anything else).
-		if !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
-			return web.Validation("Validation failed", []string{"Idempotency-Key must be printable UTF-8 text"})
-		}
-		idem = &jobbus.Idempotency{KeyID: identity.From(c).KeyID, Key: key}
+	idem, err := idempotencyOf(c)
+	if err != nil {
+		return err
 	}
 	var req createRequest
 	if err := web.DecodeJSON(c, &req); err != nil {
@@ -392,6 +390,19 @@ func (h *handlers) create(c *fiber.Ctx) error {
 		h.writes.inc(res.Action)
 	}
 	return sendJSON(c, reply.Status, reply.Body)
+}
+
+// checkIdempotencyKey is the problem with an Idempotency-Key, "" for none.
+func checkIdempotencyKey(key string) string {
+	if utf8.RuneCountInString(key) > jobbus.MaxIdemKeyLen {
+		return fmt.Sprintf("Idempotency-Key must be at most %d characters", jobbus.MaxIdemKeyLen)
+	}
+	// A header carries raw bytes; the key is stored as text, which must be
+	// valid UTF-8 (PostgreSQL refuses anything else).
+	if !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
+		return "Idempotency-Key must be printable UTF-8 text"
+	}
+	return ""
 }
 
 // renderCreated is a create's answer (jobbus.Idempotency.Render).

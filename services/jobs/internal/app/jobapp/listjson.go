@@ -51,6 +51,13 @@ func appendJob(b []byte, j *jobbus.Job, baseURL string) []byte {
 	b = appendSalary(b, "sal_min", j.SalMin)
 	b = appendSalary(b, "sal_max", j.SalMax)
 	b = appendField(b, "currency", j.Currency)
+	b = appendField(b, "salary_period", j.SalaryPeriod)
+	b = appendField(b, "workplace_type", j.WorkplaceType)
+	if j.ExternalRef != nil {
+		b = appendField(b, "external_ref", *j.ExternalRef)
+	} else {
+		b = append(b, `,"external_ref":null`...)
+	}
 	b = append(b, `,"url":"`...)
 	b = appendEscaped(b, baseURL)
 	b = append(b, "/jobs/"...)

@@ -4,7 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // writes counts job writes by outcome: created, updated, replayed (an
 // Idempotency-Key answered from the stored response), unpublished and
-// already_unpublished.
+// already_unpublished; a batch's rows also unchanged, closed and error.
 type writes struct{ c *prometheus.CounterVec }
 
 func newWrites(reg prometheus.Registerer) writes {

@@ -20,7 +20,8 @@ type createRequest struct{ web.Fields }
 // createFields are the fields of POST /v2/jobs in the order of the canonical
 // form that the Idempotency-Key request hash is taken over.
 var createFields = []string{"title", "company", "description", "job_type", "tags", "id_city", "city_name",
-	"external_url", "apply_url", "is_remote", "inv_email", "currency", "sal_min", "sal_max", "id_space", "id_plan"}
+	"external_url", "apply_url", "is_remote", "inv_email", "currency", "sal_min", "sal_max", "id_space", "id_plan",
+	"salary_period", "workplace_type", "external_ref"}
 
 // MarshalJSON writes the canonical form: the known fields that were sent (a
 // null included) in createFields order, compacted and HTML-escaped as
@@ -73,6 +74,10 @@ func (r *createRequest) toInput() jobbus.CreateInput {
 		SalMax:      r.OptInt("sal_max"),
 		IDSpace:     r.OptInt("id_space"),
 		IDPlan:      r.OptInt("id_plan"),
+
+		SalaryPeriod:  r.OptString("salary_period"),
+		WorkplaceType: r.OptString("workplace_type"),
+		ExternalRef:   r.OptString("external_ref"),
 	}
 	r.Ignore("status")
 	in.TypeProblems = r.Problems(nil)
@@ -100,6 +105,9 @@ type jobDTO struct {
 	SalMin         string    `json:"sal_min"`
 	SalMax         string    `json:"sal_max"`
 	Currency       string    `json:"currency"`
+	SalaryPeriod   string    `json:"salary_period"`
+	WorkplaceType  string    `json:"workplace_type"`
+	ExternalRef    *string   `json:"external_ref"`
 	URL            string    `json:"url"`
 	// DistanceKm is set in a listing near a point: km to 10 m, as the
 	// spaces' distance_km.
@@ -113,7 +121,8 @@ func toJobDTO(j *jobbus.Job, url string) jobDTO {
 		PageURL: jobbus.PageURL(j.Slug, j.ID), ExternalURL: j.ExternalURL, CompanyLogo: j.CompanyLogo,
 		DateAdded: j.DateAdded.UTC().Truncate(time.Second), ExpirationDate: j.ExpirationDate.UTC().Truncate(time.Second),
 		CityName: j.CityName, CitySlug: j.CitySlug, SpaceName: j.SpaceName,
-		SalMin: salaryText(j.SalMin), SalMax: salaryText(j.SalMax), Currency: j.Currency, URL: url,
+		SalMin: salaryText(j.SalMin), SalMax: salaryText(j.SalMax), Currency: j.Currency,
+		SalaryPeriod: j.SalaryPeriod, WorkplaceType: j.WorkplaceType, ExternalRef: j.ExternalRef, URL: url,
 	}
 	if j.ApplyURL != nil {
 		out.ApplyURL = *j.ApplyURL
@@ -141,6 +150,7 @@ type cityDTO struct {
 // createResultDTO is the spec's Job creation result.
 type createResultDTO struct {
 	JobID          int64   `json:"job_id"`
+	ExternalRef    *string `json:"external_ref"`
 	PageURL        string  `json:"page_url"`
 	HashIdentifier string  `json:"hash_identifier"`
 	Status         string  `json:"status"`
@@ -160,7 +170,7 @@ type createResultDTO struct {
 
 func toCreateResultDTO(r jobbus.CreateResult) createResultDTO {
 	return createResultDTO{
-		JobID: r.JobID, PageURL: r.PageURL, HashIdentifier: r.HashIdentifier, Status: r.Status, Action: r.Action,
+		JobID: r.JobID, ExternalRef: r.ExternalRef, PageURL: r.PageURL, HashIdentifier: r.HashIdentifier, Status: r.Status, Action: r.Action,
 		DedupeHash: r.DedupeHash, IsPaid: r.IsPaid, City: cityDTO{ID: r.City.ID, Name: r.City.Name},
 		ApplyURL: r.ApplyURL, PlanPrice: r.PlanPrice, ExpirationDays: r.ExpirationDays, Message: r.Message,
 		ViewURL: r.ViewURL, PaymentURL: r.PaymentURL, EditURL: r.EditURL, UnpublishURL: r.UnpublishURL,

@@ -54,6 +54,8 @@ func Routes(app *fiber.App, cfg Config) {
 	writers := identity.RequireKind(identity.KindLive)
 	v2.Get("/jobs", readers, h.list)
 	v2.Post("/jobs", writers, h.create)
+	v2.Post("/jobs/batch", writers, h.batch)
+	v2.Get("/jobs/batch/:operation_id", readers, h.batchOperation)
 	for _, ev := range jobbus.RouteEvents {
 		v2.Post("/jobs/"+string(ev), writers, h.transition(ev))
 	}

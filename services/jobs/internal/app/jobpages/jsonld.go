@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -115,7 +116,7 @@ func newJobPosting(d jobbus.Detail, url string) jobPosting {
 	if absoluteHTTP(d.CompanyLogo) {
 		jp.HiringOrganization.Logo = d.CompanyLogo
 	}
-	if d.IsRemote {
+	if d.WorkplaceType == jobbus.WorkplaceRemote || d.IsRemote {
 		// Google for Jobs wants the country applicants may work from; the
 		// city's country is the one the poster named. Jobs written before
 		// the directory sent countries fall back to the city.
@@ -130,7 +131,7 @@ func newJobPosting(d jobbus.Detail, url string) jobPosting {
 	}
 	if lo, hi, ok := salaryRange(d); ok {
 		jp.BaseSalary = &monetaryAmount{Type: "MonetaryAmount", Currency: d.Currency,
-			Value: quantitativeValue{Type: "QuantitativeValue", MinValue: lo, MaxValue: hi, UnitText: "YEAR"}}
+			Value: quantitativeValue{Type: "QuantitativeValue", MinValue: lo, MaxValue: hi, UnitText: unitText(d.SalaryPeriod)}}
 	}
 	return jp
 }
@@ -153,4 +154,13 @@ func jsonLD(v any) (template.JS, error) {
 		return "", err
 	}
 	return template.JS(bytes.TrimSpace(buf.Bytes())), nil //nolint:gosec // G203: JSON with <, >, & escaped (above)
+}
+
+// unitText is schema.org's unit of a salary period: HOUR, DAY, WEEK, MONTH
+// or YEAR (a job stored before periods is annual).
+func unitText(period string) string {
+	if period == "" {
+		period = jobbus.DefaultSalaryPeriod
+	}
+	return strings.ToUpper(period)
 }

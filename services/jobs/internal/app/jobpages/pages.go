@@ -40,6 +40,8 @@ type view struct {
 	Form        editForm
 	JobTypes    []option
 	Currencies  []option
+	Workplaces  []option
+	Periods     []option
 	Invoice     bool
 	// Distribution is where the job is announced and listed (the edit page).
 	Distribution *indexbus.Distribution
@@ -113,7 +115,15 @@ type jobView struct {
 type editForm struct {
 	Title, Company, Description, JobType, Tags, ApplyURL, SalMin, SalMax, Currency string
 	IsRemote                                                                       bool
+	// WorkplaceType and SalaryPeriod: "" when the form sent none (the
+	// is_remote box decides, the period stays).
+	WorkplaceType, SalaryPeriod string
 }
+
+var workplaceLabels = map[string]string{jobbus.WorkplaceOnSite: "On site", jobbus.WorkplaceHybrid: "Hybrid", jobbus.WorkplaceRemote: "Remote"}
+
+// periodWords are how a salary's period reads after the amount ("a year").
+var periodWords = map[string]string{"hour": "an hour", "day": "a day", "week": "a week", "month": "a month", "year": "a year"}
 
 var jobTypeLabels = map[string]string{"fulltime": "Full-time", "parttime": "Part-time", "freelance": "Freelance", "internship": "Internship"}
 
@@ -132,14 +142,17 @@ func (p *pages) jobView(d jobbus.Detail) jobView {
 		CanUnpublish: d.Status == jobbus.StatusDraft || d.Status == jobbus.StatusActive || d.Status == jobbus.StatusPaused,
 		PaymentDue:   p.bus.PaymentDue(d),
 	}
-	if d.IsRemote {
+	switch d.WorkplaceType {
+	case jobbus.WorkplaceRemote:
 		v.Location = "Remote"
+	case jobbus.WorkplaceHybrid:
+		v.Location = d.CityName + " (hybrid)"
 	}
 	if d.Plan.Price > 0 {
 		v.Price = v.Amount
 	}
 	if lo, hi, ok := salaryRange(d); ok {
-		v.Salary = salaryText(lo, hi, d.Currency)
+		v.Salary = salaryText(lo, hi, d.Currency, d.SalaryPeriod)
 	}
 	switch {
 	case d.ApplyURL != nil && *d.ApplyURL != "":
@@ -160,16 +173,20 @@ func money(units int, currency string) string {
 	return grouped(int64(units)) + ".00 " + currency
 }
 
-func salaryText(lo, hi *int64, currency string) string {
+func salaryText(lo, hi *int64, currency, period string) string {
+	per, ok := periodWords[period]
+	if !ok {
+		per = periodWords[jobbus.DefaultSalaryPeriod]
+	}
 	switch {
 	case lo != nil && hi != nil && *lo == *hi:
-		return grouped(*lo) + " " + currency + " a year"
+		return grouped(*lo) + " " + currency + " " + per
 	case lo != nil && hi != nil:
-		return grouped(*lo) + "–" + grouped(*hi) + " " + currency + " a year"
+		return grouped(*lo) + "–" + grouped(*hi) + " " + currency + " " + per
 	case lo != nil:
-		return "from " + grouped(*lo) + " " + currency + " a year"
+		return "from " + grouped(*lo) + " " + currency + " " + per
 	}
-	return "up to " + grouped(*hi) + " " + currency + " a year"
+	return "up to " + grouped(*hi) + " " + currency + " " + per
 }
 
 // grouped writes n with thousands separators: 45,000.
@@ -382,12 +399,18 @@ func (p *pages) editView(c *fiber.Ctx, d jobbus.Detail, hash string, f editForm)
 	for _, cur := range jobbus.Currencies {
 		v.Currencies = append(v.Currencies, option{cur, cur})
 	}
+	for _, w := range jobbus.WorkplaceTypes {
+		v.Workplaces = append(v.Workplaces, option{w, workplaceLabels[w]})
+	}
+	for _, per := range jobbus.SalaryPeriods {
+		v.Periods = append(v.Periods, option{per, periodWords[per]})
+	}
 	return v
 }
 
 func formOf(d jobbus.Detail) editForm {
 	f := editForm{Title: d.Title, Company: d.Company, Description: d.Description, JobType: d.JobType, Tags: d.Tags,
-		IsRemote: d.IsRemote, Currency: d.Currency}
+		IsRemote: d.IsRemote, Currency: d.Currency, WorkplaceType: d.WorkplaceType, SalaryPeriod: d.SalaryPeriod}
 	if d.ApplyURL != nil {
 		f.ApplyURL = *d.ApplyURL
 	}
@@ -411,7 +434,8 @@ func (p *pages) saveEdit(c *fiber.Ctx) error {
 	f := editForm{Title: c.FormValue("title"), Company: c.FormValue("company"), Description: c.FormValue("description"),
 		JobType: c.FormValue("job_type"), Tags: c.FormValue("tags"), ApplyURL: c.FormValue("apply_url"),
 		SalMin: strings.TrimSpace(c.FormValue("sal_min")), SalMax: strings.TrimSpace(c.FormValue("sal_max")),
-		Currency: c.FormValue("currency"), IsRemote: c.FormValue("is_remote") == "1"}
+		Currency: c.FormValue("currency"), IsRemote: c.FormValue("is_remote") == "1",
+		WorkplaceType: c.FormValue("workplace_type"), SalaryPeriod: c.FormValue("salary_period")}
 	in, problems := editInput(f)
 	if len(problems) == 0 {
 		_, err = p.bus.Edit(c.UserContext(), hash, in)
@@ -434,12 +458,20 @@ func (p *pages) saveEdit(c *fiber.Ctx) error {
 // editInput reads the form into an edit. An empty salary field is no bound;
 // both empty is no salary at all.
 func editInput(f editForm) (jobbus.EditInput, []string) {
-	remote := int64(0)
-	if f.IsRemote {
-		remote = 1
-	}
 	in := jobbus.EditInput{Title: &f.Title, Company: &f.Company, Description: &f.Description, JobType: &f.JobType,
-		Tags: &f.Tags, ApplyURL: &f.ApplyURL, Currency: &f.Currency, IsRemote: &remote}
+		Tags: &f.Tags, ApplyURL: &f.ApplyURL, Currency: &f.Currency}
+	if f.WorkplaceType != "" {
+		in.WorkplaceType = &f.WorkplaceType
+	} else {
+		remote := int64(0)
+		if f.IsRemote {
+			remote = 1
+		}
+		in.IsRemote = &remote
+	}
+	if f.SalaryPeriod != "" {
+		in.SalaryPeriod = &f.SalaryPeriod
+	}
 	var problems []string
 	num := func(name, s string) *int64 {
 		if s == "" {

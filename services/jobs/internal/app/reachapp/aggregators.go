@@ -95,8 +95,11 @@ func (h *handlers) indeedJob(b []byte, d *jobbus.Detail) []byte {
 	}
 	el("jobtype", map[string]string{"fulltime": "fulltime", "parttime": "parttime", "freelance": "contract", "internship": "internship"}[d.JobType])
 	el("expirationdate", d.ExpirationDate.UTC().Format(time.RFC3339))
-	if d.IsRemote {
+	switch d.WorkplaceType {
+	case jobbus.WorkplaceRemote:
 		el("remotetype", "Fully remote")
+	case jobbus.WorkplaceHybrid:
+		el("remotetype", "Hybrid remote")
 	}
 	return append(b, "</job>\n"...)
 }
@@ -128,15 +131,21 @@ func (h *handlers) joobleJob(b []byte, d *jobbus.Detail) []byte {
 	return append(b, "</job>\n"...)
 }
 
-// salary is a job's salary as text ("EUR 40000 - 50000"), "" without one.
+// salary is a job's salary as text with its period ("EUR 40000 - 50000
+// per year"), "" without one.
 func salary(d *jobbus.Detail) string {
+	per := d.SalaryPeriod
+	if per == "" {
+		per = jobbus.DefaultSalaryPeriod
+	}
+	per = " per " + per
 	switch {
 	case d.SalMin != nil && d.SalMax != nil && *d.SalMin != *d.SalMax:
-		return d.Currency + " " + strconv.FormatInt(*d.SalMin, 10) + " - " + strconv.FormatInt(*d.SalMax, 10)
+		return d.Currency + " " + strconv.FormatInt(*d.SalMin, 10) + " - " + strconv.FormatInt(*d.SalMax, 10) + per
 	case d.SalMin != nil:
-		return d.Currency + " " + strconv.FormatInt(*d.SalMin, 10)
+		return d.Currency + " " + strconv.FormatInt(*d.SalMin, 10) + per
 	case d.SalMax != nil:
-		return d.Currency + " " + strconv.FormatInt(*d.SalMax, 10)
+		return d.Currency + " " + strconv.FormatInt(*d.SalMax, 10) + per
 	}
 	return ""
 }

@@ -46,7 +46,7 @@ var (
 )
 
 // SearchParams are the query parameters of GET /v2/jobs an alert keeps.
-var SearchParams = []string{"q", "city", "job_type", "remote", "tag", "near", "radius_km", "currency", "salary_min"}
+var SearchParams = []string{"q", "city", "job_type", "remote", "tag", "near", "radius_km", "currency", "salary_min", "workplace_type"}
 
 // Alert is one saved search.
 type Alert struct {
@@ -131,7 +131,7 @@ func JobKeys(citySlug string, tags []string) []string {
 // Broad reports a search with no criterion at all (every job would match).
 func Broad(f jobbus.ListFilter) bool {
 	return f.Search.Empty() && f.CitySlug == "" && f.Tag == "" && f.JobType == "" && !f.Remote && f.Near == nil &&
-		f.SalaryMin == nil && f.Currency == ""
+		f.SalaryMin == nil && f.Currency == "" && f.WorkplaceType == ""
 }
 
 // NewNonce is a fresh nonce for an alert's links.
@@ -288,6 +288,9 @@ func Summary(f jobbus.ListFilter) string {
 	}
 	if f.Remote {
 		parts = append(parts, "remote")
+	}
+	if f.WorkplaceType != "" {
+		parts = append(parts, "worked "+strings.ReplaceAll(f.WorkplaceType, "_", " "))
 	}
 	if f.Near != nil {
 		parts = append(parts, "near a place you gave")

@@ -53,6 +53,21 @@ type Storer interface {
 	SitemapParts(ctx context.Context, size int64) ([]SitemapPart, error)
 	// Changed is when the public set of jobs last changed.
 	Changed(ctx context.Context) (time.Time, error)
+	// ReplaceCandidates lists an owner's active and paused jobs with an
+	// external_ref not in keep (the owner: a space key's space, spaceID,
+	// with ownerKeyID 0; or the platform key ownerKeyID), in id order.
+	ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, keep []string) ([]ReplaceCandidate, error)
+	// InsertBatchOp keeps a new batch operation.
+	InsertBatchOp(ctx context.Context, op BatchOp) error
+	// ClaimBatchOp locks the oldest pending operation no one else holds, for
+	// the transaction (ok false when there is none).
+	ClaimBatchOp(ctx context.Context) (op BatchOp, ok bool, err error)
+	// SaveBatchOp writes an operation's progress, results and status.
+	SaveBatchOp(ctx context.Context, op BatchOp) error
+	// QueryBatchOp returns an operation, ErrNotFound when there is none.
+	QueryBatchOp(ctx context.Context, id string) (BatchOp, error)
+	// PurgeBatchOps removes the operations made before before.
+	PurgeBatchOps(ctx context.Context, before time.Time) error
 
 	// StoredResponse returns the recorded answer of an idempotency key
 	// created after since, ErrNotFound when there is none.
@@ -99,13 +114,15 @@ type Business struct {
 	dir   Directory
 	cfg   Config
 	now   func() time.Time
+	// kick says a batch operation was kept (BatchKicks).
+	kick chan struct{}
 }
 
 // New returns the job rules over a store and the directory (nil for the
 // callers that never create a job: the worker, the admin command).
 func New(store Storer, dir Directory, cfg Config) *Business {
 	cfg.PublicBaseURL = strings.TrimRight(cfg.PublicBaseURL, "/")
-	return &Business{store: store, dir: dir, cfg: cfg, now: time.Now}
+	return &Business{store: store, dir: dir, cfg: cfg, now: time.Now, kick: make(chan struct{}, 1)}
 }
 
 // JobURL is the full public URL of a job's details page.
@@ -187,6 +204,7 @@ func (b *Business) result(nj NewJob, w Written) CreateResult {
 	page := PageURL(w.Slug, w.JobID)
 	r := CreateResult{
 		JobID:          w.JobID,
+		ExternalRef:    nj.ExternalRef,
 		PageURL:        page,
 		HashIdentifier: w.HashIdentifier,
 		Status:         w.Status,
@@ -215,6 +233,11 @@ func (b *Business) result(nj NewJob, w Written) CreateResult {
 	switch {
 	case r.Action == ActionUpdated && w.Status != StatusActive && w.Status != StatusDraft:
 		r.Message = "An existing job with the same fingerprint was updated; it stays " + w.Status + " and is not republished."
+		if nj.ExternalRef != nil {
+			r.Message = "The existing job with this external_ref was updated; it stays " + w.Status + " and is not republished."
+		}
+	case r.Action == ActionUpdated && nj.ExternalRef != nil:
+		r.Message = "The existing job with this external_ref was updated."
 	case r.Action == ActionUpdated:
 		r.Message = "An existing job with the same fingerprint was updated."
 	case w.Status == StatusActive && paymentDue:

@@ -53,6 +53,7 @@ const (
 	MaxCityNameLen    = 200
 	MaxSalary         = 100_000_000
 	MaxIdemKeyLen     = 200
+	MaxExternalRefLen = 200
 	IdempotencyTTL    = 24 * time.Hour
 )
 
@@ -156,6 +157,13 @@ type CreateInput struct {
 	SalMax      *int64
 	IDSpace     *int64
 	IDPlan      *int64
+	// SalaryPeriod and WorkplaceType: nil is the default (year; from
+	// is_remote).
+	SalaryPeriod  *string
+	WorkplaceType *string
+	// ExternalRef is the importer's reference: given, it (not the
+	// fingerprint) decides create or update.
+	ExternalRef *string
 
 	TypeProblems []string
 }
@@ -181,6 +189,8 @@ type NewJob struct {
 	PlanGiven      bool
 	SalMin, SalMax *int64
 	Currency       string
+	SalaryPeriod   string
+	WorkplaceType  string
 	InvEmail       string
 	Plan           Plan
 	Status         string // initial status for an insert
@@ -190,6 +200,9 @@ type NewJob struct {
 	UpdateFrom, UpdateTo, Refresh []string
 	Fingerprint                   string
 	HashIdentifier                string
+	// ExternalRef, when set, matches the owner's job to update instead of
+	// Fingerprint.
+	ExternalRef *string
 }
 
 // Idempotency is the Idempotency-Key part of a create.
@@ -241,6 +254,7 @@ type Written struct {
 // CreateResult is the job creation result.
 type CreateResult struct {
 	JobID          int64
+	ExternalRef    *string
 	PageURL        string
 	HashIdentifier string
 	Status         string
@@ -260,13 +274,16 @@ type CreateResult struct {
 
 // ListFilter selects the jobs of a listing.
 type ListFilter struct {
-	Search   Search // empty: no q
-	Sort     string // SortRelevance or SortNewest
-	JobType  string
-	Remote   bool
-	CitySlug string
-	SpaceID  int64 // 0: any space
-	// SalaryMin keeps the jobs whose salary range reaches it, in Currency.
+	Search  Search // empty: no q
+	Sort    string // SortRelevance or SortNewest
+	JobType string
+	Remote  bool
+	// WorkplaceType keeps the jobs worked so ("": any).
+	WorkplaceType string
+	CitySlug      string
+	SpaceID       int64 // 0: any space
+	// SalaryMin keeps the jobs whose salary range reaches it, in Currency,
+	// a year: each job's range annualised (PeriodsPerYear).
 	SalaryMin   *int64
 	Currency    string
 	Tag         string    // one normalised tag
@@ -315,6 +332,9 @@ type Job struct {
 	SalMin         *int64
 	SalMax         *int64
 	Currency       string
+	SalaryPeriod   string
+	WorkplaceType  string
+	ExternalRef    *string   // the importer's reference, nil for none
 	Description    string    // the feeds and one job only
 	UpdatedAt      time.Time // the feeds and one job only
 	// DistanceKm is the distance of the job's city to ListFilter.Near.
@@ -351,6 +371,7 @@ type EditInput struct {
 	Title, Company, Description, JobType, Tags, ApplyURL, Currency *string
 	IsRemote                                                       *int64
 	SalMin, SalMax                                                 *int64
+	SalaryPeriod, WorkplaceType                                    *string
 	// ClearSalary removes the salary when SalMin and SalMax are both nil.
 	ClearSalary bool
 }

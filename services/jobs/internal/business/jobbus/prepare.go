@@ -50,14 +50,11 @@ func (b *Business) prepare(ctx context.Context, caller Caller, in CreateInput) (
 		}
 		nj.ApplyURL = &u
 	}
-	if in.IsRemote != nil {
-		switch *in.IsRemote {
-		case 0:
-		case 1:
-			nj.IsRemote = true
-		default:
-			p = append(p, "is_remote must be 0 or 1")
-		}
+	nj.WorkplaceType = workplace(in.WorkplaceType, in.IsRemote, "", &p)
+	nj.IsRemote = nj.WorkplaceType == WorkplaceRemote
+	nj.SalaryPeriod = salaryPeriod(in.SalaryPeriod, "", &p)
+	if in.ExternalRef != nil {
+		nj.ExternalRef = externalRef(*in.ExternalRef, &p)
 	}
 	nj.InvEmail = b.cfg.DefaultInvEmail
 	if in.InvEmail != nil && ValidEmail(strings.TrimSpace(*in.InvEmail)) {
@@ -206,6 +203,29 @@ func requiredText(v *string, name string, max int, p *[]string) string {
 		*p = append(*p, fmt.Sprintf("%s must be at most %d characters", name, max))
 	}
 	return s
+}
+
+// externalRef validates an importer's reference: 1 to MaxExternalRefLen
+// characters of one line, trimmed (what the importer's system shows).
+func externalRef(v string, p *[]string) *string {
+	s := strings.TrimSpace(v)
+	switch {
+	case s == "":
+		*p = append(*p, "external_ref must not be empty; leave it out for a job without one")
+		return nil
+	case !utf8.ValidString(s):
+		*p = append(*p, "external_ref must be valid UTF-8 text")
+		return nil
+	case utf8.RuneCountInString(s) > MaxExternalRefLen:
+		*p = append(*p, fmt.Sprintf("external_ref must be at most %d characters", MaxExternalRefLen))
+		return nil
+	}
+	n := len(*p)
+	plainLine(s, "external_ref", p)
+	if len(*p) > n {
+		return nil
+	}
+	return &s
 }
 
 func newHash() string {

@@ -245,7 +245,9 @@ type Edited struct {
 	Fingerprint    string
 	ApplyURL       *string
 	IsRemote       bool
+	WorkplaceType  string
 	SalMin, SalMax *int64
+	SalaryPeriod   string
 	Currency       string
 }
 
@@ -258,7 +260,8 @@ func (b *Business) Edit(ctx context.Context, hash string, in EditInput) (Detail,
 		return Detail{}, err
 	}
 	e := Edited{Title: d.Title, Company: d.Company, Description: d.Description, JobType: d.JobType, Tags: d.Tags,
-		ApplyURL: d.ApplyURL, IsRemote: d.IsRemote, SalMin: d.SalMin, SalMax: d.SalMax, Currency: d.Currency}
+		ApplyURL: d.ApplyURL, IsRemote: d.IsRemote, WorkplaceType: d.WorkplaceType, SalMin: d.SalMin, SalMax: d.SalMax,
+		SalaryPeriod: d.SalaryPeriod, Currency: d.Currency}
 	var p []string
 	if in.Title != nil {
 		e.Title = requiredText(in.Title, "title", MaxTitleLen, &p)
@@ -285,14 +288,9 @@ func (b *Business) Edit(ctx context.Context, hash string, in EditInput) (Detail,
 			e.ApplyURL = &u
 		}
 	}
-	if in.IsRemote != nil {
-		switch *in.IsRemote {
-		case 0, 1:
-			e.IsRemote = *in.IsRemote == 1
-		default:
-			p = append(p, "is_remote must be 0 or 1")
-		}
-	}
+	e.WorkplaceType = workplace(in.WorkplaceType, in.IsRemote, d.WorkplaceType, &p)
+	e.IsRemote = e.WorkplaceType == WorkplaceRemote
+	e.SalaryPeriod = salaryPeriod(in.SalaryPeriod, d.SalaryPeriod, &p)
 	if in.Currency != nil {
 		e.Currency = currency(*in.Currency, &p)
 	}

@@ -171,14 +171,20 @@ func (r *Relay) MatchMail(a alertbus.Alert, j jobbus.Job) mailer.Message {
 		ListUnsubscribe: unsub})
 }
 
+// salary is a job's salary for the mail; a period other than the year
+// the spec's salaries have is named ("15–18 EUR per hour").
 func salary(j jobbus.Job) string {
+	per := ""
+	if j.SalaryPeriod != "" && j.SalaryPeriod != jobbus.DefaultSalaryPeriod {
+		per = " per " + j.SalaryPeriod
+	}
 	switch {
 	case j.SalMin != nil && j.SalMax != nil:
-		return strconv.FormatInt(*j.SalMin, 10) + "–" + strconv.FormatInt(*j.SalMax, 10) + " " + j.Currency
+		return strconv.FormatInt(*j.SalMin, 10) + "–" + strconv.FormatInt(*j.SalMax, 10) + " " + j.Currency + per
 	case j.SalMin != nil:
-		return "from " + strconv.FormatInt(*j.SalMin, 10) + " " + j.Currency
+		return "from " + strconv.FormatInt(*j.SalMin, 10) + " " + j.Currency + per
 	case j.SalMax != nil:
-		return "up to " + strconv.FormatInt(*j.SalMax, 10) + " " + j.Currency
+		return "up to " + strconv.FormatInt(*j.SalMax, 10) + " " + j.Currency + per
 	}
 	return ""
 }

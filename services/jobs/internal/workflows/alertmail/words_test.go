@@ -21,7 +21,7 @@ func TestWordAlertsAreTheListing(t *testing.T) {
 	run := alertbus.NewNonce()[:8]
 	searches := []string{"q=barista", "q=baristas", "q=barsita", "q=bar", "q=community+host", "q=host+community", //nolint:misspell // a typo on purpose
 		"q=barista+-chef", "q=barista&remote=true", "q=manager&job_type=fulltime", "q=%22community+host%22+barista",
-		"q=gardener"}
+		"q=gardener", "q=barista&workplace_type=remote", "q=barista&workplace_type=on_site"}
 	alerts := make([]alertbus.Alert, len(searches))
 	for i, s := range searches {
 		alerts[i] = saved(t, r, "w"+string(rune('a'+i))+"-"+run+"@seeker.example", s, true)

@@ -151,3 +151,35 @@ func (s *Store) QueryByIDs(ctx context.Context, ids []int64) ([]jobbus.Detail, e
 func (s *Store) EventsAfter(ctx context.Context, a *jobbus.Audience, after jobbus.Cursor, since time.Time, limit int) ([]jobbus.JobEvent, jobbus.Cursor, error) {
 	return s.db.EventsAfter(ctx, a, after, since, limit)
 }
+
+// ReplaceCandidates implements jobbus.Storer, on the primary: a replace
+// decides on the latest state.
+func (s *Store) ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, keep []string) ([]jobbus.ReplaceCandidate, error) {
+	return s.db.ReplaceCandidates(ctx, spaceID, ownerKeyID, keep)
+}
+
+// InsertBatchOp implements jobbus.Storer.
+func (s *Store) InsertBatchOp(ctx context.Context, op jobbus.BatchOp) error {
+	return s.db.InsertBatchOp(ctx, op)
+}
+
+// ClaimBatchOp implements jobbus.Storer.
+func (s *Store) ClaimBatchOp(ctx context.Context) (jobbus.BatchOp, bool, error) {
+	return s.db.ClaimBatchOp(ctx)
+}
+
+// SaveBatchOp implements jobbus.Storer.
+func (s *Store) SaveBatchOp(ctx context.Context, op jobbus.BatchOp) error {
+	return s.db.SaveBatchOp(ctx, op)
+}
+
+// QueryBatchOp implements jobbus.Storer, on the primary: the operation
+// moves while its client polls.
+func (s *Store) QueryBatchOp(ctx context.Context, id string) (jobbus.BatchOp, error) {
+	return s.db.QueryBatchOp(ctx, id)
+}
+
+// PurgeBatchOps implements jobbus.Storer.
+func (s *Store) PurgeBatchOps(ctx context.Context, before time.Time) error {
+	return s.db.PurgeBatchOps(ctx, before)
+}

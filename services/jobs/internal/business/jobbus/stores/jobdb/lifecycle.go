@@ -15,7 +15,7 @@ import (
 const detailColumns = `j.id, j.title, j.company, j.job_type, j.tags, j.is_remote, j.slug, j.external_url, j.apply_url,
 	j.company_logo, j.date_added, j.expiration_date, j.city_name, j.city_slug, j.space_name, j.sal_min, j.sal_max,
 	j.currency, j.description, j.city_id, j.space_id, j.key_id, j.status, j.updated_at, j.is_paid, j.paused_at,
-	j.inv_email, j.hash_identifier, coalesce(j.city_country, ''), j.version, p.id, p.name, p.price, p.currency, p.expiration_days, p.active
+	j.inv_email, j.hash_identifier, coalesce(j.city_country, ''), j.version, j.salary_period, j.workplace_type, j.external_ref, p.id, p.name, p.price, p.currency, p.expiration_days, p.active
 	FROM jobs j JOIN plans p ON p.id = j.plan_id`
 
 func scanDetail(row pgx.Row) (jobbus.Detail, error) {
@@ -23,7 +23,7 @@ func scanDetail(row pgx.Row) (jobbus.Detail, error) {
 	err := row.Scan(&d.ID, &d.Title, &d.Company, &d.JobType, &d.Tags, &d.IsRemote, &d.Slug, &d.ExternalURL, &d.ApplyURL,
 		&d.CompanyLogo, &d.DateAdded, &d.ExpirationDate, &d.CityName, &d.CitySlug, &d.SpaceName, &d.SalMin, &d.SalMax,
 		&d.Currency, &d.Description, &d.CityID, &d.SpaceID, &d.KeyID, &d.Status, &d.UpdatedAt, &d.IsPaid, &d.PausedAt,
-		&d.InvEmail, &d.HashIdentifier, &d.CityCountry, &d.Version, &d.Plan.ID, &d.Plan.Name, &d.Plan.Price, &d.Plan.Currency,
+		&d.InvEmail, &d.HashIdentifier, &d.CityCountry, &d.Version, &d.SalaryPeriod, &d.WorkplaceType, &d.ExternalRef, &d.Plan.ID, &d.Plan.Name, &d.Plan.Price, &d.Plan.Currency,
 		&d.Plan.ExpirationDays, &d.Plan.Active)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return jobbus.Detail{}, jobbus.ErrNotFound
@@ -122,13 +122,13 @@ func (s *Store) Edit(ctx context.Context, id int64, e jobbus.Edited) (jobbus.Det
 	tag, err := s.db.Exec(ctx, `WITH j AS (
 		UPDATE jobs SET title = $2, company = $3, description = $4, job_type = $5, tags = $6,
 		slug = $7, apply_url = $8, is_remote = $9, sal_min = $10, sal_max = $11, currency = $12, fingerprint = $13,
-		updated_at = now(), version = version + 1
+		salary_period = $14, workplace_type = $15, updated_at = now(), version = version + 1
 		WHERE id = $1 RETURNING id, version, status, space_id, key_id
 	)
 	INSERT INTO job_events (job_id, type, version, status, prev_status, space_id, key_id)
 	SELECT id, 'job.updated', version, status, status, space_id, key_id FROM j`,
 		id, e.Title, e.Company, e.Description, e.JobType, e.Tags, e.Slug, e.ApplyURL, e.IsRemote,
-		e.SalMin, e.SalMax, e.Currency, e.Fingerprint)
+		e.SalMin, e.SalMax, e.Currency, e.Fingerprint, jobbus.PeriodOf(e.SalaryPeriod), jobbus.WorkplaceOf(e.WorkplaceType, e.IsRemote))
 	if pg.IsUniqueViolation(err) {
 		return jobbus.Detail{}, jobbus.ErrDuplicate
 	}

@@ -25,6 +25,7 @@ var insertedColumns = []struct{ name, value string }{
 	{"inv_email", "$21::text"}, {"plan_id", "$22::integer"}, {"status", "$23::text"},
 	{"expiration_date", "now() + make_interval(days => $24::int)"}, {"city_lat", "$29::float8"},
 	{"city_lon", "$30::float8"}, {"city_country", "nullif($31::text, '')"}, {"owner_key_id", "$32::bigint"},
+	{"salary_period", "$34::text"}, {"workplace_type", "$35::text"}, {"external_ref", "$36::text"},
 }
 
 // planChanges is when a fingerprint match takes the request's plan: the
@@ -44,7 +45,8 @@ var updatedColumns = []struct{ name, value string }{
 	{"city_name", "EXCLUDED.city_name"}, {"city_slug", "EXCLUDED.city_slug"}, {"space_name", "EXCLUDED.space_name"},
 	{"sal_min", "EXCLUDED.sal_min"}, {"sal_max", "EXCLUDED.sal_max"}, {"currency", "EXCLUDED.currency"},
 	{"inv_email", "EXCLUDED.inv_email"}, {"city_lat", "EXCLUDED.city_lat"}, {"city_lon", "EXCLUDED.city_lon"},
-	{"city_country", "EXCLUDED.city_country"},
+	{"city_country", "EXCLUDED.city_country"}, {"salary_period", "EXCLUDED.salary_period"},
+	{"workplace_type", "EXCLUDED.workplace_type"},
 	{"plan_id", "CASE WHEN " + planChanges + " THEN EXCLUDED.plan_id ELSE jobs.plan_id END"},
 	{"expiration_date", "CASE WHEN " + planChanges + " THEN jobs.date_added + make_interval(days => $24::int) ELSE jobs.expiration_date END"},
 	{"is_paid", "CASE WHEN " + planChanges + " THEN false ELSE jobs.is_paid END"},
@@ -72,7 +74,28 @@ const writtenColumns = `id, hash_identifier, slug, status, (xmax = 0) AS inserte
 // read uses the statement's snapshot: a match committed by a concurrent
 // create after it began is found by ON CONFLICT instead, and an unchanged
 // one then returns no row at all, so Upsert runs the statement again.
-var upsertSQL = func() string {
+//
+// A job with an external_ref is matched by it instead (upsertRefSQL), among
+// its owner's jobs with a reference (jobs_owner_external_ref_key), and its
+// update also takes the request's fingerprint, slug, city and space: the
+// reference names the position, wherever and however it now reads.
+var upsertSQL, upsertRefSQL = buildUpsert(false), buildUpsert(true)
+
+// refUpdatedColumns are what a reference's match writes besides updatedColumns.
+var refUpdatedColumns = []struct{ name, value string }{
+	{"fingerprint", "EXCLUDED.fingerprint"}, {"slug", "EXCLUDED.slug"}, {"city_id", "EXCLUDED.city_id"},
+	{"space_id", "EXCLUDED.space_id"},
+}
+
+func buildUpsert(byRef bool) string {
+	updated := updatedColumns
+	match := `space_id = $2::bigint AND owner_key_id = $32::bigint AND fingerprint = $5::text AND external_ref IS NULL`
+	conflict := `(space_id, owner_key_id, fingerprint) WHERE external_ref IS NULL`
+	if byRef {
+		updated = append(append(updated[:0:0], refUpdatedColumns...), updatedColumns...)
+		match = `ref_space = CASE WHEN $32::bigint = 0 THEN $2::bigint ELSE 0 END AND owner_key_id = $32::bigint AND external_ref = $36::text`
+		conflict = `(ref_space, owner_key_id, external_ref) WHERE external_ref IS NOT NULL`
+	}
 	var cols, vals, set, old, new, same strings.Builder
 	sep := func(i int, bs ...*strings.Builder) {
 		if i > 0 {
@@ -93,7 +116,7 @@ var upsertSQL = func() string {
 		pairs = append(pairs, "EXCLUDED."+c.name, c.value)
 	}
 	overCur := strings.NewReplacer(byLength(pairs)...)
-	for i, c := range updatedColumns {
+	for i, c := range updated {
 		sep(i, &set, &old, &new, &same)
 		set.WriteString(c.name + " = " + c.value)
 		old.WriteString("jobs." + c.name)
@@ -101,19 +124,19 @@ var upsertSQL = func() string {
 		same.WriteString(overCur.Replace(c.value))
 	}
 	var cur strings.Builder
-	for i, c := range updatedColumns {
+	for i, c := range updated {
 		sep(i, &cur)
 		cur.WriteString("cur." + c.name)
 	}
 	return `WITH cur AS MATERIALIZED (
     SELECT id, hash_identifier, slug, status, is_paid, expiration_date, apply_url, city_id, city_name, city_slug, plan_id,
            (` + cur.String() + `) IS NOT DISTINCT FROM (` + same.String() + `) AS same
-    FROM jobs cur WHERE space_id = $2::bigint AND owner_key_id = $32::bigint AND fingerprint = $5::text
+    FROM jobs cur WHERE ` + match + `
 ),
 job AS (
     INSERT INTO jobs (` + cols.String() + `)
     SELECT ` + vals.String() + ` WHERE NOT EXISTS (SELECT FROM cur WHERE same)
-    ON CONFLICT (space_id, owner_key_id, fingerprint) DO UPDATE SET ` + set.String() + `, updated_at = now(),
+    ON CONFLICT ` + conflict + ` DO UPDATE SET ` + set.String() + `, updated_at = now(),
         version = jobs.version + 1
     WHERE (` + old.String() + `) IS DISTINCT FROM (` + new.String() + `)
     RETURNING ` + writtenColumns + `
@@ -136,7 +159,7 @@ UNION ALL
 SELECT id, hash_identifier, slug, status, false, is_paid, expiration_date, apply_url,
        city_id, city_name, city_slug, plan_id, false, EXISTS (SELECT FROM unannounced) FROM cur
 WHERE NOT EXISTS (SELECT FROM job)`
-}()
+}
 
 // byLength orders replacer pairs (old, new, old, new ...) by old, longest
 // first, so that strings.Replacer, which tries them in argument order, never
@@ -160,7 +183,8 @@ func upsertArgs(nj jobbus.NewJob) []any {
 		nj.JobType, nj.Tags, nj.IsRemote, nj.Slug, nj.ExternalURL, nj.ApplyURL, nj.City.ID, nj.City.Name, nj.City.Slug,
 		nj.SalMin, nj.SalMax, nj.Currency, nj.InvEmail, nj.Plan.ID, nj.Status, nj.Plan.ExpirationDays,
 		nj.Refresh, nj.UpdateFrom, nj.UpdateTo, jobbus.StatusActive, cityCoord(nj.City.Lat, nj.City), cityCoord(nj.City.Lon, nj.City),
-		nj.City.CountryCode, nj.OwnerKeyID, nj.PlanGiven}
+		nj.City.CountryCode, nj.OwnerKeyID, nj.PlanGiven, jobbus.PeriodOf(nj.SalaryPeriod), jobbus.WorkplaceOf(nj.WorkplaceType, nj.IsRemote),
+		nj.ExternalRef}
 }
 
 // cityCoord is a coordinate to store: NULL for a city the directory sent
@@ -197,7 +221,11 @@ func scanWritten(ctx context.Context, q jobsearch.DB, row pgx.Row, nj jobbus.New
 // (a new snapshot under READ COMMITTED) sees it.
 func upsert(ctx context.Context, q jobsearch.DB, nj jobbus.NewJob) (jobbus.Written, error) {
 	for attempt := 1; ; attempt++ {
-		w, err := scanWritten(ctx, q, q.QueryRow(ctx, upsertSQL, upsertArgs(nj)...), nj)
+		stmt := upsertSQL
+		if nj.ExternalRef != nil {
+			stmt = upsertRefSQL
+		}
+		w, err := scanWritten(ctx, q, q.QueryRow(ctx, stmt, upsertArgs(nj)...), nj)
 		if !errors.Is(err, pgx.ErrNoRows) || attempt == 3 {
 			return w, err
 		}
@@ -207,4 +235,23 @@ func upsert(ctx context.Context, q jobsearch.DB, nj jobbus.NewJob) (jobbus.Writt
 // Upsert implements jobbus.Storer.
 func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob) (jobbus.Written, error) {
 	return upsert(ctx, s.db, nj)
+}
+
+// ReplaceCandidates implements jobbus.Storer, on jobs_owner_external_ref_key.
+func (s *Store) ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, keep []string) ([]jobbus.ReplaceCandidate, error) {
+	refSpace := int64(0)
+	if ownerKeyID == 0 {
+		refSpace = spaceID
+	}
+	rows, err := s.db.Query(ctx, `SELECT id, external_ref FROM jobs
+		WHERE ref_space = $1 AND owner_key_id = $2 AND external_ref IS NOT NULL AND NOT (external_ref = ANY($3::text[]))
+		  AND status IN ('active', 'paused')
+		ORDER BY id`, refSpace, ownerKeyID, keep)
+	if err != nil {
+		return nil, fmt.Errorf("select replace candidates: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobbus.ReplaceCandidate, error) {
+		var c jobbus.ReplaceCandidate
+		return c, r.Scan(&c.JobID, &c.ExternalRef)
+	})
 }

@@ -20,7 +20,7 @@ type rows struct {
 func (r rows) Scan(j *jobbus.Job) error {
 	dst := []any{&j.ID, &j.Title, &j.Company, &j.JobType, &j.Tags, &j.IsRemote, &j.Slug, &j.ExternalURL,
 		&j.ApplyURL, &j.CompanyLogo, &j.DateAdded, &j.ExpirationDate, &j.CityName, &j.CitySlug, &j.SpaceName,
-		&j.SalMin, &j.SalMax, &j.Currency}
+		&j.SalMin, &j.SalMax, &j.Currency, &j.SalaryPeriod, &j.WorkplaceType, &j.ExternalRef}
 	if r.near {
 		dst = append(dst, &j.DistanceKm)
 	}
@@ -193,7 +193,7 @@ func Latest(ctx context.Context, db DB, f jobbus.ListFilter) ([]jobbus.Job, time
 		var j jobbus.Job
 		if err := r.Scan(&j.ID, &j.Title, &j.Company, &j.JobType, &j.Tags, &j.IsRemote, &j.Slug, &j.ExternalURL,
 			&j.ApplyURL, &j.CompanyLogo, &j.DateAdded, &j.ExpirationDate, &j.CityName, &j.CitySlug, &j.SpaceName,
-			&j.SalMin, &j.SalMax, &j.Currency, &j.Description, &j.UpdatedAt); err != nil {
+			&j.SalMin, &j.SalMax, &j.Currency, &j.SalaryPeriod, &j.WorkplaceType, &j.ExternalRef, &j.Description, &j.UpdatedAt); err != nil {
 			r.Close()
 			return nil, time.Time{}, fmt.Errorf("scan feed job: %w", err)
 		}

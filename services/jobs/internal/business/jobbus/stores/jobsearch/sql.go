@@ -12,7 +12,7 @@ import (
 // listColumns are a listed job's columns (rows.Scan reads them).
 
 const listColumns = `id, title, company, job_type, tags, is_remote, slug, external_url, apply_url, company_logo,
-	date_added, expiration_date, city_name, city_slug, space_name, sal_min, sal_max, currency`
+	date_added, expiration_date, city_name, city_slug, space_name, sal_min, sal_max, currency, salary_period, workplace_type, external_ref`
 
 // pointColumns are listColumns of pointsSQL's jobs j.
 var pointColumns = "j." + strings.Join(strings.Split(strings.Join(strings.Fields(listColumns), ""), ","), ", j.")
@@ -208,6 +208,9 @@ func filters(w *pg.Where, f listing) []string {
 	if f.Remote {
 		conds = append(conds, `is_remote`)
 	}
+	if f.WorkplaceType != "" {
+		conds = append(conds, `workplace_type = `+w.Arg(f.WorkplaceType))
+	}
 	if f.CitySlug != "" {
 		conds = append(conds, `city_slug = `+w.Arg(f.CitySlug))
 	}
@@ -218,7 +221,8 @@ func filters(w *pg.Where, f listing) []string {
 		conds = append(conds, `currency = `+w.Arg(f.Currency))
 	}
 	if f.SalaryMin != nil {
-		conds = append(conds, `coalesce(sal_max, sal_min) >= `+w.Arg(*f.SalaryMin))
+		// Annualised (jobbus.PeriodsPerYear), on jobs_active_salary_idx.
+		conds = append(conds, `sal_annual >= `+w.Arg(*f.SalaryMin))
 	}
 	if f.Tag != "" {
 		conds = append(conds, `tag_list @> ARRAY[`+w.Arg(f.Tag)+`::text]`)
