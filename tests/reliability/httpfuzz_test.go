@@ -41,6 +41,8 @@ var validBodies = map[string]map[string]any{
 	"/v2/jobs": {"title": "Fuzzed Manager", "company": "Fuzz", "description": "<p>x</p>", "job_type": "fulltime",
 		"tags": "a,b", "city_name": "Berlin", "external_url": "https://e.example/j", "apply_url": "https://e.example/a",
 		"is_remote": 1, "currency": "EUR", "sal_min": 1, "sal_max": 2, "id_plan": 5},
+	"/v2/jobs/batch": {"mode": "upsert", "jobs": []any{map[string]any{"external_ref": "fuzz-1", "title": "Fuzzed Manager", "company": "Fuzz",
+		"description": "<p>x</p>", "job_type": "fulltime", "tags": "a,b", "city_name": "Berlin"}}},
 	"/v2/jobs/unpublish": {"job_id": 999999999},
 	"/v2/jobs/publish":   {"job_id": 999999999},
 	"/v2/jobs/pause":     {"job_id": 999999999},
@@ -140,6 +142,9 @@ func hostileBodies(valid map[string]any) []hostile {
 			if (f == "is_remote" && v == "true") || (f == "consent" && v == "true") || (f == "restricted" && v == "true") || (f == "paused" && v == "true") {
 				continue // accepted forms of those fields
 			}
+			if f == "jobs" && v == `[[["x"]]]` {
+				continue // a batch's row that is not a job is that row's error (200), never the batch's
+			}
 			out = append(out, hostile{name: fmt.Sprintf("wrongType-%s-%d", f, j), body: withRaw(valid, f, v), status: 422})
 		}
 		if _, isString := valid[f].(string); isString {
@@ -202,10 +207,18 @@ func rowCounts(t *testing.T) map[string]int {
 	}
 	out := map[string]int{}
 	for _, tb := range tables {
+		if countsTraffic[tb] {
+			continue
+		}
 		out[tb] = count(t, db, "SELECT count(*) FROM "+tb)
 	}
 	return out
 }
+
+// countsTraffic are the tables every request may add to by design: job
+// statistics count the views, impressions and clicks of any client, hostile
+// ones too (as crawlers or unknown agents, apart); nothing else is written.
+var countsTraffic = map[string]bool{"jobs.stats_events": true, "jobs.stats_daily": true, "jobs.stats_visitors": true}
 
 // rawHead is the request line and headers of a request with a body.
 func rawHead(method, path string, n int, hdr ...string) string {

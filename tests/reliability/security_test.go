@@ -167,6 +167,81 @@ func TestSpaceKeysIsolatedEveryRoute(t *testing.T) {
 			t.Fatalf("%s's key reading its own job: %s (the check above proves nothing)", own.name, r)
 		}
 	}
+	// Batches (issue 46): a row naming the other space is that row's 403,
+	// and a replace closes nothing of the other space's; an operation is
+	// its poster's only.
+	checks["POST /v2/jobs/batch"] = func(t *testing.T, own, other spaceFixture) {
+		otherID := map[string]int64{space1Name: 1, space2Name: 2}[other.name]
+		row := body(int(otherID))
+		row["external_ref"], row["id_space"] = "iso-"+randomSuffix(), otherID
+		b, _ := json.Marshal(map[string]any{"mode": "replace", "jobs": []any{row}})
+		r := do(t, "POST", gw+"/v2/jobs/batch", string(b), "X-API-Key", own.key)
+		var out struct {
+			Results []struct {
+				Action string   `json:"action"`
+				Errors []string `json:"errors"`
+			} `json:"results"`
+		}
+		r.into(t, &out)
+		if len(out.Results) != 1 || out.Results[0].Action != "error" {
+			t.Fatalf("%s's key batching a job into %s: %s", own.name, other.name, r)
+		}
+		if n := count(t, db, `SELECT count(*) FROM jobs.jobs WHERE id = $1 AND status = 'active'`, other.job); n != 1 {
+			t.Fatalf("%s's replace touched %s's job", own.name, other.name)
+		}
+	}
+	checks["GET /v2/jobs/batch/{operation_id}"] = func(t *testing.T, own, other spaceFixture) {
+		// The other space's operation: 101 rows, all refused, so it writes nothing.
+		rows := make([]any, 101)
+		for i := range rows {
+			rows[i] = map[string]any{"external_ref": fmt.Sprintf("iso-op-%d", i)}
+		}
+		b, _ := json.Marshal(map[string]any{"mode": "upsert", "jobs": rows})
+		r := do(t, "POST", gw+"/v2/jobs/batch", string(b), "X-API-Key", other.key)
+		var op struct {
+			OperationID string `json:"operation_id"`
+		}
+		r.into(t, &op)
+		if r.status != 202 || op.OperationID == "" {
+			t.Fatalf("%s's operation: %s", other.name, r)
+		}
+		if r := do(t, "GET", gw+"/v2/jobs/batch/"+op.OperationID, "", "X-API-Key", own.key); r.status != 404 {
+			t.Fatalf("%s's key reading %s's operation: %s", own.name, other.name, r)
+		}
+		if r := do(t, "GET", gw+"/v2/jobs/batch/"+op.OperationID, "", "X-API-Key", other.key); r.status != 200 {
+			t.Fatalf("%s's key reading its own operation: %s (the check above proves nothing)", other.name, r)
+		}
+	}
+	// Job statistics (issue 47): another space's job's numbers are
+	// refused like the job; the space's totals list only its own jobs.
+	checks["GET /v2/jobs/{id_job}/stats"] = func(t *testing.T, own, other spaceFixture) {
+		r := do(t, "GET", gw+fmt.Sprintf("/v2/jobs/%d/stats", other.job), "", "X-API-Key", own.key)
+		if r.status != 403 && r.status != 404 || strings.Contains(r.String(), `"views"`) {
+			t.Fatalf("%s's key reading %s's job stats: %s", own.name, other.name, r)
+		}
+		// Its own job's: the numbers, or 403 naming the plan that has them.
+		if r := do(t, "GET", gw+fmt.Sprintf("/v2/jobs/%d/stats", own.job), "", "X-API-Key", own.key); r.status != 200 &&
+			!(r.status == 403 && strings.Contains(r.String(), "Pro")) {
+			t.Fatalf("%s's key reading its own job's stats: %s", own.name, r)
+		}
+	}
+	checks["GET /v2/stats"] = func(t *testing.T, own, other spaceFixture) {
+		r := do(t, "GET", gw+"/v2/stats", "", "X-API-Key", own.key)
+		if r.status == 403 && strings.Contains(r.String(), "Pro") {
+			return // a plan without statistics: nothing of anyone's
+		}
+		var s struct {
+			TopJobs []struct {
+				IDJob int64 `json:"id_job"`
+			} `json:"top_jobs"`
+		}
+		r.into(t, &s)
+		for _, j := range s.TopJobs {
+			if j.IDJob == other.job {
+				t.Fatalf("%s's totals list %s's job %d", own.name, other.name, other.job)
+			}
+		}
+	}
 	// The key API: each space's manager key (made by the operators'
 	// command) against the other space's keys.
 	spaceIDs := map[string]int64{space1Name: 1, space2Name: 2}
