@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
 )
 
 // chartMemLimits are the GOMEMLIMITs the chart gives the services the bench
@@ -33,10 +33,10 @@ func chartMemLimits() (map[string][]string, error) {
 		APIs map[string]struct {
 			Resources struct {
 				Limits struct {
-					Memory string `yaml:"memory"`
-				} `yaml:"limits"`
-			} `yaml:"resources"`
-		} `yaml:"apis"`
+					Memory string `json:"memory"`
+				} `json:"limits"`
+			} `json:"resources"`
+		} `json:"apis"`
 	}
 	if err := yaml.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("chart memory limits: %w", err)
