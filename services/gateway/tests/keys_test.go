@@ -347,18 +347,7 @@ func TestKeyAuditLog(t *testing.T) {
 	}
 	do(t, "POST", g.base+"/v2/keys/"+strconv.FormatInt(ids[0], 10)+"/rotate", `{"grace_seconds":3600}`, keyHdr(mgr))
 	do(t, "DELETE", g.base+"/v2/keys/"+strconv.FormatInt(ids[1], 10), "", keyHdr(mgr))
-	type event struct {
-		ID    int64  `json:"id"`
-		KeyID int64  `json:"key_id"`
-		Event string `json:"event"`
-		Actor struct {
-			Type  string `json:"type"`
-			KeyID *int64 `json:"key_id"`
-		} `json:"actor"`
-		IP            *string `json:"ip"`
-		ReplacementID *int64  `json:"replacement_id"`
-	}
-	var all []event
+	var all []auditEvent
 	cursor := ""
 	for pages := 0; ; pages++ {
 		url := g.base + "/v2/keys/events?limit=2"
@@ -367,8 +356,8 @@ func TestKeyAuditLog(t *testing.T) {
 		}
 		r := do(t, "GET", url, "", keyHdr(mgr))
 		var page struct {
-			Events []event `json:"events"`
-			Next   *string `json:"next_cursor"`
+			Events []auditEvent `json:"events"`
+			Next   *string      `json:"next_cursor"`
 		}
 		r.data(t, &page)
 		all = append(all, page.Events...)
@@ -400,7 +389,7 @@ func TestKeyAuditLog(t *testing.T) {
 	}
 	r := do(t, "GET", g.base+"/v2/keys/events", "", keyHdr(other))
 	var theirs struct {
-		Events []event `json:"events"`
+		Events []auditEvent `json:"events"`
 	}
 	r.data(t, &theirs)
 	for _, e := range theirs.Events {

@@ -97,6 +97,8 @@ type auditEvent struct {
 		Type  string `json:"type"`
 		KeyID *int64 `json:"key_id"`
 	} `json:"actor"`
+	IP            *string `json:"ip"`
+	ReplacementID *int64  `json:"replacement_id"`
 }
 
 func auditEvents(t *testing.T, g *gateway, raw string) []auditEvent {
