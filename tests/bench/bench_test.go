@@ -267,7 +267,7 @@ func TestRoundsWithoutNginxSayWhyAndKeepTheOtherTargets(t *testing.T) {
 		return measurement{wrk: wrkResult{Requests: requests, DurationUS: 1e6},
 			cpu: map[string]time.Duration{"gateway": cpu, "backend": cpu, "postgres": cpu, "redis": cpu}}
 	}
-	rs := &rounds{n: 1, each: time.Second, names: []string{"gateway", "direct", "bare proxy"},
+	rs := &rounds{row: "a", n: 1, each: time.Second, names: []string{"gateway", "direct", "bare proxy"},
 		nginxMissing: "nginx is not installed"}
 	rs.sum, rs.rps = make([]measurement, 3), make([][]float64, 3)
 	for i, x := range []measurement{m(950, 950*time.Millisecond), m(1000, 1000*time.Millisecond), m(1000, 1000*time.Millisecond)} {
@@ -292,6 +292,39 @@ func TestRoundsWithoutNginxSayWhyAndKeepTheOtherTargets(t *testing.T) {
 	}
 	if strings.Contains(out, "| nginx (") {
 		t.Fatalf("an nginx row without nginx:\n%s", out)
+	}
+}
+
+// Replays (e1) are judged like row a: against nginx relaying them in the
+// same rounds, and no longer against the backend reached directly.
+func TestReplaysAreJudgedAgainstNginxInTheirRounds(t *testing.T) {
+	m := func(requests int64) measurement {
+		return measurement{wrk: wrkResult{Requests: requests, DurationUS: 1e6}, cpu: map[string]time.Duration{}}
+	}
+	for _, c := range []struct {
+		gateway int64
+		ok      bool
+	}{{900, true}, {899, false}} {
+		rs := &rounds{row: "e1", n: 1, each: time.Second, names: []string{"gateway", "direct", "bare proxy", "nginx"}, nginxWorkers: 2}
+		rs.sum, rs.rps = make([]measurement, 4), make([][]float64, 4)
+		for i, x := range []measurement{m(c.gateway), m(2000), m(1100), m(1000)} {
+			rs.add(i, x)
+		}
+		r := &report{start: time.Now(), end: time.Now(), rows: []rowResult{{row: row{ID: "e1", Name: "e1"}, gateway: m(5000), rounds: rs}}}
+		md := r.markdown()
+		var got *checked
+		for i := range r.checks {
+			if r.checks[i].id == "e1-direct" {
+				t.Fatalf("the withdrawn e1 × direct target is still checked:\n%s", md)
+			}
+			if r.checks[i].id == "e1-nginx" {
+				got = &r.checks[i]
+			}
+		}
+		if got == nil || got.ok != c.ok || !strings.Contains(md, "Row e1 interleaved: 1 rounds") ||
+			!strings.Contains(md, "(e1) gateway ≥ 0.90 × nginx relaying the same replays (1 interleaved rounds; direct: 2.00 × nginx)") {
+			t.Fatalf("gateway %d/s against nginx's 1000/s: check %+v in\n%s", c.gateway, got, md)
+		}
 	}
 }
 

@@ -83,7 +83,7 @@ func main() {
 	flag.StringVar(&rows, "rows", "", "comma-separated row ids to run (default all): hello,a,b1,b2,b3,b4,b5,b6,b7,b8 (b: all eight searches),c,d,e1,e2,f,g,h,rate,overload; the cached phase a$,h$,n,am, or cache for it and the rows it is compared with (a, h, hello)")
 	flag.StringVar(&cfg.Out, "out", "", "also write the report to this file")
 	flag.StringVar(&cfg.CacheStore, "cache-store", "redis", "RESPONSE_CACHE_STORE of the cached phase: redis (shared, the chart's default) or memory (per replica)")
-	flag.StringVar(&cfg.ProfileRow, "profile", "", "row id whose measured run is CPU-profiled on the gateway and the backend (pprof from the admin port)")
+	flag.StringVar(&cfg.ProfileRow, "profile", "", "row id whose measured run is CPU-profiled on the gateway and the backend (pprof from the admin port); overload: heap profiles under overload; end: each service's heap profile after the last row")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "bench-profiles", "where -profile writes gateway.pprof and <backend>.pprof")
 	flag.IntVar(&cfg.Rounds, "rounds", 4, "interleaved rounds of row a: gateway, direct, bare proxy and nginx (when installed) in turn, the order rotated each round (0: none)")
 	flag.DurationVar(&cfg.RoundDuration, "round-duration", 3*time.Second, "measured time of each target in each interleaved round")

@@ -171,7 +171,7 @@ func (b *bench) runRow(ctx context.Context, r row) (rowResult, error) {
 		}
 		res.direct = &dm
 		b.addLoadRSS(dm.rss)
-		if r.ID == "a" {
+		if r.ID == "a" || r.ID == "e1" {
 			if err := b.bareProxyAndRounds(ctx, r, l, &res); err != nil {
 				return res, fmt.Errorf("row %s bare proxy: %w", r.ID, err)
 			}
@@ -649,7 +649,7 @@ func (b *bench) bareProxyAndRounds(ctx context.Context, r row, direct load, res 
 		{"direct", b.s.URL[r.Backend], r.Backend, direct, nil},
 		{"bare proxy", proxy, r.Backend, direct, proxyPIDs},
 	}
-	rs := &rounds{n: b.cfg.Rounds, each: b.cfg.RoundDuration}
+	rs := &rounds{row: r.ID, n: b.cfg.Rounds, each: b.cfg.RoundDuration}
 	if ng, err := b.startNginx(ctx, backend, direct); err != nil {
 		rs.nginxMissing = err.Error()
 		b.note("row %s: nginx left out of the rounds: %v", r.ID, err)
@@ -720,6 +720,7 @@ func (b *bench) startNginx(ctx context.Context, backend string, direct load) (st
 // rounds sums the interleaved runs of each target, in the order of names:
 // gateway, direct, bare proxy, then nginx when it could be started.
 type rounds struct {
+	row          string // a or e1
 	n            int
 	each         time.Duration
 	names        []string

@@ -149,6 +149,14 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 	}
+	if cfg.ProfileRow == "end" {
+		// What each service still holds after every row: what grew over the run.
+		for _, name := range []string{"gateway", "jobs", "directory"} {
+			if err := b.fetchProfile(ctx, name, "heap", name+"-end.heap"); err != nil {
+				b.note("heap profile %s: %v", name, err)
+			}
+		}
+	}
 	b.rep.end = time.Now()
 	b.rep.loadAfter = loadAverage()
 	md := b.rep.markdown()
