@@ -83,7 +83,6 @@ func main() {
 		// Mounted without Stripe too, where it answers 503 (not configured).
 		payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
 		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP, Allow: hookAllow}), Codec: p.Codec})
-		go cityzone.Warm() // the alerts' zones by city
 		alertapp.Routes(app, alertapp.Config{Codec: p.Codec, Jobs: bus, Log: log, Bus: &alertbus.Business{Store: alertdb.New(p.Pool), Zones: cityzone.Finder{Dir: dir},
 			Signer: alertbus.NewSigner([]byte(cfg.IdentitySecret)),
 			Limits: alertbus.ConfirmLimits{Every: cfg.AlertConfirmEvery, PerDay: cfg.AlertConfirmPerDay}}})

@@ -1,6 +1,9 @@
 package cityzone
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // The seeded cities' coordinates give their zones.
 func TestZone(t *testing.T) {
@@ -25,5 +28,39 @@ func TestZone(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%s: %q %v, want %q", c.name, got, err, c.want)
 		}
+	}
+}
+
+// An index is loaded once while it is used, dropped after its idle time,
+// and loaded again when needed after that.
+func TestIndexIsDroppedWhenIdle(t *testing.T) {
+	t.Parallel()
+	h := &held{idle: 50 * time.Millisecond, load: tiles.load}
+	for range 3 {
+		if _, err := h.get(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.loads != 1 {
+		t.Fatalf("loaded %d times while in use, want 1", h.loads)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.mu.Lock()
+		dropped := h.f == nil
+		h.mu.Unlock()
+		if dropped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the index was kept past its idle time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f, err := h.get(); err != nil || f == nil || h.loads != 2 {
+		t.Fatalf("after the drop: %v, %d loads", err, h.loads)
+	}
+	if names, err := h.f.GetTimezoneNames(13.404954, 52.520008); err != nil || len(names) != 1 || names[0] != "Europe/Berlin" {
+		t.Fatalf("reloaded index: %v %v", names, err)
 	}
 }
