@@ -45,7 +45,7 @@ type report struct {
 var heldInRecord = map[string]bool{
 	"a-pgbench": true, "a-cpu": true, "a-timeouts": true, "a-rate-p99": true, "b-rare": true,
 	"d": true, "d-direct": true, "d-pg": true, "e1": true, "e2": true, "e2-pg": true,
-	"a$": true, "n-304": true, "overload": true, "rss-directory": true, "rss-gateway": true,
+	"a$": true, "n-304": true, "overload": true, "rss-directory": true, "rss-gateway": true, "rss-jobs": true,
 }
 
 // Targets of the performance issue, checked in the report.
