@@ -282,9 +282,16 @@ func synthetic(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, cat di
 			salMin, salMax = &lo, &hi
 		}
 		desc := "<p>" + title + " at " + company + ": look after our " + words[r.IntN(len(words))] + ".</p>"
+		// is_remote is derived from workplace_type (migration 00048's check);
+		// drawn in the order they always were, so the data set stays the same.
+		jobType := jobTypes[r.IntN(len(jobTypes))]
+		remote, workplace := r.IntN(5) == 0, "on_site"
+		if remote {
+			workplace = "remote"
+		}
 		return []any{
 			hex.EncodeToString(hash[:16]), spaceID, spaceName, int64(syntheticKeyID), hex.EncodeToString(fp[:]),
-			title, company, desc, jobTypes[r.IntN(len(jobTypes))], tags, r.IntN(5) == 0,
+			title, company, desc, jobType, tags, remote, workplace,
 			jobbus.Slug(title, city.Slug), ext + "?ref=coworkjobs", city.ID, city.Name, city.Slug,
 			salMin, salMax, "EUR", "jobs@coworkjobs.example", 5, status, added, added, expires, city.Latitude, city.Longitude,
 			jobbus.OwnerOf(jobbus.Caller{KeyID: syntheticKeyID, SpaceID: spaceID}),
@@ -292,7 +299,7 @@ func synthetic(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, cat di
 	})
 	copied, err := pool.CopyFrom(ctx, pgx.Identifier{"jobs"}, []string{
 		"hash_identifier", "space_id", "space_name", "key_id", "fingerprint",
-		"title", "company", "description", "job_type", "tags", "is_remote",
+		"title", "company", "description", "job_type", "tags", "is_remote", "workplace_type",
 		"slug", "external_url", "city_id", "city_name", "city_slug",
 		"sal_min", "sal_max", "currency", "inv_email", "plan_id", "status", "date_added", "updated_at", "expiration_date",
 		"city_lat", "city_lon", "owner_key_id",

@@ -18,20 +18,20 @@ func (s *Store) InsertBatchOp(ctx context.Context, op jobbus.BatchOp) error {
 	if err != nil {
 		return fmt.Errorf("encode batch rows: %w", err)
 	}
-	if _, err := s.db.Exec(ctx, `INSERT INTO batch_operations (id, key_id, space_id, trusted, mode, confirm_empty, rows, status)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, op.ID, op.KeyID, op.SpaceID, op.Trusted, op.Mode, op.ConfirmEmpty, rows, op.Status); err != nil {
+	if _, err := s.db.Exec(ctx, `INSERT INTO batch_operations (id, key_id, space_id, trusted, mode, confirm_empty, rows, status, dry_run)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, op.ID, op.KeyID, op.SpaceID, op.Trusted, op.Mode, op.ConfirmEmpty, rows, op.Status, op.DryRun); err != nil {
 		return fmt.Errorf("insert batch operation: %w", err)
 	}
 	return nil
 }
 
-const batchOpColumns = `id, key_id, space_id, trusted, mode, confirm_empty, rows, next_row, results, status, created_at, done_at`
+const batchOpColumns = `id, key_id, space_id, trusted, mode, confirm_empty, rows, next_row, results, status, created_at, done_at, dry_run`
 
 func scanBatchOp(row pgx.Row) (jobbus.BatchOp, error) {
 	var op jobbus.BatchOp
 	var rows, results []byte
 	if err := row.Scan(&op.ID, &op.KeyID, &op.SpaceID, &op.Trusted, &op.Mode, &op.ConfirmEmpty, &rows, &op.NextRow, &results,
-		&op.Status, &op.CreatedAt, &op.DoneAt); err != nil {
+		&op.Status, &op.CreatedAt, &op.DoneAt, &op.DryRun); err != nil {
 		return jobbus.BatchOp{}, err
 	}
 	if err := json.Unmarshal(rows, &op.Rows); err != nil {
