@@ -461,7 +461,7 @@ func (sr *statsReport) markdown(r *report, w func(string, ...any)) {
 // targets are the phase's targets (none is in heldInRecord yet).
 func (sr *statsReport) targets(r *report, w func(string, ...any)) {
 	if len(sr.goRuns) > 0 {
-		var worst time.Duration
+		worst := sr.goRuns[0].P99 - sr.plainRuns[0].P99
 		errs := int64(0)
 		for i := range sr.goRuns {
 			worst = max(worst, sr.goRuns[i].P99-sr.plainRuns[i].P99)
