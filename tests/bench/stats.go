@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +61,9 @@ type statsReport struct {
 	// batches are the 1 000-row batches: wall time from the POST to the GET
 	// that said done, and their counts.
 	batches []batchRun
+	// batchCPU is the CPU the batches took, by group (gateway, backend,
+	// postgres, redis, autovacuum), over all runs.
+	batchCPU map[string]time.Duration
 }
 
 type batchRun struct {
@@ -352,6 +356,7 @@ func (b *bench) batchRows(ctx context.Context, d dataset, sr *statsReport) error
 			}
 		}()
 	}
+	cpu := trackCPU(b.cpuGroups(ctx, "jobs"), 100*time.Millisecond)
 	for run := range batchRuns {
 		b.note("row batch: %d rows, run %d of %d", batchRows, run+1, batchRuns)
 		token := b.nonce()
@@ -409,6 +414,7 @@ func (b *bench) batchRows(ctx context.Context, d dataset, sr *statsReport) error
 		}
 		sr.batches = append(sr.batches, br)
 	}
+	sr.batchCPU = cpu.Stop()
 	profiled.Wait()
 	return nil
 }
@@ -454,7 +460,14 @@ func (sr *statsReport) markdown(r *report, w func(string, ...any)) {
 		for i, br := range sr.batches {
 			w("| %d | %s | %.0f | %d | %d |\n", i+1, br.took.Round(time.Millisecond), float64(batchRows)/br.took.Seconds(), br.created, br.polls)
 		}
-		w("\n")
+		var took time.Duration
+		for _, br := range sr.batches {
+			took += br.took
+		}
+		per := func(g string) string { return usd(sr.batchCPU[g] / time.Duration(batchRows*len(sr.batches))) }
+		w("\nCPU per row over the runs (%s wall): gateway %s µs, jobs %s µs, PostgreSQL %s µs, Redis %s µs, autovacuum %s µs; the three busy %.0f %% of the wall time (of %d cores).\n\n",
+			took.Round(time.Millisecond), per("gateway"), per("backend"), per("postgres"), per("redis"), per("autovacuum"),
+			100*float64(sr.batchCPU["gateway"]+sr.batchCPU["backend"]+sr.batchCPU["postgres"])/float64(took), runtime.NumCPU())
 	}
 }
 

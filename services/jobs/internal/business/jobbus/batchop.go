@@ -32,8 +32,11 @@ type BatchOp struct {
 	ConfirmEmpty bool
 	// DryRun: every row is applied in one transaction that is rolled back
 	// (dryRunOp); only the results are kept.
-	DryRun    bool
-	Rows      []CreateInput
+	DryRun bool
+	Rows   []CreateInput
+	// RowCount is len(Rows), also when the rows were not read
+	// (QueryBatchOp: a progress poll needs only their number).
+	RowCount  int
 	NextRow   int
 	Results   []BatchRow
 	Status    string
@@ -174,5 +177,5 @@ func (b *Business) BatchOperation(ctx context.Context, caller Caller, id string)
 
 // Result is op as a batch's result: its rows' results so far.
 func (op BatchOp) Result() BatchResult {
-	return BatchResult{Mode: op.Mode, DryRun: op.DryRun, Results: op.Results, OperationID: op.ID, Status: op.Status, Rows: len(op.Rows)}
+	return BatchResult{Mode: op.Mode, DryRun: op.DryRun, Results: op.Results, OperationID: op.ID, Status: op.Status, Rows: op.RowCount}
 }
