@@ -508,7 +508,9 @@ func TestPrometheusCountersAgreeWithTheAPI(t *testing.T) {
 	}
 	var api counts
 	for _, id := range ids {
-		s := statsOf(t, pro, id, func(s jobStats) bool { return s.Totals.ApplyClicks >= n && s.Totals.BotClicks >= 2 && s.Totals.BotViews >= 2 })
+		s := statsOf(t, pro, id, func(s jobStats) bool {
+			return s.Totals.ApplyClicks >= n && s.Totals.BotClicks >= 2 && s.Totals.BotViews >= 2
+		})
 		if want := (counts{Views: n + 1, UniqueViews: m + 1, ApplyClicks: n, UniqueClicks: m, BotViews: 2, BotClicks: 2}); s.Totals != want {
 			t.Fatalf("job %d: totals %+v, want %+v", id, s.Totals, want)
 		}
