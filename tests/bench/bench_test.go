@@ -493,9 +493,9 @@ func TestStatsPhaseTargets(t *testing.T) {
 		plainRuns: []rateResult{{P99: 10 * time.Millisecond}, {P99: 30 * time.Millisecond}},
 		goRuns:    []rateResult{{P99: 4 * time.Millisecond}, {P99: 36 * time.Millisecond}},
 		pvOn:      []measurement{rps(97), rps(95)}, pvOff: []measurement{rps(100), rps(100)},
-		ysRate:    &rateResult{P99: 60 * time.Millisecond},
-		batches:   []batchRun{{took: time.Second, created: batchRows}, {took: 3 * time.Second, created: batchRows}},
-		batchCPU:  map[string]time.Duration{},
+		ysRate:   &rateResult{P99: 60 * time.Millisecond},
+		batches:  []batchRun{{took: time.Second, created: batchRows}, {took: 3 * time.Second, created: batchRows}},
+		batchCPU: map[string]time.Duration{},
 	}
 	r := &report{start: time.Now(), end: time.Now(), stats: sr}
 	md := r.markdown()
