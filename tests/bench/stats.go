@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // The job statistics' rows (issue 47) and the batch's (issue 46):
@@ -301,7 +303,7 @@ func (b *bench) yearOfStats(ctx context.Context, jobs []statsJob, sr *statsRepor
 	if err != nil {
 		return err
 	}
-	lines, err := collectStrings(rows)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return err
 	}
@@ -322,24 +324,6 @@ func (b *bench) yearOfStats(ctx context.Context, jobs []statsJob, sr *statsRepor
 	rr := runRate(ctx, b.s.URL["gateway"], paths, b.keyHeaders(), statsReadRate, b.cfg.Duration, 64)
 	sr.ysRate = &rr
 	return nil
-}
-
-func collectStrings(rows interface {
-	Next() bool
-	Scan(...any) error
-	Err() error
-	Close()
-}) ([]string, error) {
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
 }
 
 // batchRows sends batchRuns batches of 1 000 new jobs through the gateway,
