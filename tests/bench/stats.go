@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"runtime"
@@ -31,6 +33,7 @@ import (
 const (
 	targetGoAddedP99  = 5 * time.Millisecond
 	targetPageCost    = 0.05
+	targetCounterDiff = 0.001
 	targetYearStats   = 50 * time.Millisecond
 	targetBatchRows   = 500.0
 	statsJobs         = 64
@@ -53,6 +56,10 @@ type statsReport struct {
 	// pvOn and pvOff are the page's saturation runs, in round order.
 	pvOn, pvOff []measurement
 	pages       int
+	// promViews and apiViews are the browser views of the last pv round
+	// (its warm-up included) as the jobs service's counter and as the
+	// stats API count them.
+	promViews, apiViews int64
 	// The year of stats: the roll-ups seeded and how long that took, the
 	// read's plan, its saturation run and its unqueued latency run.
 	dailyRows, denseRows int64
@@ -230,12 +237,21 @@ func (b *bench) pageViewRows(ctx context.Context, jobs []statsJob, sr *statsRepo
 	sr.pages = len(l.Requests)
 	order := []bool{true, false, false, true}
 	counting := true
-	for _, on := range order {
+	var apiBefore int64
+	for i, on := range order {
 		if on != counting {
 			if err := b.setCounting(ctx, on); err != nil {
 				return err
 			}
 			counting = on
+		}
+		last := i == len(order)-1
+		if last {
+			// The jobs service was just restarted: its counter starts at 0.
+			var err error
+			if apiBefore, err = b.apiViews(ctx, jobs); err != nil {
+				return err
+			}
 		}
 		id, name := "pv", "GET /jobs/{slug}-{id} (public job page, a browser), the view counted"
 		if !on {
@@ -254,8 +270,83 @@ func (b *bench) pageViewRows(ctx context.Context, jobs []statsJob, sr *statsRepo
 		} else {
 			sr.pvOff = append(sr.pvOff, m)
 		}
+		if last {
+			if err := b.compareCounters(ctx, jobs, apiBefore, sr); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// apiViews is the browser views of today (UTC) of jobs as the stats API
+// reads them.
+func (b *bench) apiViews(ctx context.Context, jobs []statsJob) (int64, error) {
+	today := time.Now().UTC().Format(time.DateOnly)
+	var n int64
+	for _, j := range jobs {
+		l := load{Method: "GET", Headers: b.keyHeaders(), Requests: []request{{Path: fmt.Sprintf("/v2/jobs/%d/stats?from=%s&to=%s", j.id, today, today)}}}
+		raw, err := b.probe(ctx, b.s.URL["gateway"], l, 0)
+		if err != nil {
+			return 0, err
+		}
+		var st struct {
+			Data struct {
+				Totals struct {
+					Views int64 `json:"views"`
+				} `json:"totals"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return 0, err
+		}
+		n += st.Data.Totals.Views
+	}
+	return n, nil
+}
+
+// compareCounters waits until the jobs service has written every counted
+// event (jobs_stats_pending_events 0), then reads its counter of browser
+// views and the API's views of the round.
+func (b *bench) compareCounters(ctx context.Context, jobs []statsJob, apiBefore int64, sr *statsReport) error {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		pending, views := b.statsMetrics()
+		if pending == 0 {
+			sr.promViews = views
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("row pv: %d events still pending after 30 s", pending)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // the write in flight when pending became 0
+	after, err := b.apiViews(ctx, jobs)
+	sr.apiViews = after - apiBefore
+	return err
+}
+
+// statsMetrics reads the jobs service's jobs_stats_pending_events and
+// jobs_stats_events_total{agent="browser",kind="view"}.
+func (b *bench) statsMetrics() (pending, views int64) {
+	resp, err := b.client.Get(b.s.Admin["jobs"] + "/metrics")
+	if err != nil {
+		return -1, 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "jobs_stats_pending_events "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			pending = int64(f)
+		}
+		if v, ok := strings.CutPrefix(line, `jobs_stats_events_total{agent="browser",kind="view"} `); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			views = int64(f)
+		}
+	}
+	return pending, views
 }
 
 // yearOfStats seeds a year of daily roll-ups and measures one job's year
@@ -432,6 +523,7 @@ func (sr *statsReport) markdown(r *report, w func(string, ...any)) {
 			}
 		}
 		w("\n")
+		w("The last round's browser views (its warm-up included): the jobs service's jobs_stats_events_total %d, the stats API %d.\n\n", sr.promViews, sr.apiViews)
 	}
 	if sr.ys != nil {
 		w("One job's year of stats: %d daily roll-up rows seeded (every job one page-view row a week for a year; the %d measured jobs a dense year, %d rows) in %s. The read's plan (statsdb.WeekRows, the first job):\n\n```\n%s\n```\n\n",
@@ -478,6 +570,13 @@ func (sr *statsReport) targets(r *report, w func(string, ...any)) {
 		cost := 1 - on/off
 		ok := cost <= targetPageCost
 		r.check(w, "pv", ok, "| (pv) counting costs the page ≤ %.0f %% of its throughput (rounds' mean) | %.1f %% | %s |\n", targetPageCost*100, cost*100, verdict(ok))
+		diff := 1.0
+		if sr.apiViews > 0 {
+			diff = math.Abs(float64(sr.promViews-sr.apiViews)) / float64(sr.apiViews)
+		}
+		agree := diff <= targetCounterDiff
+		r.check(w, "pv-counters", agree, "| (pv) the Prometheus counter of views agrees with the API's total within %.1f %% (the last round) | %d / %d | %s |\n",
+			targetCounterDiff*100, sr.promViews, sr.apiViews, verdict(agree))
 	}
 	if sr.ysRate != nil {
 		ok := sr.ysRate.P99 <= targetYearStats && sr.ysRate.Errors == 0
