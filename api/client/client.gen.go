@@ -2250,7 +2250,10 @@ type JobBatchCounts struct {
 // JobBatchOperation defines model for JobBatchOperation.
 type JobBatchOperation struct {
 	// Counts Once done.
-	Counts      *JobBatchCounts       `json:"counts,omitempty"`
+	Counts *JobBatchCounts `json:"counts,omitempty"`
+
+	// DryRun true: a dry run; its results are what the batch would do, nothing was applied.
+	DryRun      bool                  `json:"dry_run"`
 	Mode        JobBatchOperationMode `json:"mode"`
 	OperationId string                `json:"operation_id"`
 
@@ -5240,7 +5243,12 @@ type ClientInterface interface {
 	//
 	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
 	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
-	// nothing is applied or recorded.
+	// nothing is applied or recorded. Up to 100 jobs it is answered at once (200); more (up to
+	// 1 000) is an operation like any large batch (202, `dry_run: true` in it): the jobs service
+	// runs all its jobs and replace's closings in one transaction that it rolls back (not 100 at
+	// a time: a dry run applies nothing, so there is nothing to resume, and one transaction makes
+	// its results exactly the applied batch's), and keeps only the results. A dry run spends the
+	// write budget as the batch would.
 	//
 	// **All or nothing per request.** The batch is one transaction: an interrupted request
 	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
@@ -5258,8 +5266,8 @@ type ClientInterface interface {
 	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
 	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
 	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
-	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
-	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. More than
+	// 1 000 jobs is 422.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5287,7 +5295,12 @@ type ClientInterface interface {
 	//
 	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
 	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
-	// nothing is applied or recorded.
+	// nothing is applied or recorded. Up to 100 jobs it is answered at once (200); more (up to
+	// 1 000) is an operation like any large batch (202, `dry_run: true` in it): the jobs service
+	// runs all its jobs and replace's closings in one transaction that it rolls back (not 100 at
+	// a time: a dry run applies nothing, so there is nothing to resume, and one transaction makes
+	// its results exactly the applied batch's), and keeps only the results. A dry run spends the
+	// write budget as the batch would.
 	//
 	// **All or nothing per request.** The batch is one transaction: an interrupted request
 	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
@@ -5305,8 +5318,8 @@ type ClientInterface interface {
 	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
 	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
 	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
-	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
-	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. More than
+	// 1 000 jobs is 422.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7226,7 +7239,12 @@ func (c *Client) CreateJob(ctx context.Context, params *CreateJobParams, body Cr
 //
 // **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
 // rolled back: the results are what the batch would do (a new job's `job_id` is null), and
-// nothing is applied or recorded.
+// nothing is applied or recorded. Up to 100 jobs it is answered at once (200); more (up to
+// 1 000) is an operation like any large batch (202, `dry_run: true` in it): the jobs service
+// runs all its jobs and replace's closings in one transaction that it rolls back (not 100 at
+// a time: a dry run applies nothing, so there is nothing to resume, and one transaction makes
+// its results exactly the applied batch's), and keeps only the results. A dry run spends the
+// write budget as the batch would.
 //
 // **All or nothing per request.** The batch is one transaction: an interrupted request
 // applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
@@ -7244,8 +7262,8 @@ func (c *Client) CreateJob(ctx context.Context, params *CreateJobParams, body Cr
 // `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
 // 100 jobs a transaction, each committing with the operation's progress, so a process killed
 // mid-operation loses no job and applies none twice: whoever runs it next goes on from the
-// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
-// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+// last committed chunk. `replace` closes the missing jobs once every row is applied. More than
+// 1 000 jobs is 422.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7283,7 +7301,12 @@ func (c *Client) BatchJobsWithBody(ctx context.Context, params *BatchJobsParams,
 //
 // **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
 // rolled back: the results are what the batch would do (a new job's `job_id` is null), and
-// nothing is applied or recorded.
+// nothing is applied or recorded. Up to 100 jobs it is answered at once (200); more (up to
+// 1 000) is an operation like any large batch (202, `dry_run: true` in it): the jobs service
+// runs all its jobs and replace's closings in one transaction that it rolls back (not 100 at
+// a time: a dry run applies nothing, so there is nothing to resume, and one transaction makes
+// its results exactly the applied batch's), and keeps only the results. A dry run spends the
+// write budget as the batch would.
 //
 // **All or nothing per request.** The batch is one transaction: an interrupted request
 // applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
@@ -7301,8 +7324,8 @@ func (c *Client) BatchJobsWithBody(ctx context.Context, params *BatchJobsParams,
 // `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
 // 100 jobs a transaction, each committing with the operation's progress, so a process killed
 // mid-operation loses no job and applies none twice: whoever runs it next goes on from the
-// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
-// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+// last committed chunk. `replace` closes the missing jobs once every row is applied. More than
+// 1 000 jobs is 422.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -13402,7 +13425,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
 	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
-	// nothing is applied or recorded.
+	// nothing is applied or recorded. Up to 100 jobs it is answered at once (200); more (up to
+	// 1 000) is an operation like any large batch (202, `dry_run: true` in it): the jobs service
+	// runs all its jobs and replace's closings in one transaction that it rolls back (not 100 at
+	// a time: a dry run applies nothing, so there is nothing to resume, and one transaction makes
+	// its results exactly the applied batch's), and keeps only the results. A dry run spends the
+	// write budget as the batch would.
 	//
 	// **All or nothing per request.** The batch is one transaction: an interrupted request
 	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
@@ -13420,8 +13448,8 @@ type ClientWithResponsesInterface interface {
 	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
 	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
 	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
-	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
-	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. More than
+	// 1 000 jobs is 422.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13449,7 +13477,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
 	// rolled back: the results are what the batch would do (a new job's `job_id` is null), and
-	// nothing is applied or recorded.
+	// nothing is applied or recorded. Up to 100 jobs it is answered at once (200); more (up to
+	// 1 000) is an operation like any large batch (202, `dry_run: true` in it): the jobs service
+	// runs all its jobs and replace's closings in one transaction that it rolls back (not 100 at
+	// a time: a dry run applies nothing, so there is nothing to resume, and one transaction makes
+	// its results exactly the applied batch's), and keeps only the results. A dry run spends the
+	// write budget as the batch would.
 	//
 	// **All or nothing per request.** The batch is one transaction: an interrupted request
 	// applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
@@ -13467,8 +13500,8 @@ type ClientWithResponsesInterface interface {
 	// `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
 	// 100 jobs a transaction, each committing with the operation's progress, so a process killed
 	// mid-operation loses no job and applies none twice: whoever runs it next goes on from the
-	// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
-	// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+	// last committed chunk. `replace` closes the missing jobs once every row is applied. More than
+	// 1 000 jobs is 422.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -28911,7 +28944,12 @@ func (c *ClientWithResponses) CreateJobWithResponse(ctx context.Context, params 
 //
 // **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
 // rolled back: the results are what the batch would do (a new job's `job_id` is null), and
-// nothing is applied or recorded.
+// nothing is applied or recorded. Up to 100 jobs it is answered at once (200); more (up to
+// 1 000) is an operation like any large batch (202, `dry_run: true` in it): the jobs service
+// runs all its jobs and replace's closings in one transaction that it rolls back (not 100 at
+// a time: a dry run applies nothing, so there is nothing to resume, and one transaction makes
+// its results exactly the applied batch's), and keeps only the results. A dry run spends the
+// write budget as the batch would.
 //
 // **All or nothing per request.** The batch is one transaction: an interrupted request
 // applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
@@ -28929,8 +28967,8 @@ func (c *ClientWithResponses) CreateJobWithResponse(ctx context.Context, params 
 // `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
 // 100 jobs a transaction, each committing with the operation's progress, so a process killed
 // mid-operation loses no job and applies none twice: whoever runs it next goes on from the
-// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
-// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+// last committed chunk. `replace` closes the missing jobs once every row is applied. More than
+// 1 000 jobs is 422.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28964,7 +29002,12 @@ func (c *ClientWithResponses) BatchJobsWithBodyWithResponse(ctx context.Context,
 //
 // **Dry run.** `dry_run: true` runs the same rules and statements in a transaction that is
 // rolled back: the results are what the batch would do (a new job's `job_id` is null), and
-// nothing is applied or recorded.
+// nothing is applied or recorded. Up to 100 jobs it is answered at once (200); more (up to
+// 1 000) is an operation like any large batch (202, `dry_run: true` in it): the jobs service
+// runs all its jobs and replace's closings in one transaction that it rolls back (not 100 at
+// a time: a dry run applies nothing, so there is nothing to resume, and one transaction makes
+// its results exactly the applied batch's), and keeps only the results. A dry run spends the
+// write budget as the batch would.
 //
 // **All or nothing per request.** The batch is one transaction: an interrupted request
 // applied nothing, and sending it again is safe. With an `Idempotency-Key` (as on
@@ -28982,8 +29025,8 @@ func (c *ClientWithResponses) BatchJobsWithBodyWithResponse(ctx context.Context,
 // `operation_id` and `url` (`GET /v2/jobs/batch/{operation_id}`). The jobs service applies it
 // 100 jobs a transaction, each committing with the operation's progress, so a process killed
 // mid-operation loses no job and applies none twice: whoever runs it next goes on from the
-// last committed chunk. `replace` closes the missing jobs once every row is applied. A dry
-// run is answered for at most 100 jobs (422 above that). More than 1 000 jobs is 422.
+// last committed chunk. `replace` closes the missing jobs once every row is applied. More than
+// 1 000 jobs is 422.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

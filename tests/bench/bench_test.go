@@ -509,3 +509,40 @@ func TestChartMemLimits(t *testing.T) {
 		t.Error("256M accepted")
 	}
 }
+
+// The statistics' and batch phase: -rows stats selects its four rows; its
+// targets judge go by its worst round (a negative difference too), pv by
+// the rounds' mean and batch over every run; none is in the regression
+// gate yet.
+func TestStatsPhaseTargets(t *testing.T) {
+	c := config{Rows: map[string]bool{"stats": true}}
+	for id, want := range map[string]bool{"go": true, "pv": true, "ys": true, "batch": true, "d": false, "a": false} {
+		if c.wants(id) != want {
+			t.Errorf("-rows stats: wants(%q) = %t", id, !want)
+		}
+	}
+	rps := func(n int64) measurement { return measurement{wrk: wrkResult{Requests: n, DurationUS: 1e6}} }
+	sr := &statsReport{
+		plainRuns: []rateResult{{P99: 10 * time.Millisecond}, {P99: 30 * time.Millisecond}},
+		goRuns:    []rateResult{{P99: 4 * time.Millisecond}, {P99: 36 * time.Millisecond}},
+		pvOn:      []measurement{rps(97), rps(95)}, pvOff: []measurement{rps(100), rps(100)},
+		ysRate:   &rateResult{P99: 60 * time.Millisecond},
+		batches:  []batchRun{{took: time.Second, created: batchRows}, {took: 3 * time.Second, created: batchRows}},
+		batchCPU: map[string]time.Duration{},
+	}
+	r := &report{start: time.Now(), end: time.Now(), stats: sr}
+	md := r.markdown()
+	for _, want := range []string{
+		"| (go) /go/ adds ≤ 5.00 ms p99 over a plain redirect at 0 req/s (worst round) | 6.00 ms (0 errors) | **missed** |",
+		"| (pv) counting costs the page ≤ 5 % of its throughput (rounds' mean) | 4.0 % | met |",
+		"| (ys) a job's year of stats ≤ 50.00 ms (p99 at 50 req/s) | 60.00 ms | **missed** |",
+		"| (batch) a 1000-row batch ≥ 500 rows/s through the gateway (all runs) | 500 rows/s | met |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no line %q in:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "REGRESSION") {
+		t.Errorf("a stats target in the regression gate:\n%s", md)
+	}
+}

@@ -29,6 +29,9 @@ func runRate(ctx context.Context, base string, paths []string, headers map[strin
 		// (and the wait counts) instead of dialling past the server's cap.
 		Transport: &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64,
 			IdleConnTimeout: 30 * time.Second, DisableCompression: true},
+		// A redirect is the answer measured (the apply redirect's row), not
+		// the place it leads to.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	defer client.CloseIdleConnections()
 	n := int(float64(rate) * d.Seconds())

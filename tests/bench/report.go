@@ -27,6 +27,7 @@ type report struct {
 	cached                []rowResult // the cached phase: the gateway with its response cache on
 	rssCached             map[string]rss
 	rate                  *rateResult
+	stats                 *statsReport // the job statistics' and the batch's rows
 	overloads             []overloadResult
 	growth                []growthPoint
 	checks                []checked
@@ -258,6 +259,9 @@ func (r *report) markdown() string {
 		w("Constant rate (the bench's own open-loop Go generator; latency counted from each request's scheduled start, so stalls are not hidden): %d req/s of row a through the gateway for %s: %d sent, %d ok, %d errors, %d dropped; p50 %s ms, p99 %s ms, max %s ms.\n\n",
 			r.cfg.Rate, r.cfg.Duration, rt.Sent, rt.OK, rt.Errors, rt.Dropped, msd(rt.P50), msd(rt.P99), msd(rt.Max))
 	}
+	if r.stats != nil {
+		r.stats.markdown(r, w)
+	}
 	if len(r.overloads) > 0 {
 		w("Overload (wrk -t2, 10 s answer timeout):\n\n| row | connections | req/s | p50 ms | p99 ms | socket errors | timeouts | answers ≥ 400 | of which 5xx |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, o := range r.overloads {
@@ -410,6 +414,9 @@ func (r *report) targets(w func(string, ...any)) {
 			r.data.StreamCityMatches, c.gateway.wrk.RPS()/a.gateway.wrk.RPS())
 	}
 	r.cachedTargets(w)
+	if r.stats != nil {
+		r.stats.targets(r, w)
+	}
 	if len(r.overloads) > 0 {
 		var to, shed int64
 		for _, o := range r.overloads {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -438,5 +440,124 @@ func TestBatchOperationThroughGateway(t *testing.T) {
 	}
 	if g := call(t, "GET", s.gateway+op.URL, key(t, liveKey), ""); g.status != 404 {
 		t.Fatalf("another key's GET: %d", g.status)
+	}
+}
+
+// batchOp is a batch operation's answer.
+type batchOp struct {
+	OperationID string         `json:"operation_id"`
+	Status      string         `json:"status"`
+	DryRun      bool           `json:"dry_run"`
+	URL         string         `json:"url"`
+	Processed   int            `json:"processed"`
+	Counts      map[string]int `json:"counts"`
+	Results     []batchRow     `json:"results"`
+}
+
+// runBatchOp posts a batch of more than 100 jobs and polls its operation
+// until it is done.
+func runBatchOp(t *testing.T, imp, body string) batchOp {
+	t.Helper()
+	r := call(t, "POST", s.gateway+"/v2/jobs/batch", imp, body)
+	var op batchOp
+	r.into(t, &op)
+	if r.status != 202 || op.Status != "pending" {
+		t.Fatalf("post: %d %.1000s", r.status, r.raw)
+	}
+	for deadline := time.Now().Add(60 * time.Second); op.Status != "done"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("operation %s not done: %d processed", op.OperationID, op.Processed)
+		}
+		time.Sleep(100 * time.Millisecond)
+		g := call(t, "GET", s.gateway+op.URL, imp, "")
+		if g.status != 200 {
+			t.Fatalf("get: %d %s", g.status, g.raw)
+		}
+		g.into(t, &op)
+	}
+	return op
+}
+
+// A dry run of 1 000 jobs (an operation) equals the applied diff: a replace
+// over 1 000 jobs already there (37 bad rows among them) that drops 50,
+// adds 50 and changes 100 answers, as a dry run, exactly what the same
+// batch then does (a new job's job_id null), and applies nothing.
+func TestBatchDryRunOperationEqualsTheApplied(t *testing.T) {
+	// A key of its own: replace closes every job of the key with a
+	// reference, the other tests' too.
+	cmd := exec.CommandContext(context.Background(), filepath.Join(s.bin, "gateway-keys"), "create", "-name", "e2e dry run",
+		"-scopes", "read,write", "-trusted-importer", "-rate-limit", "100000", "-json")
+	cmd.Env = s.env
+	out, err := cmd.Output()
+	var k struct {
+		Key string `json:"key"`
+	}
+	if err != nil || json.Unmarshal(out, &k) != nil || k.Key == "" {
+		t.Fatalf("gateway-keys: %v %s", err, out)
+	}
+	imp := k.Key
+	prefix := "bd" + randomHex(4)
+	bad := map[int]string{}
+	for i := 0; len(bad) < 37; i++ {
+		bad[(i*29+3)%1050] = `"workplace_type":"moon"`
+	}
+	first := make([]int, 1000)
+	for i := range first {
+		first[i] = i
+	}
+	// The importer's earlier state: jobs 0..999. Applied for real.
+	before := runBatchOp(t, imp, batchBody(prefix, "upsert", false, first, bad))
+	if before.DryRun || before.Counts["error"] != countIn(bad, first) || before.Counts["created"] != 1000-countIn(bad, first) {
+		t.Fatalf("first batch: %v", before.Counts)
+	}
+	// Then: 50..1049, rows 500..599 worked hybrid.
+	next := make([]int, 1000)
+	for i := range next {
+		next[i] = 50 + i
+	}
+	changed := map[int]string{}
+	for i, b := range bad {
+		changed[i] = b
+	}
+	for i := 500; i < 600; i++ {
+		if _, isBad := changed[i]; !isBad {
+			changed[i] = `"workplace_type":"hybrid"`
+		}
+	}
+	body := batchBody(prefix, "replace", true, next, changed)
+	dry := runBatchOp(t, imp, body)
+	if !dry.DryRun {
+		t.Fatalf("the dry run's operation says dry_run false")
+	}
+	applied := runBatchOp(t, imp, strings.Replace(body, `"dry_run":true`, `"dry_run":false`, 1))
+	if applied.DryRun {
+		t.Fatalf("the batch's operation says dry_run true")
+	}
+	// What the diff is: the good rows dropped closed, the good new ones
+	// created, the changed ones updated, the rest unchanged.
+	want := map[string]int{"closed": 50 - countIn(bad, first[:50]), "created": 50 - countIn(bad, next[950:]),
+		"error": countIn(bad, next)}
+	want["updated"] = 100 - countIn(bad, next[450:550])
+	want["unchanged"] = 1000 - want["created"] - want["updated"] - want["error"]
+	if !sameJSON(t, applied.Counts, want) {
+		t.Fatalf("applied %v, want %v", applied.Counts, want)
+	}
+	if !sameJSON(t, dry.Counts, applied.Counts) || len(dry.Results) != len(applied.Results) {
+		t.Fatalf("dry run %v (%d results), applied %v (%d)", dry.Counts, len(dry.Results), applied.Counts, len(applied.Results))
+	}
+	for i := range dry.Results {
+		d, a := dry.Results[i], applied.Results[i]
+		if d.Action == "created" {
+			if d.JobID != nil {
+				t.Fatalf("dry row %d: a new job with an id: %+v", i, d)
+			}
+			d.JobID = a.JobID
+		}
+		if !sameJSON(t, d, a) {
+			t.Fatalf("row %d: dry %+v, applied %+v", i, d, a)
+		}
+		if d.Index != nil && (*d.Index != i || bad[next[i]] != "" && (d.Action != "error" || !strings.HasPrefix(d.Errors[0], "workplace_type "))) {
+			t.Fatalf("row %d: %+v", i, d)
+		}
 	}
 }

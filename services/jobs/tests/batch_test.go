@@ -275,7 +275,6 @@ func TestBatch422(t *testing.T) {
 		{`{"jobs":[{}],"dry_run":"yes"}`, "dry_run must be a boolean"},
 		{`{"jobs":[{}],"extra":1}`, `unknown field "extra"`},
 		{jsonBody(t, map[string]any{"jobs": batchJobs("big", 4820, 1001, nil)}), "jobs must hold at most 1000 jobs"},
-		{jsonBody(t, map[string]any{"jobs": batchJobs("big", 4820, 101, nil), "dry_run": true}), "dry_run is answered for at most 100 jobs"},
 	} {
 		r := do(t, appFlat, "POST", "/v2/jobs/batch", tc.body, &platform)
 		if r.Status != 422 || !r.hasDetail(tc.detail) {

@@ -62,7 +62,7 @@ func main() {
 	flag.DurationVar(&cfg.Drain, "drain", 60*time.Second, "how long a phase waits after the load for the last deliveries")
 	flag.IntVar(&cfg.Rate, "rate", 50, "job changes per second")
 	flag.IntVar(&cfg.Endpoints, "endpoints", 100, "endpoints subscribed to every event (20 per platform key)")
-	flag.StringVar(&phases, "phases", "healthy,failing,feed", "comma-separated: healthy (all endpoints answer 204), failing (one answers 500), feed (changes feed vs GET /v2/jobs)")
+	flag.StringVar(&phases, "phases", "healthy,failing,feed", "comma-separated: healthy (all endpoints answer 204), failing (one answers 500), feed (changes feed vs GET /v2/jobs), batch (a single post's webhook delay while a 1 000-row batch is applied; not in the default)")
 	flag.DurationVar(&cfg.FeedDuration, "feed-duration", 5*time.Second, "measured time of each feed round")
 	flag.StringVar(&env, "env", "", "comma-separated NAME=value added to every service's environment")
 	flag.StringVar(&cfg.Pprof, "pprof", "", "write CPU profiles to this directory: jobs-worker's during the healthy phase, jobs' during the first changes-feed round")
@@ -154,6 +154,12 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 		rep.phases = append(rep.phases, p)
+	}
+	if cfg.Phases["batch"] {
+		note("batch: single posts' webhooks alone, then while a %d-row batch is applied", batchRows)
+		if rep.batch, err = b.batchPhase(ctx); err != nil {
+			return err
+		}
 	}
 	if cfg.Phases["feed"] {
 		note("feed: GET /v2/jobs/changes vs GET /v2/jobs, %d rounds of %s each", 3, cfg.FeedDuration)
@@ -439,6 +445,9 @@ type receiver struct {
 	failing int
 	eps     []map[string]*receipt
 	okAt    []time.Time
+	// created is, by job, when each endpoint answered 2xx to its
+	// job.created (the batch phase's singles and batch rows).
+	created map[int64][]time.Time
 }
 
 type receipt struct {
@@ -463,6 +472,7 @@ func (r *receiver) reset(failing int) {
 		r.eps[i] = map[string]*receipt{}
 	}
 	r.okAt = r.okAt[:0]
+	r.created = map[int64][]time.Time{}
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -474,7 +484,11 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var m struct {
+		Type      string    `json:"type"`
 		Timestamp time.Time `json:"timestamp"`
+		Data      struct {
+			IDJob int64 `json:"id_job"`
+		} `json:"data"`
 	}
 	_ = json.Unmarshal(body, &m)
 	id := req.Header.Get("webhook-id")
@@ -496,6 +510,9 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	default:
 		rc.okAt, rc.lat = now, now.Sub(m.Timestamp)
 		r.okAt = append(r.okAt, now)
+		if m.Type == "job.created" {
+			r.created[m.Data.IDJob] = append(r.created[m.Data.IDJob], now)
+		}
 		rc.retries = rc.n - 1
 	}
 	w.WriteHeader(204)
@@ -659,6 +676,7 @@ type report struct {
 	commit  string
 	phases  []*phase
 	feed    []*feedResult
+	batch   *batchResult
 }
 
 func (r *report) print(w io.Writer) {
@@ -688,6 +706,9 @@ func (r *report) print(w io.Writer) {
 	}
 	for _, p := range r.phases {
 		fmt.Fprintf(w, "\nCPU during %q (load and drain, %s): %s\n", p.name, p.sent+p.drained, cpuLine(p.cpu))
+	}
+	if r.batch != nil {
+		r.batch.print(w, r.cfg.Endpoints)
 	}
 	if len(r.feed) > 0 {
 		fmt.Fprintln(w, "\n| feed row (same key, 50 a page, 4 clients, 3 interleaved rounds) | pages/s | p50 | p95 | errors |")

@@ -456,3 +456,79 @@ func TestPrefetchIsNotAClick(t *testing.T) {
 		t.Errorf("clicks %d, want 1 (the GET alone)", s.Totals.ApplyClicks)
 	}
 }
+
+// The jobs service's Prometheus counters of views and clicks
+// (jobs_stats_events_total by kind and agent) agree exactly with the
+// stats API's totals after a run: n views and clicks from m clients on
+// two jobs, crawlers' and agentless requests apart. No other test of the
+// package runs meanwhile (none is parallel), so the counters' moves are
+// this test's requests.
+func TestPrometheusCountersAgreeWithTheAPI(t *testing.T) {
+	pro := sys.Keys["space 1 (Pro) key"]
+	series := func(kind, agent string) string {
+		return fmt.Sprintf(`jobs_stats_events_total{agent=%q,kind=%q}`, agent, kind)
+	}
+	type key struct{ kind, agent string }
+	keys := []key{{"view", "browser"}, {"view", "crawler"}, {"view", "none"}, {"click", "browser"}, {"click", "crawler"}, {"click", "none"}}
+	before := map[key]float64{}
+	for _, k := range keys {
+		before[k] = metric(t, series(k.kind, k.agent))
+	}
+	const n, m = 31, 7
+	agents := []string{"Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)", ""}
+	var ids []int64
+	for j := range 2 {
+		id, page := createJob(t, pro, fmt.Sprintf("https://apply.example/prom/%d", j))
+		ids = append(ids, id)
+		path := goPath(t, page, "") // one browser view
+		pagePath := page[strings.Index(page, "/jobs/"):]
+		for i := range n {
+			xff := fmt.Sprintf("203.0.113.%d", 20+i%m)
+			if r := do(t, "GET", pagePath, "", "User-Agent", browser, "X-Forwarded-For", xff); r.status != 200 {
+				t.Fatalf("view %d: %d", i, r.status)
+			}
+			if r := do(t, "GET", path, "", "User-Agent", browser, "X-Forwarded-For", xff); r.status != 302 {
+				t.Fatalf("click %d: %d", i, r.status)
+			}
+		}
+		for _, ua := range agents {
+			for _, p := range []string{pagePath, path} {
+				req, _ := suite.NewRequest(context.Background(), "GET", sys.URL["gateway"]+p, nil, "X-Forwarded-For", "203.0.113.99")
+				req.Header["User-Agent"] = []string{ua} // "" sends none
+				res, err := noFollow.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Body.Close()
+				if res.StatusCode >= 400 {
+					t.Fatalf("%q %s: %d", ua, p, res.StatusCode)
+				}
+			}
+		}
+	}
+	var api counts
+	for _, id := range ids {
+		s := statsOf(t, pro, id, func(s jobStats) bool {
+			return s.Totals.ApplyClicks >= n && s.Totals.BotClicks >= 2 && s.Totals.BotViews >= 2
+		})
+		if want := (counts{Views: n + 1, UniqueViews: m + 1, ApplyClicks: n, UniqueClicks: m, BotViews: 2, BotClicks: 2}); s.Totals != want {
+			t.Fatalf("job %d: totals %+v, want %+v", id, s.Totals, want)
+		}
+		api.Views += s.Totals.Views
+		api.ApplyClicks += s.Totals.ApplyClicks
+		api.BotViews += s.Totals.BotViews
+		api.BotClicks += s.Totals.BotClicks
+	}
+	moved := map[key]int64{}
+	for _, k := range keys {
+		moved[k] = int64(metric(t, series(k.kind, k.agent)) - before[k])
+	}
+	prom := counts{Views: moved[key{"view", "browser"}], ApplyClicks: moved[key{"click", "browser"}],
+		BotViews: moved[key{"view", "crawler"}] + moved[key{"view", "none"}], BotClicks: moved[key{"click", "crawler"}] + moved[key{"click", "none"}]}
+	if prom != api {
+		t.Fatalf("the counters moved by %+v (%v), the API counts %+v", prom, moved, api)
+	}
+	if moved[key{"view", "none"}] != 2 || moved[key{"click", "crawler"}] != 2 {
+		t.Fatalf("by agent: %v", moved)
+	}
+}

@@ -143,7 +143,7 @@ func statsCounter(ctx context.Context, p *service.Process, cfg *appConfig, bus *
 		return nil, err
 	}
 	return statsapp.NewCounter(statsapp.Config{Log: p.Log, Codec: p.Codec, Jobs: bus, Recorder: rec, Visitors: visitors, Refs: refs,
-		Stats: &statsbus.Business{Store: store, Jobs: bus, Spaces: dir}}), nil
+		Off: !cfg.StatsCounting, Stats: &statsbus.Business{Store: store, Jobs: bus, Spaces: dir}}), nil
 }
 
 type appConfig struct {
@@ -192,6 +192,11 @@ type appConfig struct {
 	StatsBatchSize    int           `env:"STATS_BATCH_SIZE" envDefault:"500"`
 	StatsRawRetention time.Duration `env:"STATS_RAW_RETENTION" envDefault:"720h"`
 	StatsDatabaseURL  string        `env:"STATS_DATABASE_URL"`
+	// STATS_COUNTING=false counts nothing (pages, lists and the redirect
+	// answer as before; the reads answer what was counted): the benchmark's
+	// baseline of a page's counting cost, and a way out should counting
+	// ever hurt.
+	StatsCounting bool `env:"STATS_COUNTING" envDefault:"true"`
 }
 
 func (c appConfig) Validate() error {

@@ -66,6 +66,7 @@ type batchOpDTO struct {
 	OperationID string          `json:"operation_id"`
 	Status      string          `json:"status"`
 	Mode        string          `json:"mode"`
+	DryRun      bool            `json:"dry_run"`
 	Rows        int             `json:"rows"`
 	Processed   int             `json:"processed"`
 	URL         string          `json:"url"`
@@ -74,7 +75,7 @@ type batchOpDTO struct {
 }
 
 func toBatchOpDTO(r jobbus.BatchResult, processed int, withResults bool) batchOpDTO {
-	out := batchOpDTO{OperationID: r.OperationID, Status: r.Status, Mode: r.Mode, Rows: r.Rows, Processed: processed,
+	out := batchOpDTO{OperationID: r.OperationID, Status: r.Status, Mode: r.Mode, DryRun: r.DryRun, Rows: r.Rows, Processed: processed,
 		URL: "/v2/jobs/batch/" + r.OperationID}
 	if withResults {
 		d := toBatchDTO(r)

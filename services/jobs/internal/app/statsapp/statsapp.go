@@ -42,6 +42,9 @@ type Config struct {
 	Visitors *statsbus.Visitors
 	Refs     *statsbus.Refs
 	Now      func() time.Time
+	// Off counts nothing (STATS_COUNTING=false): the redirect still
+	// redirects and the pages still render their counted links.
+	Off bool
 }
 
 // Counter counts views, clicks and impressions into the Recorder; it never
@@ -144,7 +147,7 @@ func countable(c *fiber.Ctx) bool {
 // View counts a view of the job's public page and returns its channel.
 func (k *Counter) View(c *fiber.Ctx, jobID int64) string {
 	ch := RequestChannel(c, statsbus.ChannelPage)
-	if countable(c) {
+	if !k.cfg.Off && countable(c) {
 		k.cfg.Recorder.Record(k.event(c, jobID, statsbus.KindView, ch))
 	}
 	return ch
@@ -160,7 +163,7 @@ func Agent(c *fiber.Ctx) statsbus.Agent { return statsbus.Classify(c.Get(fiber.H
 
 // Impression counts a job shown in a list, a feed or an embed.
 func (k *Counter) Impression(agent statsbus.Agent, channel string, jobID int64) {
-	if k == nil {
+	if k == nil || k.cfg.Off {
 		return
 	}
 	k.cfg.Recorder.Record(statsbus.Event{JobID: jobID, Kind: statsbus.KindImpression, Channel: channel, Agent: agent})
@@ -217,7 +220,7 @@ func (k *Counter) redirect(c *fiber.Ctx) error {
 		k.known.put(id, to)
 	}
 	// A job no longer listed leads to its page, which says so, uncounted.
-	if to.visible && countable(c) {
+	if to.visible && !k.cfg.Off && countable(c) {
 		k.cfg.Recorder.Record(k.event(c, id, statsbus.KindClick, RequestChannel(c, statsbus.ChannelDirect)))
 	}
 	return c.Redirect(to.url, http.StatusFound)

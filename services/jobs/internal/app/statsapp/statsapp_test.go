@@ -116,3 +116,40 @@ func TestRedirectRemembersWhereJobsLed(t *testing.T) {
 		t.Errorf("without identity: %d", res.StatusCode)
 	}
 }
+
+// With counting off (STATS_COUNTING=false) the redirect still leads to the
+// job's apply URL, and nothing is counted: no click, view or impression.
+func TestCountingOffCountsNothing(t *testing.T) {
+	codec, err := identity.NewCodec(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, _ := statsbus.NewRefs([]byte(secret))
+	visitors, _ := statsbus.NewVisitors([]byte(secret))
+	apply := "https://apply.example/off"
+	d := jobbus.Detail{}
+	d.ID, d.Slug, d.Status, d.ApplyURL = 3, "host", jobbus.StatusActive, &apply
+	jobs := &fakeJobs{jobs: map[int64]jobbus.Detail{3: d}}
+	rec := statsbus.NewRecorder(nopWriter{}, statsbus.RecorderConfig{})
+	k := NewCounter(Config{Log: slog.New(slog.DiscardHandler), Codec: codec, Jobs: jobs, Recorder: rec, Visitors: visitors, Refs: refs, Off: true})
+	app := fiber.New(fiber.Config{ErrorHandler: web.ErrorHandler(slog.New(slog.DiscardHandler))})
+	Routes(app, k)
+	app.Get("/page", func(c *fiber.Ctx) error { return c.SendString(k.View(c, 3)) })
+	hdr, _ := codec.Sign(identity.Identity{Kind: identity.KindPublic, ClientIP: "192.0.2.1"}, time.Minute)
+	for _, path := range []string{"/go/" + refs.Of(3) + "?src=page", "/page?utm_source=news"} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set(identity.Header, hdr)
+		req.Header.Set("User-Agent", "Mozilla/5.0")
+		res, err := app.Test(req, -1)
+		if err != nil || res.StatusCode >= 400 {
+			t.Fatalf("%s: %v %v", path, res, err)
+		}
+		if path[1] == 'g' && res.Header.Get("Location") != apply {
+			t.Errorf("redirect with counting off: %d %q", res.StatusCode, res.Header.Get("Location"))
+		}
+	}
+	k.Impression(statsbus.AgentBrowser, statsbus.ChannelFeed, 3)
+	if rec.Pending() != 0 {
+		t.Errorf("%d events counted with counting off", rec.Pending())
+	}
+}

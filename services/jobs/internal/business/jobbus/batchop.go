@@ -2,6 +2,7 @@ package jobbus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,12 +30,18 @@ type BatchOp struct {
 	Trusted      bool
 	Mode         string
 	ConfirmEmpty bool
-	Rows         []CreateInput
-	NextRow      int
-	Results      []BatchRow
-	Status       string
-	CreatedAt    time.Time
-	DoneAt       *time.Time
+	// DryRun: every row is applied in one transaction that is rolled back
+	// (dryRunOp); only the results are kept.
+	DryRun bool
+	Rows   []CreateInput
+	// RowCount is len(Rows), also when the rows were not read
+	// (QueryBatchOp: a progress poll needs only their number).
+	RowCount  int
+	NextRow   int
+	Results   []BatchRow
+	Status    string
+	CreatedAt time.Time
+	DoneAt    *time.Time
 }
 
 func (op BatchOp) caller() Caller {
@@ -70,6 +77,9 @@ func (b *Business) RunBatchOps(ctx context.Context) (int, error) {
 				return err
 			}
 			found = true
+			if op.DryRun {
+				return b.dryRunOp(ctx, s, &op)
+			}
 			return b.runChunk(ctx, s, &op)
 		})
 		if err != nil {
@@ -119,6 +129,39 @@ func (b *Business) runChunk(ctx context.Context, s Storer, op *BatchOp) error {
 	return s.SaveBatchOp(ctx, *op)
 }
 
+// dryRunOp answers a dry run kept as an operation: all its rows and
+// replace's closings in one transaction of their own, rolled back, as a
+// synchronous dry run does (so its results are the applied batch's, rows
+// after rows and closings after all of them); then the results are saved
+// on s, which holds the claim. A process killed meanwhile applied nothing:
+// whoever claims it next runs it again.
+func (b *Business) dryRunOp(ctx context.Context, s Storer, op *BatchOp) error {
+	caller := op.caller()
+	results, jobs, err := b.prepareRows(ctx, caller, op.Rows, 0, map[string]int{})
+	if err != nil {
+		return fmt.Errorf("batch %s: %w", op.ID, err)
+	}
+	err = b.store.InTx(ctx, func(tx Storer) error {
+		if err := applyRows(ctx, tx, results, jobs, true); err != nil {
+			return err
+		}
+		if op.Mode == BatchReplace {
+			closed, err := b.closeMissing(ctx, tx, caller, refsOf(op.Rows))
+			if err != nil {
+				return err
+			}
+			results = append(results, closed...)
+		}
+		return errDryRun
+	})
+	if err != nil && !errors.Is(err, errDryRun) {
+		return fmt.Errorf("batch %s: %w", op.ID, err)
+	}
+	now := b.now()
+	op.Results, op.NextRow, op.Status, op.DoneAt = results, len(op.Rows), BatchDone, &now
+	return s.SaveBatchOp(ctx, *op)
+}
+
 // BatchOperation returns the caller's operation id (ErrNotFound for
 // another key's, or one older than BatchOpTTL).
 func (b *Business) BatchOperation(ctx context.Context, caller Caller, id string) (BatchOp, error) {
@@ -134,5 +177,5 @@ func (b *Business) BatchOperation(ctx context.Context, caller Caller, id string)
 
 // Result is op as a batch's result: its rows' results so far.
 func (op BatchOp) Result() BatchResult {
-	return BatchResult{Mode: op.Mode, Results: op.Results, OperationID: op.ID, Status: op.Status, Rows: len(op.Rows)}
+	return BatchResult{Mode: op.Mode, DryRun: op.DryRun, Results: op.Results, OperationID: op.ID, Status: op.Status, Rows: op.RowCount}
 }

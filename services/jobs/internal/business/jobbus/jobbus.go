@@ -64,7 +64,8 @@ type Storer interface {
 	ClaimBatchOp(ctx context.Context) (op BatchOp, ok bool, err error)
 	// SaveBatchOp writes an operation's progress, results and status.
 	SaveBatchOp(ctx context.Context, op BatchOp) error
-	// QueryBatchOp returns an operation, ErrNotFound when there is none.
+	// QueryBatchOp returns an operation without its rows (RowCount says how
+	// many), ErrNotFound when there is none.
 	QueryBatchOp(ctx context.Context, id string) (BatchOp, error)
 	// PurgeBatchOps removes the operations made before before.
 	PurgeBatchOps(ctx context.Context, before time.Time) error

@@ -14,6 +14,10 @@ import (
 type Reader interface {
 	// Rows returns job's roll-up rows of the days from..to (inclusive).
 	Rows(ctx context.Context, jobID int64, from, to time.Time) ([]Row, error)
+	// WeekRows is Rows summed by ISO week (Day is the week's Monday, the
+	// first and last weeks cut at from and to): what Series makes of Rows
+	// by week, a seventh of the rows to read and send.
+	WeekRows(ctx context.Context, jobID int64, from, to time.Time) ([]Row, error)
 	// OwnerRows returns the roll-up rows of from..to summed over the days
 	// (Day is zero) for the jobs of a space (spaceID != 0) or else those a
 	// key without a space posted, with the jobs' titles.
@@ -124,7 +128,11 @@ func (b *Business) Job(ctx context.Context, caller jobbus.Caller, jobID int64, r
 	if err := b.allowed(ctx, caller); err != nil {
 		return JobStats{}, err
 	}
-	rows, err := b.Store.Rows(ctx, jobID, r.From, r.To)
+	read := b.Store.Rows
+	if r.Interval == IntervalWeek {
+		read = b.Store.WeekRows
+	}
+	rows, err := read(ctx, jobID, r.From, r.To)
 	if err != nil {
 		return JobStats{}, fmt.Errorf("stats rows: %w", err)
 	}

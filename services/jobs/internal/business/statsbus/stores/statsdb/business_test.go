@@ -100,3 +100,53 @@ func TestRecorderAcrossMidnightReadBack(t *testing.T) {
 		t.Errorf("from after to: %v", err)
 	}
 }
+
+// A job's weeks summed by PostgreSQL (WeekRows) are what Series makes of its
+// days (Rows) by week: over 40 days from a Thursday (a first and a last week
+// cut short), several channels, kinds, agents and visitors.
+func TestWeekRowsAreTheDaysByWeek(t *testing.T) {
+	ctx := context.Background()
+	job := 2*(time.Now().UnixNano()%1_000_000_000+1) + 1
+	store := New(pool)
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // a Thursday
+	to := from.AddDate(0, 0, 39)
+	var events []statsbus.Event
+	for d := range 42 { // two days past to: not counted
+		at := from.AddDate(0, 0, d).Add(time.Duration(d%24) * time.Hour)
+		for i := range 1 + d%4 {
+			events = append(events,
+				statsbus.Event{JobID: job, Kind: statsbus.KindView, Channel: []string{"page", "feed", "embed"}[i%3], At: at, Visitor: int64(100 + i%3)},
+				statsbus.Event{JobID: job, Kind: statsbus.KindClick, Channel: "page", At: at, Visitor: int64(200 + d%5)},
+				statsbus.Event{JobID: job, Kind: statsbus.KindView, Channel: "page", At: at, Agent: statsbus.AgentCrawler},
+				statsbus.Event{JobID: job, Kind: statsbus.KindImpression, Channel: "feed", At: at, N: 3})
+		}
+	}
+	write(t, store, events...)
+	r := statsbus.Range{From: from, To: to, Interval: statsbus.IntervalWeek}
+	days, err := store.Rows(ctx, job, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weeks, err := store.WeekRows(ctx, job, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(weeks) >= len(days) {
+		t.Errorf("%d week rows for %d day rows", len(weeks), len(days))
+	}
+	want, got := statsbus.Series(job, r, days), statsbus.Series(job, r, weeks)
+	if len(got.Periods) != 7 || got.Totals != want.Totals || got.Totals.Views == 0 || got.Totals.UniqueClicks == 0 {
+		t.Fatalf("weeks %+v, days %+v (%d periods)", got.Totals, want.Totals, len(got.Periods))
+	}
+	for i := range want.Periods {
+		w, g := want.Periods[i], got.Periods[i]
+		if !w.Start.Equal(g.Start) || w.Counts != g.Counts || len(w.ByChannel) != len(g.ByChannel) {
+			t.Fatalf("period %d: weeks %+v, days %+v", i, g, w)
+		}
+		for ch, c := range w.ByChannel {
+			if g.ByChannel[ch] != c {
+				t.Fatalf("period %d channel %s: weeks %+v, days %+v", i, ch, g.ByChannel[ch], c)
+			}
+		}
+	}
+}

@@ -181,6 +181,19 @@ func (s *Store) Rows(ctx context.Context, jobID int64, from, to time.Time) ([]st
 	return pgx.CollectRows(rows, scanRow)
 }
 
+// WeekRows implements statsbus.Reader: the sums are PostgreSQL's (on the
+// primary key's range, as Rows), so a year by week reads about 53 rows per
+// channel, kind and agent instead of 365.
+func (s *Store) WeekRows(ctx context.Context, jobID int64, from, to time.Time) ([]statsbus.Row, error) {
+	rows, err := s.pool.Query(ctx, `SELECT job_id, date_trunc('week', day)::date AS week, channel, kind, agent,
+		sum(events)::bigint, sum(uniques)::bigint FROM stats_daily
+		WHERE job_id = $1 AND day BETWEEN $2 AND $3 GROUP BY job_id, week, channel, kind, agent`, jobID, date(from), date(to))
+	if err != nil {
+		return nil, fmt.Errorf("query weekly stats: %w", err)
+	}
+	return pgx.CollectRows(rows, scanRow)
+}
+
 // SpaceRows returns the roll-up rows of from..to of a space's jobs.
 func (s *Store) SpaceRows(ctx context.Context, spaceID int64, from, to time.Time) ([]statsbus.Row, error) {
 	rows, err := s.pool.Query(ctx, `SELECT d.job_id, d.day, d.channel, d.kind, d.agent, d.events, d.uniques
