@@ -126,6 +126,15 @@ var Table = []Route{
 	// Not cached: an operation moves without a job write being announced.
 	{Method: "GET", Path: "/v2/jobs/batch/:operation_id", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "A batch operation's progress and results"},
 	// Not cached: a page ends at the server's commit horizon, which moves without any job write.
+	// Import sources (issue 46): the batch route's scopes (a source writes
+	// jobs as a batch does); never cached, a poll moves them without a
+	// request.
+	{Method: "POST", Path: "/v2/import/sources", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Register a feed to import jobs from"},
+	{Method: "GET", Path: "/v2/import/sources", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List the key's import sources"},
+	{Method: "GET", Path: "/v2/import/sources/:id_source", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "One import source with its last run"},
+	{Method: "DELETE", Path: "/v2/import/sources/:id_source", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Delete an import source"},
+	{Method: "GET", Path: "/v2/import/sources/:id_source/runs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "An import source's runs"},
+	{Method: "POST", Path: "/v2/import/sources/:id_source/sync", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Poll an import source now"},
 	{Method: "GET", Path: "/v2/jobs/changes", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "The changes of jobs, for mirrors"},
 	{Method: "GET", Path: "/v2/jobs/:id_job<int>", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "One job with its description", Cache: cacheJob},
 	{Method: "POST", Path: "/v2/jobs/unpublish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Unpublish a job"},

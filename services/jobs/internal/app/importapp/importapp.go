@@ -96,7 +96,7 @@ type runDTO struct {
 func toRunDTO(r importbus.Run) runDTO {
 	out := runDTO{ID: r.ID, StartedAt: r.StartedAt.UTC().Truncate(time.Millisecond), FinishedAt: r.FinishedAt.UTC().Truncate(time.Millisecond),
 		NotModified: r.NotModified, Positions: r.Positions, RowErrors: r.RowErrors, Error: r.Error,
-		Counts: map[string]int{"created": r.Created, "updated": r.Updated, "unchanged": r.Unchanged, "closed": r.Closed, "errors": r.Errors}}
+		Counts: map[string]int{"created": r.Created, "updated": r.Updated, "unchanged": r.Unchanged, "closed": r.Closed, "error": r.Errors}}
 	if out.RowErrors == nil {
 		out.RowErrors = []importbus.RowError{}
 	}
