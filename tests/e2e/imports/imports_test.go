@@ -164,7 +164,7 @@ func runsOf(t *testing.T, gw, key string, id int64) []run {
 func waitRuns(t *testing.T, gw, key string, id int64, n int) run {
 	t.Helper()
 	var rs []run
-	wait(t, 60*time.Second, fmt.Sprintf("run %d of source %d", n, id), func() bool {
+	wait(t, 120*time.Second, fmt.Sprintf("run %d of source %d", n, id), func() bool {
 		rs = runsOf(t, gw, key, id)
 		return len(rs) >= n
 	})
@@ -430,4 +430,40 @@ func TestImportSourcesThroughTemporal(t *testing.T) {
 	if got := len(feeds.requests("/json")); got != n {
 		t.Fatalf("the deleted source was fetched again (%d, then %d)", n, got)
 	}
+
+	// A 300-position source: one poll converges (every position created),
+	// and unchanged it costs one conditional request and no write. The
+	// times are logged for docs/benchmarks.md, not asserted.
+	var big strings.Builder
+	big.WriteString(`{"jobs":[`)
+	for i := range 300 {
+		if i > 0 {
+			big.WriteByte(',')
+		}
+		fmt.Fprintf(&big, `{"external_ref":"p-%d","title":"Community Host %d","company":"Big Desk","description":"<p>Host our members.</p>","job_type":"fulltime","tags":"community","city_name":"Berlin"}`, i, i)
+	}
+	big.WriteString(`]}`)
+	feeds.set("/big", []byte(big.String()))
+	start := time.Now()
+	var bs source
+	if st, raw := call(t, "POST", gw+"/v2/import/sources", imp, fmt.Sprintf(`{"kind":"json","url":%q}`, base+"/big"), &bs); st != 201 {
+		t.Fatalf("register the 300-position source: %d %s", st, raw)
+	}
+	r = waitRuns(t, gw, imp, bs.ID, 1)
+	if r.Error != nil || r.Positions != 300 || r.Counts["created"] != 300 || r.Counts["error"] != 0 {
+		t.Fatalf("the 300-position source's first poll: %+v", r)
+	}
+	t.Logf("300 positions: registered to converged in %v", time.Since(start).Round(time.Millisecond))
+	if got := len(jobsWithPrefix(t, db, bs.RefPrefix)); got != 300 {
+		t.Fatalf("%d jobs, want 300", got)
+	}
+	start = time.Now()
+	if st, raw := call(t, "POST", fmt.Sprintf("%s/v2/import/sources/%d/sync", gw, bs.ID), imp, "", nil); st != 202 {
+		t.Fatalf("sync: %d %s", st, raw)
+	}
+	r = waitRuns(t, gw, imp, bs.ID, 2)
+	if h := feeds.requests("/big"); !r.NotModified || len(h) != 2 || h[1].Get("If-None-Match") == "" {
+		t.Fatalf("the unchanged 300-position source: %+v, %d requests", r, len(h))
+	}
+	t.Logf("300 positions unchanged: sync to recorded 304 run in %v", time.Since(start).Round(time.Millisecond))
 }
