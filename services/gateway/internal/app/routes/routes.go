@@ -220,11 +220,13 @@ var Pages = []Route{
 	{Method: "POST", Path: "/dashboard/sign-in/link", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Sign in with the link"},
 	{Method: "POST", Path: "/dashboard/sign-out", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Sign out"},
 	{Method: "GET", Path: "/dashboard/assets/:file", Backend: Local, Scopes: publicRoute, Page: true, Summary: "The dashboard's style and script"},
-	{Method: "GET", Path: "/dashboard/spaces/:id<int>", Backend: Local, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "A space's jobs and keys"},
+	{Method: "GET", Path: "/dashboard/spaces/:id<int>", Backend: Local, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "A space's jobs, keys and import sources"},
 	{Method: "POST", Path: "/dashboard/spaces/:id<int>/jobs/:job<int>/:action", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Act on a job of the space"},
 	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Create a key of the space"},
 	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys/:key<int>/revoke", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Revoke a key of the space"},
 	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys/:key<int>/replace", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Replace a key of the space"},
+	{Method: "POST", Path: "/dashboard/spaces/:id<int>/imports", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Add an import source of the space"},
+	{Method: "POST", Path: "/dashboard/spaces/:id<int>/imports/:src<int>/:action", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Sync or delete an import source of the space"},
 
 	// A job alert's pages, behind its mails' links (the token is the
 	// capability); the one-click unsubscribe POSTs to /alerts/unsubscribe.
