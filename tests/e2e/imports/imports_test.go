@@ -400,7 +400,7 @@ func TestImportSourcesThroughTemporal(t *testing.T) {
 	}
 
 	// Refused: private and metadata addresses, a short interval, no company.
-	for body, field := range map[string]string{
+	for body, field := range map[string]string{ //nolint:gosec // G101: bodies naming a board token, not a credential
 		`{"kind":"json","url":"http://169.254.169.254/latest/meta-data"}`:               "url must not name",
 		`{"kind":"json","url":"http://10.0.0.7/jobs.json"}`:                             "url must not name",
 		`{"kind":"json","url":"http://[fd00::1]/jobs.json"}`:                            "url must not name",
