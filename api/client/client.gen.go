@@ -5253,7 +5253,9 @@ type ClientInterface interface {
 	// `external_ref` is the source's own id behind the source's `external_ref_prefix`
 	// (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 	// other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-	// source's jobs). A feed of more than 1 000 positions is that run's error.
+	// source's jobs). A feed that lists no position (a board with no opening) closes every job of
+	// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
+	// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
 	//
 	// **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 	// the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -5288,7 +5290,9 @@ type ClientInterface interface {
 	// `external_ref` is the source's own id behind the source's `external_ref_prefix`
 	// (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 	// other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-	// source's jobs). A feed of more than 1 000 positions is that run's error.
+	// source's jobs). A feed that lists no position (a board with no opening) closes every job of
+	// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
+	// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
 	//
 	// **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 	// the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -7329,7 +7333,9 @@ func (c *Client) ListImportSources(ctx context.Context, reqEditors ...RequestEdi
 // `external_ref` is the source's own id behind the source's `external_ref_prefix`
 // (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 // other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-// source's jobs). A feed of more than 1 000 positions is that run's error.
+// source's jobs). A feed that lists no position (a board with no opening) closes every job of
+// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
+// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
 //
 // **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 // the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -7374,7 +7380,9 @@ func (c *Client) CreateImportSourceWithBody(ctx context.Context, contentType str
 // `external_ref` is the source's own id behind the source's `external_ref_prefix`
 // (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 // other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-// source's jobs). A feed of more than 1 000 positions is that run's error.
+// source's jobs). A feed that lists no position (a board with no opening) closes every job of
+// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
+// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
 //
 // **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 // the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -13947,7 +13955,9 @@ type ClientWithResponsesInterface interface {
 	// `external_ref` is the source's own id behind the source's `external_ref_prefix`
 	// (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 	// other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-	// source's jobs). A feed of more than 1 000 positions is that run's error.
+	// source's jobs). A feed that lists no position (a board with no opening) closes every job of
+	// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
+	// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
 	//
 	// **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 	// the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -13982,7 +13992,9 @@ type ClientWithResponsesInterface interface {
 	// `external_ref` is the source's own id behind the source's `external_ref_prefix`
 	// (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 	// other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-	// source's jobs). A feed of more than 1 000 positions is that run's error.
+	// source's jobs). A feed that lists no position (a board with no opening) closes every job of
+	// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
+	// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
 	//
 	// **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 	// the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -31000,7 +31012,9 @@ func (c *ClientWithResponses) ListImportSourcesWithResponse(ctx context.Context,
 // `external_ref` is the source's own id behind the source's `external_ref_prefix`
 // (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 // other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-// source's jobs). A feed of more than 1 000 positions is that run's error.
+// source's jobs). A feed that lists no position (a board with no opening) closes every job of
+// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
+// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
 //
 // **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 // the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -31041,7 +31055,9 @@ func (c *ClientWithResponses) CreateImportSourceWithBodyWithResponse(ctx context
 // `external_ref` is the source's own id behind the source's `external_ref_prefix`
 // (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 // other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-// source's jobs). A feed of more than 1 000 positions is that run's error.
+// source's jobs). A feed that lists no position (a board with no opening) closes every job of
+// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
+// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
 //
 // **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 // the operator allows it), must not name a private, loopback, link-local or metadata address

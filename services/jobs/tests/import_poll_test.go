@@ -110,3 +110,44 @@ func BenchmarkImportPoll300(b *testing.B) {
 	b.ReportMetric(float64(300*b.N)/full.Seconds(), "rows/s")
 	b.ReportMetric(float64(unchanged.Milliseconds())/float64(b.N), "ms/unchanged-poll")
 }
+
+// A sync made while a poll runs is not lost: the source stays due, so the
+// sync's wake-up polls it again; without one the next poll is an interval
+// away.
+func TestImportSyncDuringPollKeepsTheSourceDue(t *testing.T) {
+	b, store := importer()
+	owner := importbus.OwnerOf(jobbus.Caller{KeyID: 4990})
+	var id atomic.Int64
+	var syncing atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if syncing.Load() {
+			if _, err := store.Sync(r.Context(), owner, id.Load()); err != nil {
+				t.Error(err)
+			}
+		}
+		_, _ = w.Write([]byte(`{"jobs":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	src, err := store.Create(bgContext, importbus.Source{KeyID: 4990, Kind: feeds.JSON, URL: srv.URL, FeedURL: srv.URL,
+		Interval: time.Hour, Mode: importbus.ModeReplace, NextPollAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id.Store(src.ID)
+	if _, err := b.Poll(bgContext, src.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := store.Source(bgContext, src.ID); time.Until(got.NextPollAt) < 59*time.Minute {
+		t.Fatalf("after a poll the source is due at %v, want an interval away", got.NextPollAt)
+	}
+	if _, err := store.Sync(bgContext, owner, src.ID); err != nil {
+		t.Fatal(err)
+	}
+	syncing.Store(true)
+	if _, err := b.Poll(bgContext, src.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := store.Source(bgContext, src.ID); got.NextPollAt.After(time.Now()) {
+		t.Fatalf("a sync during the poll was lost: due at %v", got.NextPollAt)
+	}
+}

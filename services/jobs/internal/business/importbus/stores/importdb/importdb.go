@@ -140,10 +140,11 @@ func (s *Store) Delete(ctx context.Context, o importbus.Owner, id int64) error {
 	return nil
 }
 
-// Sync implements importbus.Storer.
+// Sync implements importbus.Storer: due now (a time after the start of any
+// poll running, which SaveRun then keeps).
 func (s *Store) Sync(ctx context.Context, o importbus.Owner, id int64) (importbus.Source, error) {
 	return scanSource(s.pool.QueryRow(ctx, `WITH s AS (
-			UPDATE import_sources s SET next_poll_at = least(next_poll_at, now()) WHERE `+owned+` AND s.id = $3 RETURNING *),
+			UPDATE import_sources s SET next_poll_at = now() WHERE `+owned+` AND s.id = $3 RETURNING *),
 		w AS (INSERT INTO import_wakes (source_id) SELECT id FROM s)
 		SELECT `+sourceColumns+` FROM s`, o.SpaceID, o.KeyID, id), false)
 }
@@ -171,7 +172,9 @@ func (s *Store) Source(ctx context.Context, id int64) (importbus.Source, error) 
 
 // SaveRun implements importbus.Storer: the run, and the source's next poll,
 // last error and (v given) validators, in one statement; ErrNotFound when
-// the source was deleted meanwhile (nothing is recorded then).
+// the source was deleted meanwhile (nothing is recorded then). A sync made
+// while the poll ran (next_poll_at moved past its start) is kept: the
+// source stays due, and the sync's wake-up polls it again.
 func (s *Store) SaveRun(ctx context.Context, r importbus.Run, v *feeds.Validators, next time.Time) (importbus.Run, error) {
 	rowErrors := r.RowErrors
 	if rowErrors == nil {
@@ -188,7 +191,8 @@ func (s *Store) SaveRun(ctx context.Context, r importbus.Run, v *feeds.Validator
 	}
 	var id int64
 	err = s.pool.QueryRow(ctx, `WITH s AS (
-			UPDATE import_sources SET next_poll_at = $14, last_polled_at = $4, last_error = $13,
+			UPDATE import_sources SET next_poll_at = CASE WHEN next_poll_at > $2 THEN next_poll_at ELSE $14 END,
+				last_polled_at = $4, last_error = $13,
 				etag = CASE WHEN $15 THEN etag ELSE $16 END, last_modified = CASE WHEN $15 THEN last_modified ELSE $17 END
 			WHERE id = $1 RETURNING id)
 		INSERT INTO import_runs (source_id, started_at, finished_at, not_modified, positions, created, updated, unchanged, closed, errors, row_errors, error)
