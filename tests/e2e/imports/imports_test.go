@@ -415,6 +415,27 @@ func TestImportSourcesThroughTemporal(t *testing.T) {
 		}
 	}
 
+	// A sync acknowledged while jobs-worker is down is not lost: its
+	// wake-up waits in the outbox and the source stays due.
+	if err := sys.Kill("jobs-worker"); err != nil {
+		t.Fatal(err)
+	}
+	personio := strings.Replace(string(fixture(t, "personio.xml")), "<id>1204568</id>", "<id>1204569</id>", 1)
+	feeds.set("/personio", []byte(personio))
+	if st, raw := call(t, "POST", fmt.Sprintf("%s/v2/import/sources/%d/sync", gw, srcs["personio"].ID), imp, "", nil); st != 202 {
+		t.Fatalf("sync with the worker down: %d %s", st, raw)
+	}
+	if err := sys.Start(context.Background(), "jobs-worker"); err != nil {
+		t.Fatal(err)
+	}
+	r = waitRuns(t, gw, imp, srcs["personio"].ID, 2)
+	if r.Error != nil || r.Counts["created"] != 1 || r.Counts["closed"] != 1 || r.Counts["unchanged"] != 1 {
+		t.Fatalf("the sync made while the worker was down: %+v", r)
+	}
+	if got := jobsWithPrefix(t, db, srcs["personio"].RefPrefix); got["1204568"].Status != "closed" || got["1204569"].Status != "active" {
+		t.Fatalf("personio's jobs after the renamed position: %+v", got)
+	}
+
 	// Deletion: the source and its runs go, its jobs stay.
 	if st, raw := call(t, "DELETE", fmt.Sprintf("%s/v2/import/sources/%d", gw, id), imp, "", nil); st != 200 {
 		t.Fatalf("delete: %d %s", st, raw)
