@@ -12,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkjobs/coworkjobs/libs/identity"
 	"github.com/coworkjobs/coworkjobs/libs/outbound"
+	"github.com/coworkjobs/coworkjobs/libs/web"
+	"github.com/coworkjobs/coworkjobs/libs/web/webtest"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/importapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/importbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/importbus/feeds"
@@ -149,5 +153,94 @@ func TestImportSyncDuringPollKeepsTheSourceDue(t *testing.T) {
 	}
 	if got, _ := store.Source(bgContext, src.ID); got.NextPollAt.After(time.Now()) {
 		t.Fatalf("a sync during the poll was lost: due at %v", got.NextPollAt)
+	}
+}
+
+// The routes in process, each answer checked against the document: a
+// source's runs come in pages (limit, before, next_before), a bad id or
+// limit is a 422 naming it, a wrong type is a 422 before any rule, and
+// another owner's source is 404.
+func TestImportRoutesPageRunsAndRefuse(t *testing.T) {
+	poller, store := importer()
+	srv := web.New(webtest.Config(), testLog, "jobs")
+	importapp.Routes(srv.App, importapp.Config{Codec: codec, Bus: importbus.New(store, nil, nil,
+		importbus.Config{AllowHTTP: true, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})})
+	app := srv.App
+	feed, _ := bigFeed(t, fmt.Sprintf("routes-%d", time.Now().UnixNano()), 2)
+	me := identity.Identity{Kind: identity.KindLive, KeyID: 4995, TrustedImporter: true, Scopes: []string{"jobs:write"}}
+	other := identity.Identity{Kind: identity.KindLive, KeyID: 4996, Scopes: []string{"jobs:write"}}
+
+	r := do(t, app, "POST", "/v2/import/sources", fmt.Sprintf(`{"kind":"json","url":%q,"interval_minutes":15}`, feed.URL), &me)
+	var src struct {
+		ID       int64  `json:"id"`
+		FeedURL  string `json:"feed_url"`
+		Interval int    `json:"interval_minutes"`
+	}
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	r.data(t, &src)
+	if src.FeedURL != feed.URL || src.Interval != 15 {
+		t.Fatalf("created %+v", src)
+	}
+	for range 3 {
+		if _, err := store.Sync(bgContext, importbus.Owner{KeyID: me.KeyID}, src.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := poller.Poll(bgContext, src.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type page struct {
+		Runs []struct {
+			ID          int64 `json:"id"`
+			NotModified bool  `json:"not_modified"`
+		} `json:"runs"`
+		NextBefore *int64 `json:"next_before"`
+	}
+	var p1, p2 page
+	do(t, app, "GET", fmt.Sprintf("/v2/import/sources/%d/runs?limit=2", src.ID), "", &me).data(t, &p1)
+	if len(p1.Runs) != 2 || p1.NextBefore == nil || !p1.Runs[0].NotModified || p1.Runs[0].ID < p1.Runs[1].ID {
+		t.Fatalf("the first page: %+v", p1)
+	}
+	do(t, app, "GET", fmt.Sprintf("/v2/import/sources/%d/runs?limit=2&before=%d", src.ID, *p1.NextBefore), "", &me).data(t, &p2)
+	if len(p2.Runs) != 1 || p2.NextBefore != nil || p2.Runs[0].NotModified || p2.Runs[0].ID >= p1.Runs[1].ID {
+		t.Fatalf("the last page: %+v", p2)
+	}
+	for _, c := range []struct {
+		method, path, body string
+		id                 *identity.Identity
+		status             int
+		detail             string
+	}{
+		{"GET", fmt.Sprintf("/v2/import/sources/%d/runs?limit=0", src.ID), "", &me, 422, "limit"},
+		{"GET", fmt.Sprintf("/v2/import/sources/%d/runs?limit=101", src.ID), "", &me, 422, "limit"},
+		{"GET", "/v2/import/sources/abc", "", &me, 422, "id_source must be a positive integer"},
+		{"POST", "/v2/import/sources", `{"kind":true,"interval_minutes":"x"}`, &me, 422, "kind"},
+		{"POST", "/v2/import/sources", `{"kind":"json","url":"https://f.example/x","extra":1}`, &me, 422, "unknown field"},
+		{"GET", fmt.Sprintf("/v2/import/sources/%d", src.ID), "", &other, 404, ""},
+		{"GET", fmt.Sprintf("/v2/import/sources/%d/runs", src.ID), "", &other, 404, ""},
+		{"POST", fmt.Sprintf("/v2/import/sources/%d/sync", src.ID), "", &other, 404, ""},
+		{"DELETE", fmt.Sprintf("/v2/import/sources/%d", src.ID), "", &other, 404, ""},
+	} {
+		r := do(t, app, c.method, c.path, c.body, c.id)
+		if r.Status != c.status || (c.detail != "" && !r.hasDetail(c.detail)) {
+			t.Errorf("%s %s %s: %d %s", c.method, c.path, c.body, r.Status, r.Body)
+		}
+	}
+	var l struct {
+		Sources []struct {
+			ID int64 `json:"id"`
+		} `json:"sources"`
+	}
+	do(t, app, "GET", "/v2/import/sources", "", &other).data(t, &l)
+	if len(l.Sources) != 0 {
+		t.Fatalf("another owner lists %+v", l)
+	}
+	if r := do(t, app, "DELETE", fmt.Sprintf("/v2/import/sources/%d", src.ID), "", &me); r.Status != 200 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	if p, err := poller.Poll(bgContext, src.ID); err != nil || !p.Gone {
+		t.Fatalf("the deleted source's poll: %+v %v", p, err)
 	}
 }
