@@ -450,7 +450,8 @@ func TestChartDefaults(t *testing.T) {
 			}
 			want := map[string]bool{"gateway": true}
 			if b == "directory" {
-				want["jobs"] = true // city and space look-ups
+				want["jobs"] = true        // city and space look-ups
+				want["jobs-worker"] = true // imported jobs' cities and spaces
 			}
 			if fmt.Sprint(admitted) != fmt.Sprint(want) {
 				t.Errorf("%s: API port admits %v, want %v", p.Name, admitted, want)

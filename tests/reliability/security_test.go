@@ -405,6 +405,60 @@ func TestSpaceKeysIsolatedEveryRoute(t *testing.T) {
 			t.Fatalf("%s's manager redelivering on %s's endpoint: %s", own.name, other.name, r)
 		}
 	}
+	// Import sources: a space's source is its space's; another space's key
+	// finds it on no route (404), and it stays as it was.
+	otherSource := func(t *testing.T, other spaceFixture) int64 {
+		spaceID := map[string]int64{space1Name: 1, space2Name: 2}[other.name]
+		var id int64
+		if err := db.QueryRow(context.Background(), `INSERT INTO jobs.import_sources (space_id, key_id, kind, url, feed_url, interval_seconds)
+			VALUES ($1, 0, 'json', 'https://feeds.example/iso.json', 'https://feeds.example/iso.json', 3600) RETURNING id`, spaceID).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	sourceUntouched := func(t *testing.T, id int64) {
+		if n := count(t, db, `SELECT count(*) FROM jobs.import_sources WHERE id = $1`, id); n != 1 {
+			t.Fatalf("another space's import source %d was deleted", id)
+		}
+	}
+	checks["POST /v2/import/sources"] = func(t *testing.T, own, other spaceFixture) {
+		r := do(t, "POST", gw+"/v2/import/sources", `{"kind":"json","url":"https://feeds.example/iso.json"}`, "X-API-Key", own.key)
+		switch {
+		case r.status == 403 && r.code() == "forbidden": // a space that is not Pro
+		case r.status == 201:
+			var src struct {
+				ID int64 `json:"id"`
+			}
+			r.into(t, &src)
+			if r := do(t, "GET", gw+fmt.Sprintf("/v2/import/sources/%d", src.ID), "", "X-API-Key", other.key); r.status != 404 {
+				t.Fatalf("%s's key reads %s's new import source: %s", other.name, own.name, r)
+			}
+		default:
+			t.Fatalf("%s's key registering a source: %s", own.name, r)
+		}
+	}
+	checks["GET /v2/import/sources"] = func(t *testing.T, own, other spaceFixture) {
+		id := otherSource(t, other)
+		r := do(t, "GET", gw+"/v2/import/sources", "", "X-API-Key", own.key)
+		if r.status != 200 || strings.Contains(r.String(), fmt.Sprintf(`"id":%d,`, id)) {
+			t.Fatalf("%s's key lists %s's import source: %s", own.name, other.name, r)
+		}
+	}
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/v2/import/sources/%d"},
+		{"DELETE", "/v2/import/sources/%d"},
+		{"GET", "/v2/import/sources/%d/runs"},
+		{"POST", "/v2/import/sources/%d/sync"},
+	} {
+		name := c.method + " " + strings.ReplaceAll(c.path, "%d", "{id_source}")
+		checks[name] = func(t *testing.T, own, other spaceFixture) {
+			id := otherSource(t, other)
+			if r := do(t, c.method, gw+fmt.Sprintf(c.path, id), "", "X-API-Key", own.key); r.status != 404 {
+				t.Fatalf("%s's key: %s on %s's import source: %s", own.name, name, other.name, r)
+			}
+			sourceUntouched(t, id)
+		}
+	}
 	// Routes that hold no space's private data, and why.
 	unscoped := map[string]string{
 		"POST /v2/payments/stripe/webhook": "signed by Stripe, no key: changes only the job the signed session names",

@@ -567,3 +567,84 @@ func TestDashboardReplaceGrantsNothingTheOwnerCannot(t *testing.T) {
 		t.Fatalf("replace an ordinary key: %d %s", p.status, p.body)
 	}
 }
+
+var sourceRE = regexp.MustCompile(`id="source-(\d+)"`)
+
+// A Pro space's owner adds an import source, sees it with its last run,
+// syncs and deletes it, through the API's rules (a refused URL is shown on
+// the page); a space that is not Pro, and an editor, have no sources.
+func TestDashboardImportSources(t *testing.T) {
+	b := signIn(t, ownerOf(t, 1, "owner"))
+	space := b.get("/dashboard/spaces/1")
+	if space.status != 200 || !strings.Contains(space.body, `id="imports-h"`) || !strings.Contains(space.body, "/dashboard/spaces/1/imports") {
+		t.Fatalf("the Pro space's page has no import sources: %d", space.status)
+	}
+	feed := "https://feeds.example/" + suite.RandomHex(4) + "/jobs.json"
+	p := b.post("/dashboard/spaces/1/imports", url.Values{"kind": {"json"}, "url": {feed}, "interval_minutes": {"30"}, "_csrf": {space.csrf(t)}})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("add: %d %s", p.status, p.body)
+	}
+	space = b.get("/dashboard/spaces/1")
+	if !strings.Contains(space.body, feed) || !strings.Contains(space.body, "30 min") {
+		t.Fatalf("the new source is not on the page:\n%s", space.body)
+	}
+	var id int64
+	if err := db.QueryRow(context.Background(), `SELECT id FROM jobs.import_sources WHERE url = $1 AND space_id = 1`, feed).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if m := sourceRE.FindAllStringSubmatch(space.body, -1); len(m) == 0 {
+		t.Fatal("no source row")
+	}
+	// The space's key sees the same source through the API.
+	if st, d := apiCall(t, "GET", fmt.Sprintf("/v2/import/sources/%d", id), sys.Keys["space 1 (Pro) key"], ""); st != 200 || d["feed_url"] != feed {
+		t.Fatalf("the API: %d %v", st, d)
+	}
+	if p := b.post(fmt.Sprintf("/dashboard/spaces/1/imports/%d/sync", id), url.Values{"_csrf": {space.csrf(t)}}); p.status != http.StatusSeeOther {
+		t.Fatalf("sync: %d %s", p.status, p.body)
+	}
+	// Refusals are the API's, shown on the page; nothing is stored.
+	for form, want := range map[string]url.Values{
+		"url must not name a private": {"kind": {"json"}, "url": {"https://169.254.169.254/latest"}},
+		"interval_minutes must be":    {"kind": {"json"}, "url": {feed}, "interval_minutes": {"5"}},
+		"token or url is required":    {"kind": {"lever"}, "company": {"X"}},
+	} {
+		want.Set("_csrf", space.csrf(t))
+		if p := b.post("/dashboard/spaces/1/imports", want); p.status != 422 || !strings.Contains(html.UnescapeString(p.body), form) {
+			t.Errorf("%v: %d, want 422 saying %q", want, p.status, form)
+		}
+	}
+	// Another space's source is not this space's to sync or delete.
+	var foreign int64
+	if err := db.QueryRow(context.Background(), `INSERT INTO jobs.import_sources (space_id, key_id, kind, url, feed_url, interval_seconds)
+		VALUES (2, 0, 'json', 'https://feeds.example/two.json', 'https://feeds.example/two.json', 3600) RETURNING id`).Scan(&foreign); err != nil {
+		t.Fatal(err)
+	}
+	for _, action := range []string{"sync", "delete"} {
+		if p := b.post(fmt.Sprintf("/dashboard/spaces/1/imports/%d/%s", foreign, action), url.Values{"_csrf": {space.csrf(t)}}); p.status != http.StatusNotFound {
+			t.Errorf("%s another space's source: %d", action, p.status)
+		}
+	}
+	if p := b.post(fmt.Sprintf("/dashboard/spaces/1/imports/%d/delete", id), url.Values{"_csrf": {space.csrf(t)}}); p.status != http.StatusSeeOther {
+		t.Fatalf("delete: %d %s", p.status, p.body)
+	}
+	if space = b.get("/dashboard/spaces/1"); strings.Contains(space.body, feed) {
+		t.Fatal("the deleted source is still on the page")
+	}
+
+	nonPro := signIn(t, addAdmin(t, 2, "owner"))
+	p = nonPro.get("/dashboard/spaces/2")
+	if strings.Contains(p.body, `id="imports-h"`) {
+		t.Error("a space that is not Pro shows import sources")
+	}
+	if r := nonPro.post("/dashboard/spaces/2/imports", url.Values{"kind": {"json"}, "url": {feed}, "_csrf": {p.csrf(t)}}); r.status != http.StatusForbidden {
+		t.Errorf("a space that is not Pro adds a source: %d", r.status)
+	}
+	editor := signIn(t, addAdmin(t, 1, "editor"))
+	p = editor.get("/dashboard/spaces/1")
+	if strings.Contains(p.body, `id="imports-h"`) {
+		t.Error("an editor sees import sources")
+	}
+	if r := editor.post("/dashboard/spaces/1/imports", url.Values{"kind": {"json"}, "url": {feed}, "_csrf": {p.csrf(t)}}); r.status != http.StatusForbidden {
+		t.Errorf("an editor adds a source: %d", r.status)
+	}
+}

@@ -19,16 +19,23 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/importbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/importbus/feeds"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/importbus/stores/importdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobcache"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/privacybus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/statsbus/stores/statsdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/commclient"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/dirclient"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/alertmail"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/importsync"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/indexing"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobexpiry"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
@@ -81,6 +88,43 @@ func main() {
 		p.Go(func(ctx context.Context) error {
 			return (&webhook.Relay{Store: hooks, Temporal: tc, Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval}).Run(ctx)
 		})
+		// Import sources: their workflows on a queue of their own, the API's
+		// wake-ups relayed to them, and every source woken at the start.
+		// Their jobs are written as the API writes them (announced to the
+		// caches, cities resolved by the directory), fetched under the
+		// webhooks' outbound rules.
+		codec, err := identity.NewCodec(cfg.AlertSecret)
+		if err != nil {
+			return err
+		}
+		dir := dirclient.New(cfg.DirectoryURL, codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: 30 * time.Second})
+		imports := importdb.New(p.Pool)
+		importJobs := jobbus.New(jobcache.New(store, jobcache.Config{Changes: p.Changes}), dir,
+			jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
+		importBus := importbus.New(imports, importJobs, dir, importbus.Config{Allow: allow, Decode: jobapp.DecodeCreate,
+			Client: outbound.New(outbound.Config{Allow: allow, Timeout: feeds.FetchTimeout, MaxRead: feeds.MaxFeed})})
+		p.AddWorker("imports", temporalx.NewWorker(tc, importsync.TaskQueue, importsync.Register, &importsync.Activities{Imports: importBus}, log))
+		p.Go(importsync.Relay(tc, imports.Wakes(), outbox.Relay[int64]{Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval}).Run)
+		p.Go(func(ctx context.Context) error {
+			// Keep trying until every source's workflow runs: Temporal may start after us.
+			for {
+				sctx, cancel := context.WithTimeout(ctx, time.Minute)
+				ids, err := imports.Sources(sctx)
+				if err == nil {
+					err = importsync.EnsureAll(sctx, tc, ids, log)
+				}
+				cancel()
+				if err == nil {
+					return nil
+				}
+				log.Warn("import sources' workflows", "error", err)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(5 * time.Second):
+				}
+			}
+		})
 		// Search-engine notices: off unless a service-account key is given.
 		if cfg.IndexingCredentials != "" {
 			key, err := os.ReadFile(cfg.IndexingCredentials)
@@ -99,10 +143,6 @@ func main() {
 		// The erasures the jobs API took, handed to community (retried
 		// while it is away); every alert mail carries the erasure link.
 		sealer, err := privacy.NewSealer([]byte(cfg.AlertSecret))
-		if err != nil {
-			return err
-		}
-		codec, err := identity.NewCodec(cfg.AlertSecret)
 		if err != nil {
 			return err
 		}
@@ -190,6 +230,11 @@ type workerConfig struct {
 	// clock keeps the period it was started with (across continue-as-new):
 	// terminate it to change it.
 	DigestPeriod time.Duration `env:"ALERT_DIGEST_PERIOD" envDefault:"15m"`
+	// DirectoryURL resolves the cities of imported jobs (as the jobs API).
+	DirectoryURL     string        `env:"DIRECTORY_URL" envDefault:"http://127.0.0.1:8082"`
+	DirectoryTimeout time.Duration `env:"DIRECTORY_TIMEOUT" envDefault:"2s"`
+	// DefaultInvEmail is the invoice address of imported jobs without one (as the jobs API).
+	DefaultInvEmail string `env:"DEFAULT_INV_EMAIL" envDefault:"jobs@coworkjobs.example"`
 	// CommunityURL is where erasures go on to the newsletter's data.
 	CommunityURL string `env:"COMMUNITY_URL" envDefault:"http://127.0.0.1:8084"`
 }
@@ -206,7 +251,10 @@ func (c workerConfig) Validate() error {
 		errs = append(errs, errors.New("JOBS_REMIND_BEFORE must not be negative"))
 	}
 	errs = append(errs, config.HTTPURL("PUBLIC_BASE_URL", c.PublicBaseURL), config.HTTPURL("INDEXING_API_URL", c.IndexingBaseURL),
-		config.HTTPURL("COMMUNITY_URL", c.CommunityURL))
+		config.HTTPURL("COMMUNITY_URL", c.CommunityURL), config.HTTPURL("DIRECTORY_URL", c.DirectoryURL))
+	if c.DirectoryTimeout <= 0 {
+		errs = append(errs, errors.New("DIRECTORY_TIMEOUT must be positive"))
+	}
 	if c.IndexingDailyQuota < 1 {
 		errs = append(errs, errors.New("INDEXING_DAILY_QUOTA must be at least 1"))
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/service"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/alertapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/hookapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/importapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobpages"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/payapp"
@@ -30,6 +31,8 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/cityzone"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/importbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/importbus/stores/importdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobcache"
@@ -83,6 +86,10 @@ func main() {
 		// Mounted without Stripe too, where it answers 503 (not configured).
 		payapp.Routes(app, payapp.Config{Log: log, Bus: bus, Codec: p.Codec, Stripe: stripeProvider})
 		hookapp.Routes(app, hookapp.Config{Bus: hookbus.New(hookdb.New(p.Pool), hookbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP, Allow: hookAllow}), Codec: p.Codec})
+		// Import sources follow the webhooks' outbound rules (the same
+		// allowlist and plain-http switch); jobs-worker polls them.
+		importapp.Routes(app, importapp.Config{Codec: p.Codec,
+			Bus: importbus.New(importdb.New(p.Pool), nil, dir, importbus.Config{AllowHTTP: cfg.WebhooksAllowHTTP, Allow: hookAllow})})
 		alertapp.Routes(app, alertapp.Config{Codec: p.Codec, Jobs: bus, Log: log, Bus: &alertbus.Business{Store: alertdb.New(p.Pool), Zones: cityzone.Finder{Dir: dir},
 			Signer: alertbus.NewSigner([]byte(cfg.IdentitySecret)),
 			Limits: alertbus.ConfirmLimits{Every: cfg.AlertConfirmEvery, PerDay: cfg.AlertConfirmPerDay}}})

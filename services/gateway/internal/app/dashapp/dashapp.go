@@ -111,17 +111,19 @@ func (a *App) Handlers() map[string]fiber.Handler {
 
 func (a *App) handlers() map[string]fiber.Handler {
 	return map[string]fiber.Handler{
-		"GET /dashboard":                                         a.home,
-		"POST /dashboard/sign-in":                                a.requestLink,
-		"GET /dashboard/sign-in/link":                            a.link,
-		"POST /dashboard/sign-in/link":                           a.signIn,
-		"POST /dashboard/sign-out":                               a.signOut,
-		"GET /dashboard/assets/:file":                            a.asset,
-		"GET /dashboard/spaces/:id<int>":                         a.space,
-		"POST /dashboard/spaces/:id<int>/jobs/:job<int>/:action": a.jobAction,
-		"POST /dashboard/spaces/:id<int>/keys":                   a.createKey,
-		"POST /dashboard/spaces/:id<int>/keys/:key<int>/revoke":  a.revokeKey,
-		"POST /dashboard/spaces/:id<int>/keys/:key<int>/replace": a.replaceKey,
+		"GET /dashboard":                                            a.home,
+		"POST /dashboard/sign-in":                                   a.requestLink,
+		"GET /dashboard/sign-in/link":                               a.link,
+		"POST /dashboard/sign-in/link":                              a.signIn,
+		"POST /dashboard/sign-out":                                  a.signOut,
+		"GET /dashboard/assets/:file":                               a.asset,
+		"GET /dashboard/spaces/:id<int>":                            a.space,
+		"POST /dashboard/spaces/:id<int>/jobs/:job<int>/:action":    a.jobAction,
+		"POST /dashboard/spaces/:id<int>/keys":                      a.createKey,
+		"POST /dashboard/spaces/:id<int>/keys/:key<int>/revoke":     a.revokeKey,
+		"POST /dashboard/spaces/:id<int>/keys/:key<int>/replace":    a.replaceKey,
+		"POST /dashboard/spaces/:id<int>/imports":                   a.addImport,
+		"POST /dashboard/spaces/:id<int>/imports/:src<int>/:action": a.importAction,
 	}
 }
 
@@ -165,6 +167,12 @@ type view struct {
 	MaxRateLimit int
 	NewKey       keyapp.Key
 	Secret       string
+	// ImportsAllowed: the user manages the space's import sources (the
+	// keys' rule); ImportsNote says why they cannot be read.
+	ImportsAllowed bool
+	Sources        []importSource
+	ImportsNote    string
+	ImportKinds    []string
 }
 
 func (a *App) render(c *fiber.Ctx, status int, page string, v view) error {
@@ -469,6 +477,12 @@ func (a *App) spaceView(ctx context.Context, c *fiber.Ctx, s *dashbus.Session, m
 			return v, err
 		}
 		v.KeysAllowed, v.Scopes, v.MaxRateLimit = true, keybus.SpaceKeyScopes, a.cfg.Keys.MaxRateLimit()
+		// The sources are a part of the page: without them it still shows.
+		v.ImportsAllowed, v.ImportKinds = true, importKinds
+		if v.Sources, err = a.cfg.Backends.ImportSources(ctx, m.SpaceID); err != nil {
+			a.cfg.Log.WarnContext(ctx, "dashboard: import sources unavailable", "space", m.SpaceID, "error", err)
+			v.ImportsNote = "Your import sources cannot be read right now."
+		}
 	}
 	return v, nil
 }
@@ -498,7 +512,9 @@ func (a *App) space(c *fiber.Ctx) error {
 var notices = map[string]string{
 	"publish": "The job is published.", "pause": "The job is paused.", "resume": "The job is live again.",
 	"relist": "The job is relisted.", "close": "The position is closed.", "unpublish": "The job is unpublished.",
-	"revoked": "The key is revoked: it stops working within seconds.",
+	"revoked":      "The key is revoked: it stops working within seconds.",
+	"import-added": "The import source is added: its first poll runs now.", "import-sync": "The source is polled now.",
+	"import-delete": "The import source is deleted; its jobs stay as they are.",
 }
 
 // POST /dashboard/spaces/:id/jobs/:job/:action: the job's transition, by

@@ -126,6 +126,15 @@ var Table = []Route{
 	// Not cached: an operation moves without a job write being announced.
 	{Method: "GET", Path: "/v2/jobs/batch/:operation_id", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "A batch operation's progress and results"},
 	// Not cached: a page ends at the server's commit horizon, which moves without any job write.
+	// Import sources (issue 46): the batch route's scopes (a source writes
+	// jobs as a batch does); never cached, a poll moves them without a
+	// request.
+	{Method: "POST", Path: "/v2/import/sources", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Register a feed to import jobs from"},
+	{Method: "GET", Path: "/v2/import/sources", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "List the key's import sources"},
+	{Method: "GET", Path: "/v2/import/sources/:id_source", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "One import source with its last run"},
+	{Method: "DELETE", Path: "/v2/import/sources/:id_source", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Delete an import source"},
+	{Method: "GET", Path: "/v2/import/sources/:id_source/runs", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "An import source's runs"},
+	{Method: "POST", Path: "/v2/import/sources/:id_source/sync", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Poll an import source now"},
 	{Method: "GET", Path: "/v2/jobs/changes", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "The changes of jobs, for mirrors"},
 	{Method: "GET", Path: "/v2/jobs/:id_job<int>", Backend: BackendJobs, Scopes: jobsRead, Limit: LimitKeyRead, Summary: "One job with its description", Cache: cacheJob},
 	{Method: "POST", Path: "/v2/jobs/unpublish", Backend: BackendJobs, Scopes: jobsWrite, Write: true, Limit: LimitKeyWrite, Summary: "Unpublish a job"},
@@ -211,11 +220,13 @@ var Pages = []Route{
 	{Method: "POST", Path: "/dashboard/sign-in/link", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Sign in with the link"},
 	{Method: "POST", Path: "/dashboard/sign-out", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Sign out"},
 	{Method: "GET", Path: "/dashboard/assets/:file", Backend: Local, Scopes: publicRoute, Page: true, Summary: "The dashboard's style and script"},
-	{Method: "GET", Path: "/dashboard/spaces/:id<int>", Backend: Local, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "A space's jobs and keys"},
+	{Method: "GET", Path: "/dashboard/spaces/:id<int>", Backend: Local, Scopes: publicRoute, Limit: LimitPublicRead, Page: true, Summary: "A space's jobs, keys and import sources"},
 	{Method: "POST", Path: "/dashboard/spaces/:id<int>/jobs/:job<int>/:action", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Act on a job of the space"},
 	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Create a key of the space"},
 	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys/:key<int>/revoke", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Revoke a key of the space"},
 	{Method: "POST", Path: "/dashboard/spaces/:id<int>/keys/:key<int>/replace", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Replace a key of the space"},
+	{Method: "POST", Path: "/dashboard/spaces/:id<int>/imports", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Add an import source of the space"},
+	{Method: "POST", Path: "/dashboard/spaces/:id<int>/imports/:src<int>/:action", Backend: Local, Scopes: publicRoute, Limit: LimitPublicIP, Page: true, Summary: "Sync or delete an import source of the space"},
 
 	// A job alert's pages, behind its mails' links (the token is the
 	// capability); the one-click unsubscribe POSTs to /alerts/unsubscribe.

@@ -189,3 +189,14 @@ type feedJobDTO struct {
 	JobType  string `json:"job_type"`
 	IsRemote bool   `json:"is_remote"`
 }
+
+// DecodeCreate reads a POST /v2/jobs body as the route does (an import
+// source's position, importbus.Config.Decode): a body that is not a JSON
+// object is a row with that problem.
+func DecodeCreate(body []byte) jobbus.CreateInput {
+	var r createRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		return jobbus.CreateInput{TypeProblems: []string{"the job must be a JSON object"}}
+	}
+	return r.toInput()
+}

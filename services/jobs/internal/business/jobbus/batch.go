@@ -163,7 +163,7 @@ func (b *Business) Batch(ctx context.Context, caller Caller, in BatchInput, idem
 				return err
 			}
 			if in.Mode == BatchReplace {
-				closed, err := b.closeMissing(ctx, s, caller, refsOf(in.Rows))
+				closed, err := b.closeMissing(ctx, s, caller, "", refsOf(in.Rows))
 				if err != nil {
 					return err
 				}
@@ -283,9 +283,10 @@ func refsOf(rows []CreateInput) []string {
 }
 
 // closeMissing closes caller's active and paused jobs with a reference not
-// in keep, through the lifecycle, on s.
-func (b *Business) closeMissing(ctx context.Context, s Storer, caller Caller, keep []string) ([]BatchRow, error) {
-	cands, err := s.ReplaceCandidates(ctx, caller.SpaceID, OwnerOf(caller), keep)
+// in keep, through the lifecycle, on s: those of the import source whose
+// references start with prefix, or with prefix "" those of no source.
+func (b *Business) closeMissing(ctx context.Context, s Storer, caller Caller, prefix string, keep []string) ([]BatchRow, error) {
+	cands, err := s.ReplaceCandidates(ctx, caller.SpaceID, OwnerOf(caller), prefix, keep)
 	if err != nil {
 		return nil, err
 	}

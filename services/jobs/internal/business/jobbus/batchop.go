@@ -117,7 +117,7 @@ func (b *Business) runChunk(ctx context.Context, s Storer, op *BatchOp) error {
 	op.NextRow = end
 	if end == len(op.Rows) {
 		if op.Mode == BatchReplace {
-			closed, err := b.closeMissing(ctx, s, caller, refsOf(op.Rows))
+			closed, err := b.closeMissing(ctx, s, caller, "", refsOf(op.Rows))
 			if err != nil {
 				return fmt.Errorf("batch %s: %w", op.ID, err)
 			}
@@ -146,7 +146,7 @@ func (b *Business) dryRunOp(ctx context.Context, s Storer, op *BatchOp) error {
 			return err
 		}
 		if op.Mode == BatchReplace {
-			closed, err := b.closeMissing(ctx, tx, caller, refsOf(op.Rows))
+			closed, err := b.closeMissing(ctx, tx, caller, "", refsOf(op.Rows))
 			if err != nil {
 				return err
 			}

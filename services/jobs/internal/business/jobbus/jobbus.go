@@ -55,8 +55,10 @@ type Storer interface {
 	Changed(ctx context.Context) (time.Time, error)
 	// ReplaceCandidates lists an owner's active and paused jobs with an
 	// external_ref not in keep (the owner: a space key's space, spaceID,
-	// with ownerKeyID 0; or the platform key ownerKeyID), in id order.
-	ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, keep []string) ([]ReplaceCandidate, error)
+	// with ownerKeyID 0; or the platform key ownerKeyID), in id order:
+	// those whose reference starts with prefix, or with prefix "" those of
+	// no import source (no SourceRefPrefix).
+	ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, prefix string, keep []string) ([]ReplaceCandidate, error)
 	// InsertBatchOp keeps a new batch operation.
 	InsertBatchOp(ctx context.Context, op BatchOp) error
 	// ClaimBatchOp locks the oldest pending operation no one else holds, for

@@ -166,6 +166,9 @@ type CreateInput struct {
 	ExternalRef *string
 
 	TypeProblems []string
+	// fromSource: a row of an import source's poll (ApplySource), whose
+	// reference carries the source's prefix.
+	fromSource bool
 }
 
 // NewJob is a create request that passed every rule, ready to store.

@@ -54,7 +54,7 @@ func (b *Business) prepare(ctx context.Context, caller Caller, in CreateInput) (
 	nj.IsRemote = nj.WorkplaceType == WorkplaceRemote
 	nj.SalaryPeriod = salaryPeriod(in.SalaryPeriod, "", &p)
 	if in.ExternalRef != nil {
-		nj.ExternalRef = externalRef(*in.ExternalRef, &p)
+		nj.ExternalRef = externalRef(*in.ExternalRef, in.fromSource, &p)
 	}
 	nj.InvEmail = b.cfg.DefaultInvEmail
 	if in.InvEmail != nil && ValidEmail(strings.TrimSpace(*in.InvEmail)) {
@@ -207,11 +207,15 @@ func requiredText(v *string, name string, max int, p *[]string) string {
 
 // externalRef validates an importer's reference: 1 to MaxExternalRefLen
 // characters of one line, trimmed (what the importer's system shows).
-func externalRef(v string, p *[]string) *string {
+// SourceRefPrefix is reserved for the jobs of import sources (ApplySource).
+func externalRef(v string, fromSource bool, p *[]string) *string {
 	s := strings.TrimSpace(v)
 	switch {
 	case s == "":
 		*p = append(*p, "external_ref must not be empty; leave it out for a job without one")
+		return nil
+	case !fromSource && strings.HasPrefix(s, SourceRefPrefix):
+		*p = append(*p, "external_ref must not start with "+strconv.Quote(SourceRefPrefix)+": it is reserved for the jobs of import sources")
 		return nil
 	case !utf8.ValidString(s):
 		*p = append(*p, "external_ref must be valid UTF-8 text")

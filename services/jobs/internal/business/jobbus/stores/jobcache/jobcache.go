@@ -154,8 +154,8 @@ func (s *Store) EventsAfter(ctx context.Context, a *jobbus.Audience, after jobbu
 
 // ReplaceCandidates implements jobbus.Storer, on the primary: a replace
 // decides on the latest state.
-func (s *Store) ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, keep []string) ([]jobbus.ReplaceCandidate, error) {
-	return s.db.ReplaceCandidates(ctx, spaceID, ownerKeyID, keep)
+func (s *Store) ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, prefix string, keep []string) ([]jobbus.ReplaceCandidate, error) {
+	return s.db.ReplaceCandidates(ctx, spaceID, ownerKeyID, prefix, keep)
 }
 
 // InsertBatchOp implements jobbus.Storer.

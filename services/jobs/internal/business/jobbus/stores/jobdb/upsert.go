@@ -238,15 +238,18 @@ func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob) (jobbus.Written, e
 }
 
 // ReplaceCandidates implements jobbus.Storer, on jobs_owner_external_ref_key.
-func (s *Store) ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, keep []string) ([]jobbus.ReplaceCandidate, error) {
+func (s *Store) ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, prefix string, keep []string) ([]jobbus.ReplaceCandidate, error) {
 	refSpace := int64(0)
 	if ownerKeyID == 0 {
 		refSpace = spaceID
 	}
+	// starts_with keeps the index's (ref_space, owner_key_id) prefix; the
+	// references of one owner are few enough to filter.
 	rows, err := s.db.Query(ctx, `SELECT id, external_ref FROM jobs
 		WHERE ref_space = $1 AND owner_key_id = $2 AND external_ref IS NOT NULL AND NOT (external_ref = ANY($3::text[]))
+		  AND CASE WHEN $4 = '' THEN NOT starts_with(external_ref, $5) ELSE starts_with(external_ref, $4) END
 		  AND status IN ('active', 'paused')
-		ORDER BY id`, refSpace, ownerKeyID, keep)
+		ORDER BY id`, refSpace, ownerKeyID, keep, prefix, jobbus.SourceRefPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("select replace candidates: %w", err)
 	}
