@@ -574,7 +574,7 @@ var sourceRE = regexp.MustCompile(`id="source-(\d+)"`)
 // syncs and deletes it, through the API's rules (a refused URL is shown on
 // the page); a space that is not Pro, and an editor, have no sources.
 func TestDashboardImportSources(t *testing.T) {
-	b := signIn(t, ownerOf(t, 1, "owner"))
+	b := signIn(t, addAdmin(t, 1, "owner")) // its own address: one sign-in mail per address per ResendEvery
 	space := b.get("/dashboard/spaces/1")
 	if space.status != 200 || !strings.Contains(space.body, `id="imports-h"`) || !strings.Contains(space.body, "/dashboard/spaces/1/imports") {
 		t.Fatalf("the Pro space's page has no import sources: %d", space.status)
