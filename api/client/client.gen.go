@@ -5256,9 +5256,11 @@ type ClientInterface interface {
 	// `external_ref` is the source's own id behind the source's `external_ref_prefix`
 	// (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 	// other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-	// source's jobs). A feed that lists no position (a board with no opening) closes every job of
-	// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
-	// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
+	// source's jobs). A feed that lists no position closes nothing and is that run's `error`: an
+	// empty answer is far more often a board's bad moment than a board emptied on purpose (the
+	// batch's replace asks for `confirm_empty` likewise); to take a board's jobs down, close them or
+	// delete the source. A feed the poll cannot read (not 200 or 304, not the kind's format) closes
+	// nothing and is that run's `error` too. A feed of more than 1 000 positions is that run's error.
 	//
 	// **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 	// the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -5293,9 +5295,11 @@ type ClientInterface interface {
 	// `external_ref` is the source's own id behind the source's `external_ref_prefix`
 	// (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 	// other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-	// source's jobs). A feed that lists no position (a board with no opening) closes every job of
-	// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
-	// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
+	// source's jobs). A feed that lists no position closes nothing and is that run's `error`: an
+	// empty answer is far more often a board's bad moment than a board emptied on purpose (the
+	// batch's replace asks for `confirm_empty` likewise); to take a board's jobs down, close them or
+	// delete the source. A feed the poll cannot read (not 200 or 304, not the kind's format) closes
+	// nothing and is that run's `error` too. A feed of more than 1 000 positions is that run's error.
 	//
 	// **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 	// the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -7346,9 +7350,11 @@ func (c *Client) ListImportSources(ctx context.Context, reqEditors ...RequestEdi
 // `external_ref` is the source's own id behind the source's `external_ref_prefix`
 // (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 // other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-// source's jobs). A feed that lists no position (a board with no opening) closes every job of
-// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
-// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
+// source's jobs). A feed that lists no position closes nothing and is that run's `error`: an
+// empty answer is far more often a board's bad moment than a board emptied on purpose (the
+// batch's replace asks for `confirm_empty` likewise); to take a board's jobs down, close them or
+// delete the source. A feed the poll cannot read (not 200 or 304, not the kind's format) closes
+// nothing and is that run's `error` too. A feed of more than 1 000 positions is that run's error.
 //
 // **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 // the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -7393,9 +7399,11 @@ func (c *Client) CreateImportSourceWithBody(ctx context.Context, contentType str
 // `external_ref` is the source's own id behind the source's `external_ref_prefix`
 // (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 // other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-// source's jobs). A feed that lists no position (a board with no opening) closes every job of
-// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
-// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
+// source's jobs). A feed that lists no position closes nothing and is that run's `error`: an
+// empty answer is far more often a board's bad moment than a board emptied on purpose (the
+// batch's replace asks for `confirm_empty` likewise); to take a board's jobs down, close them or
+// delete the source. A feed the poll cannot read (not 200 or 304, not the kind's format) closes
+// nothing and is that run's `error` too. A feed of more than 1 000 positions is that run's error.
 //
 // **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 // the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -13978,9 +13986,11 @@ type ClientWithResponsesInterface interface {
 	// `external_ref` is the source's own id behind the source's `external_ref_prefix`
 	// (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 	// other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-	// source's jobs). A feed that lists no position (a board with no opening) closes every job of
-	// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
-	// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
+	// source's jobs). A feed that lists no position closes nothing and is that run's `error`: an
+	// empty answer is far more often a board's bad moment than a board emptied on purpose (the
+	// batch's replace asks for `confirm_empty` likewise); to take a board's jobs down, close them or
+	// delete the source. A feed the poll cannot read (not 200 or 304, not the kind's format) closes
+	// nothing and is that run's `error` too. A feed of more than 1 000 positions is that run's error.
 	//
 	// **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 	// the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -14015,9 +14025,11 @@ type ClientWithResponsesInterface interface {
 	// `external_ref` is the source's own id behind the source's `external_ref_prefix`
 	// (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 	// other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-	// source's jobs). A feed that lists no position (a board with no opening) closes every job of
-	// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
-	// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
+	// source's jobs). A feed that lists no position closes nothing and is that run's `error`: an
+	// empty answer is far more often a board's bad moment than a board emptied on purpose (the
+	// batch's replace asks for `confirm_empty` likewise); to take a board's jobs down, close them or
+	// delete the source. A feed the poll cannot read (not 200 or 304, not the kind's format) closes
+	// nothing and is that run's `error` too. A feed of more than 1 000 positions is that run's error.
 	//
 	// **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 	// the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -31045,9 +31057,11 @@ func (c *ClientWithResponses) ListImportSourcesWithResponse(ctx context.Context,
 // `external_ref` is the source's own id behind the source's `external_ref_prefix`
 // (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 // other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-// source's jobs). A feed that lists no position (a board with no opening) closes every job of
-// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
-// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
+// source's jobs). A feed that lists no position closes nothing and is that run's `error`: an
+// empty answer is far more often a board's bad moment than a board emptied on purpose (the
+// batch's replace asks for `confirm_empty` likewise); to take a board's jobs down, close them or
+// delete the source. A feed the poll cannot read (not 200 or 304, not the kind's format) closes
+// nothing and is that run's `error` too. A feed of more than 1 000 positions is that run's error.
 //
 // **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 // the operator allows it), must not name a private, loopback, link-local or metadata address
@@ -31088,9 +31102,11 @@ func (c *ClientWithResponses) CreateImportSourceWithBodyWithResponse(ctx context
 // `external_ref` is the source's own id behind the source's `external_ref_prefix`
 // (`src:<id>:`), and the source's jobs no position names any longer are closed; the owner's
 // other jobs, and other sources', are not (and a `POST /v2/jobs/batch` replace closes no
-// source's jobs). A feed that lists no position (a board with no opening) closes every job of
-// the source; one the poll cannot read (not 200 or 304, not the kind's format) closes nothing
-// and is that run's `error`. A feed of more than 1 000 positions is that run's error.
+// source's jobs). A feed that lists no position closes nothing and is that run's `error`: an
+// empty answer is far more often a board's bad moment than a board emptied on purpose (the
+// batch's replace asks for `confirm_empty` likewise); to take a board's jobs down, close them or
+// delete the source. A feed the poll cannot read (not 200 or 304, not the kind's format) closes
+// nothing and is that run's `error` too. A feed of more than 1 000 positions is that run's error.
 //
 // **Outbound rules.** As webhook deliveries: the URL must be https (plain http only where
 // the operator allows it), must not name a private, loopback, link-local or metadata address

@@ -99,6 +99,73 @@ func TestImportPoll300Converges(t *testing.T) {
 	}
 }
 
+// A feed that suddenly lists nothing closes nothing: the run records why,
+// every job of the source stays active, and the next poll reads it whole
+// again (no validators kept), so the board coming back is applied as usual.
+func TestImportEmptyFeedClosesNothing(t *testing.T) {
+	jobs := batchJobs("empty-"+fmt.Sprint(time.Now().UnixNano()), 1, 3, nil)
+	full, err := json.Marshal(map[string]any{"jobs": jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var empty atomic.Bool
+	var conditional atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") != "" {
+			conditional.Add(1)
+		}
+		if empty.Load() {
+			w.Header().Set("ETag", `"empty"`)
+			_, _ = w.Write([]byte(`{"jobs":[]}`))
+			return
+		}
+		_, _ = w.Write(full)
+	}))
+	t.Cleanup(srv.Close)
+	b, store := importer()
+	src, err := store.Create(bgContext, importbus.Source{KeyID: 4920, Trusted: true, Kind: feeds.JSON, URL: srv.URL, FeedURL: srv.URL,
+		Interval: time.Hour, Mode: importbus.ModeReplace, NextPollAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := importbus.OwnerOf(jobbus.Caller{KeyID: 4920})
+	poll := func() *importbus.Run {
+		t.Helper()
+		if _, err := store.Sync(bgContext, owner, src.ID); err != nil {
+			t.Fatal(err)
+		}
+		p, err := b.Poll(bgContext, src.ID)
+		if err != nil || p.Run == nil {
+			t.Fatalf("poll: %+v %v", p, err)
+		}
+		return p.Run
+	}
+	active := func() int {
+		var n int
+		if err := pool.QueryRow(bgContext, `SELECT count(*) FROM jobs WHERE external_ref LIKE $1 AND status = 'active'`,
+			jobbus.SourceRef(src.ID)+"%").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if r := poll(); r.Created != 3 || r.Error != nil || active() != 3 {
+		t.Fatalf("first poll: %+v, %d active", r, active())
+	}
+	empty.Store(true)
+	for range 2 {
+		if r := poll(); r.Error == nil || r.Closed != 0 || r.Positions != 0 || active() != 3 {
+			t.Fatalf("an empty feed: %+v, %d active", r, active())
+		}
+	}
+	if n := conditional.Load(); n != 0 {
+		t.Fatalf("%d conditional requests after an empty feed: its ETag was kept", n)
+	}
+	empty.Store(false)
+	if r := poll(); r.Error != nil || r.Unchanged != 3 || active() != 3 {
+		t.Fatalf("the board back: %+v, %d active", r, active())
+	}
+}
+
 // BenchmarkImportPoll300: one source of 300 new positions polled (created
 // all), then polled again unchanged (one 304); reported per poll.
 func BenchmarkImportPoll300(b *testing.B) {

@@ -21,7 +21,8 @@ type Polled struct {
 // Poll polls source id when it is due: a conditional GET of its feed; a
 // 304 is a run with NotModified and no write at all; otherwise the
 // positions are applied as a replace scoped to the source
-// (jobbus.ApplySource), and the answer's validators kept for the next GET
+// (jobbus.ApplySource; a feed with no position is a failed run that closes
+// nothing), and the answer's validators kept for the next GET
 // only once every row was applied (a poll that failed is repeated whole).
 // A source not due yet (a wake-up that came twice) is left alone.
 func (b *Business) Poll(ctx context.Context, id int64) (Polled, error) {
@@ -93,6 +94,14 @@ func (b *Business) poll(ctx context.Context, src Source, run *Run) (*feeds.Valid
 		return nil, err
 	}
 	run.Positions = len(ps)
+	if len(ps) == 0 {
+		// A board answering an empty list is far more often a board having a
+		// bad moment than one emptied on purpose; closing every job on it
+		// would be the batch's replace without confirm_empty. The validators
+		// are not kept, so the next poll reads the feed whole again.
+		return nil, fmt.Errorf("%w: the feed lists no positions; nothing was applied and no job closed "+
+			"(to take a board's jobs down, close them or delete the source)", errPoll)
+	}
 	if len(ps) > MaxPositions {
 		return nil, fmt.Errorf("%w: the feed lists %d positions; a source holds at most %d", errPoll, len(ps), MaxPositions)
 	}
