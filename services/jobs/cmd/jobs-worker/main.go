@@ -21,6 +21,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus/stores/eventdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -71,7 +72,7 @@ func main() {
 			return err
 		}
 		hooks := hookdb.New(p.Pool)
-		hookActs := &webhook.Activities{Store: hooks, Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}),
+		hookActs := &webhook.Activities{Store: hooks, Readers: eventdb.New(p.Pool), Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}),
 			Client: outbound.New(outbound.Config{Allow: allow, IdlePerHost: webhook.PumpConcurrency}), Mail: sender, Log: log}
 		p.AddWorker("webhooks", temporalx.NewWorker(tc, webhook.TaskQueue, webhook.Register, hookActs, log))
 		relayMetrics := outbox.NewMetrics(m.Registry)

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -355,3 +356,7 @@ func truncate(s string, n int) string {
 	}
 	return string([]rune(s)[:n]) + "…"
 }
+
+// ReaderID is the endpoint's reader of the event log (eventbus): its
+// position is what the endpoint has been sent.
+func ReaderID(endpointID int64) string { return "webhook:" + strconv.FormatInt(endpointID, 10) }

@@ -119,3 +119,11 @@ func (b *Business) Entry(ctx context.Context, caller Caller, e JobEvent) (Change
 	}
 	return es[0], nil
 }
+
+// Details are the jobs of ids as they are now (those that exist).
+func (b *Business) Details(ctx context.Context, ids []int64) ([]Detail, error) {
+	return b.store.QueryByIDs(ctx, ids)
+}
+
+// Readable is whether caller may read the job d.
+func (b *Business) Readable(caller Caller, d Detail) bool { return b.readable(caller, d) == nil }
