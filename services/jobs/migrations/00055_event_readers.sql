@@ -26,7 +26,8 @@ CREATE TABLE event_readers (
 -- pump delivers before any later event of their job (order kept).
 -- TestUpgradeKeepsOpenDeliveries.
 INSERT INTO event_readers (reader, xid, seq)
-SELECT 'webhook:' || w.id, d.xid, d.seq FROM webhook_endpoints w, webhook_dispatch d;
+SELECT 'webhook:' || w.id, d.xid, d.seq FROM webhook_endpoints w, webhook_dispatch d
+ON CONFLICT (reader) DO NOTHING;
 -- The leases move to the readers.
 ALTER TABLE webhook_endpoints DROP COLUMN IF EXISTS pump_until, DROP COLUMN IF EXISTS pump_owner;
 

@@ -317,9 +317,18 @@ func (a *Activities) round(ctx context.Context, l eventbus.Lease, due hookdb.Due
 		bodyOf[e.ID] = b
 	}
 	ss := secrets(due.Secret, due.OldSecret)
+	// Each event of the round, in the log's order, is over once answered,
+	// queued, or left behind a failure of its job.
+	idx := make(map[string]int, len(evs))
+	for i, e := range evs {
+		idx[e.ID] = i
+	}
+	states := make([]evState, len(evs))
+	for _, q := range queued {
+		states[idx[q.Event.ID]] = evState{over: true}
+	}
 	var mu sync.Mutex
-	var retried, fresh []sent
-	var left []jobbus.JobEvent // not sent: behind a failure of their job
+	var retried []sent
 	sem := make(chan struct{}, PumpConcurrency)
 	var wg sync.WaitGroup
 	for i, d := range due.Deliveries {
@@ -340,9 +349,11 @@ func (a *Activities) round(ctx context.Context, l eventbus.Lease, due hookdb.Due
 			for k, e := range es {
 				at, ans := a.send(ctx, ep.URL, e.ID, bodyOf[e.ID], ss)
 				mu.Lock()
-				fresh = append(fresh, sent{ev: e, at: at, ans: ans})
+				states[idx[e.ID]] = evState{over: true, r: &sent{ev: e, at: at, ans: ans}}
 				if ans != answerOK {
-					left = append(left, es[k+1:]...)
+					for _, rest := range es[k+1:] {
+						states[idx[rest.ID]] = evState{over: true}
+					}
 				}
 				mu.Unlock()
 				if ans != answerOK {
@@ -351,8 +362,70 @@ func (a *Activities) round(ctx context.Context, l eventbus.Lease, due hookdb.Due
 			}
 		})
 	}
-	wg.Wait()
-	return a.settle(ctx, l, ep.ID, retried, fresh, left, queued, next)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	// While requests are out, the position moves past the prefix of the
+	// round that is over every checkpointEvery: a worker killed under a
+	// slow receiver sends again only what was in flight.
+	written, renewed := 0, a.now()
+	tick := time.NewTicker(checkpointEvery)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-tick.C:
+			var err error
+			if a.now().Sub(renewed) > pumpLease/3 {
+				err, renewed = a.Readers.Renew(ctx, l, pumpLease), a.now()
+			}
+			mu.Lock()
+			k := written
+			for k < len(states) && states[k].over {
+				k++
+			}
+			rows := a.rows(evs, states, written, k, false)
+			mu.Unlock()
+			if err == nil && k > written {
+				if err = a.Store.Advance(ctx, ep.ID, l, evs[k-1].Cursor, rows); err == nil {
+					written = k
+				}
+			}
+			if err != nil {
+				<-done
+				return err
+			}
+		}
+	}
+	return a.settle(ctx, l, ep.ID, retried, evs, states, written, next)
+}
+
+// checkpointEvery is how often a round with requests out moves the
+// position past what is over.
+const checkpointEvery = 500 * time.Millisecond
+
+// evState is how an event of a round is: over once answered (r), or
+// queued or left behind a failure of its job (r nil: a row, not tried).
+type evState struct {
+	over bool
+	r    *sent
+}
+
+// rows are the delivery rows of evs[from:to]: each failure, and what was
+// not tried; a delivered event has none.
+func (a *Activities) rows(evs []jobbus.JobEvent, states []evState, from, to int, tooLong bool) []hookdb.Queued {
+	var out []hookdb.Queued
+	now := a.now()
+	for i := from; i < to; i++ {
+		switch st := states[i]; {
+		case st.r == nil:
+			out = append(out, hookdb.Queued{Event: evs[i]})
+		case st.r.ans != answerOK:
+			rec := a.outcome(*st.r, 0, now, now, tooLong)
+			out = append(out, hookdb.Queued{Event: evs[i], Attempt: &rec})
+		}
+	}
+	return out
 }
 
 // messageBody is a delivery's body (WebhookMessage).
@@ -378,13 +451,20 @@ func (a *Activities) stop(ctx context.Context, ep hookbus.Endpoint, l eventbus.L
 // that would pass RetryFor since it was queued, or when the endpoint has
 // now failed for DisableAfter (then disabled, its owner mailed); a 410
 // disables the endpoint at once. The retries' outcomes go in one
-// statement, the position and the new rows in another (fenced).
-func (a *Activities) settle(ctx context.Context, l eventbus.Lease, endpointID int64, retried, fresh []sent,
-	left []jobbus.JobEvent, queued []hookdb.Queued, next jobbus.Cursor) error {
+// statement; the position, past evs[written:], with their rows in another
+// (fenced).
+func (a *Activities) settle(ctx context.Context, l eventbus.Lease, endpointID int64, retried []sent,
+	evs []jobbus.JobEvent, states []evState, written int, next jobbus.Cursor) error {
 	now := a.now()
 	var ok, gone bool
 	var lastErr string
-	for _, r := range append(retried[:len(retried):len(retried)], fresh...) {
+	all := slices.Clone(retried)
+	for _, st := range states {
+		if st.r != nil {
+			all = append(all, *st.r)
+		}
+	}
+	for _, r := range all {
 		switch r.ans {
 		case answerOK:
 			ok = true
@@ -407,55 +487,16 @@ func (a *Activities) settle(ctx context.Context, l eventbus.Lease, endpointID in
 		failingSince = time.Unix(since, 0)
 	}
 	tooLong := !failingSince.IsZero() && now.Sub(failingSince) >= DisableAfter
-	outcome := func(r sent, attempts int, created time.Time) hookdb.Attempt {
-		at, status, wait := r.at, "failed", time.Duration(0)
-		switch {
-		case r.ans == answerOK:
-			status = "succeeded"
-		case r.ans == answerGone || tooLong:
-		default:
-			wait = Backoff(attempts, randFloat())
-			if now.Sub(created)+wait > RetryFor {
-				at.Error += fmt.Sprintf("; given up after %d hours of retries", int(RetryFor.Hours()))
-				wait = 0
-			} else {
-				status = "pending"
-			}
-		}
-		rec := hookdb.Attempt{DeliveryID: r.d.ID, Status: status, ResponseStatus: at.Status, ResponseBody: at.Body, LatencyMS: at.LatencyMS}
-		if at.Error != "" {
-			e := truncate(at.Error, 1000)
-			rec.Error = &e
-		}
-		if wait > 0 {
-			u := now.Add(wait).Unix()
-			rec.NextTryAt = &u
-		}
-		return rec
-	}
 	if len(retried) > 0 {
 		out := make([]hookdb.Attempt, 0, len(retried))
 		for _, r := range retried {
-			out = append(out, outcome(r, r.d.Attempts, r.d.CreatedAt))
+			out = append(out, a.outcome(r, r.d.Attempts, r.d.CreatedAt, now, tooLong))
 		}
 		if err := a.Store.RecordAll(ctx, out); err != nil {
 			return err
 		}
 	}
-	// The rows of the round's events, in their order: each failure, then
-	// what waits behind it.
-	rows := queued
-	for _, r := range fresh {
-		if r.ans != answerOK {
-			rec := outcome(r, 0, now)
-			rows = append(rows, hookdb.Queued{Event: r.ev, Attempt: &rec})
-		}
-	}
-	for _, e := range left {
-		rows = append(rows, hookdb.Queued{Event: e})
-	}
-	sortQueued(rows)
-	if err := a.Store.Advance(ctx, endpointID, l, next, rows); err != nil {
+	if err := a.Store.Advance(ctx, endpointID, l, next, a.rows(evs, states, written, len(evs), tooLong)); err != nil {
 		return err
 	}
 	switch {
@@ -470,13 +511,31 @@ func (a *Activities) settle(ctx context.Context, l eventbus.Lease, endpointID in
 	return nil
 }
 
-// sortQueued puts rows in the log's order (their events').
-func sortQueued(rows []hookdb.Queued) {
-	slices.SortStableFunc(rows, func(x, y hookdb.Queued) int {
-		a, b := x.Event.Cursor, y.Event.Cursor
-		if c := cmp.Compare(a.XID, b.XID); c != 0 {
-			return c
+// outcome is an attempt as the log keeps it, attempts the delivery's
+// earlier ones, created when it was queued.
+func (a *Activities) outcome(r sent, attempts int, created, now time.Time, tooLong bool) hookdb.Attempt {
+	at, status, wait := r.at, "failed", time.Duration(0)
+	switch {
+	case r.ans == answerOK:
+		status = "succeeded"
+	case r.ans == answerGone || tooLong:
+	default:
+		wait = Backoff(attempts, randFloat())
+		if now.Sub(created)+wait > RetryFor {
+			at.Error += fmt.Sprintf("; given up after %d hours of retries", int(RetryFor.Hours()))
+			wait = 0
+		} else {
+			status = "pending"
 		}
-		return cmp.Compare(a.Seq, b.Seq)
-	})
+	}
+	rec := hookdb.Attempt{DeliveryID: r.d.ID, Status: status, ResponseStatus: at.Status, ResponseBody: at.Body, LatencyMS: at.LatencyMS}
+	if at.Error != "" {
+		e := truncate(at.Error, 1000)
+		rec.Error = &e
+	}
+	if wait > 0 {
+		u := now.Add(wait).Unix()
+		rec.NextTryAt = &u
+	}
+	return rec
 }
