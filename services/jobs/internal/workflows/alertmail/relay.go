@@ -18,7 +18,6 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/privacy"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -46,7 +45,7 @@ func Parse(search string) (jobbus.ListFilter, bool) {
 	if err != nil {
 		return jobbus.ListFilter{}, false
 	}
-	f, p := jobapp.ParseSearch(q.Get)
+	f, p := jobbus.ParseQuery(q.Get)
 	return f, len(p) == 0
 }
 

@@ -248,7 +248,7 @@ last AS (SELECT xid::text AS xid, seq FROM evs ORDER BY xid DESC, seq DESC LIMIT
 SELECT (SELECT count(*) FROM evs), coalesce((SELECT array_agg(DISTINCT job_id) FROM evs WHERE status = 'active' AND prev_status <> 'active'), '{}'),
        (SELECT xid FROM last), (SELECT seq FROM last)`
 
-// Parse turns a stored search back into its filter (jobapp.ParseSearch,
+// Parse turns a stored search back into its filter (jobbus.ParseQuery,
 // the listing's own validation); false for one no longer valid.
 type Parse func(search string) (jobbus.ListFilter, bool)
 
