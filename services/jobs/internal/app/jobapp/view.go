@@ -10,8 +10,6 @@ import (
 type (
 	jobDTO       = jobview.Job
 	jobDetailDTO = jobview.JobDetail
-	changeDTO    = jobview.Change
-	changesDTO   = jobview.Changes
 )
 
 func toJobDTO(j *jobbus.Job, url string) jobDTO { return jobview.JobOf(j, url) }
@@ -22,8 +20,4 @@ func appendJob(b []byte, j *jobbus.Job, baseURL string) []byte {
 
 func (h *handlers) toJobDetailDTO(d jobbus.Detail, owner bool) jobDetailDTO {
 	return jobview.DetailOf(h.bus, d, owner)
-}
-
-func changeOf(bus *jobbus.Business, ce jobbus.ChangeEntry, who jobbus.Caller, live bool) changeDTO {
-	return jobview.ChangeOf(bus, ce, who, live)
 }

@@ -16,6 +16,12 @@ import (
 func AppendJob(b []byte, j *jobbus.Job, baseURL string) []byte {
 	b = append(b, `{"id_job":`...)
 	b = strconv.AppendInt(b, j.ID, 10)
+	return append(appendJobFields(b, j, baseURL), '}')
+}
+
+// appendJobFields appends the fields of AppendJob after id_job, each
+// after a comma.
+func appendJobFields(b []byte, j *jobbus.Job, baseURL string) []byte {
 	b = appendField(b, "title", j.Title)
 	b = appendField(b, "company", j.Company)
 	b = appendField(b, "job_type", j.JobType)
@@ -68,7 +74,7 @@ func AppendJob(b []byte, j *jobbus.Job, baseURL string) []byte {
 		b = append(b, `,"distance_km":`...)
 		b = strconv.AppendFloat(b, math.Round(*j.DistanceKm*100)/100, 'f', -1, 64)
 	}
-	return append(b, '}')
+	return b
 }
 
 func appendSalary(b []byte, name string, v *int64) []byte {

@@ -5,7 +5,6 @@
 package jobview
 
 import (
-	"encoding/json"
 	"math"
 	"strconv"
 	"time"
@@ -147,11 +146,4 @@ func ChangeOf(bus *jobbus.Business, ce jobbus.ChangeEntry, who jobbus.Caller, li
 		out.JobDetail = &d
 	}
 	return out
-}
-
-// ChangeJSON is one change as GET /v2/jobs/changes renders it, without the
-// owner's links (a webhook's body: it leaves for another server, and the
-// links carry the job's edit capability).
-func ChangeJSON(bus *jobbus.Business, ce jobbus.ChangeEntry, who jobbus.Caller) ([]byte, error) {
-	return json.Marshal(ChangeOf(bus, ce, who, false))
 }
