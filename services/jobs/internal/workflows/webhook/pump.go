@@ -397,7 +397,7 @@ func (a *Activities) round(ctx context.Context, l eventbus.Lease, due hookdb.Due
 			}
 		}
 	}
-	return a.settle(ctx, l, ep.ID, retried, evs, states, written, next)
+	return a.settle(ctx, l, ep.ID, ep.FailingSince != nil, retried, evs, states, written, next)
 }
 
 // checkpointEvery is how often a round with requests out moves the
@@ -450,10 +450,11 @@ func (a *Activities) stop(ctx context.Context, ep hookbus.Endpoint, l eventbus.L
 // failure is retried after Backoff of its attempts so far, or failed when
 // that would pass RetryFor since it was queued, or when the endpoint has
 // now failed for DisableAfter (then disabled, its owner mailed); a 410
-// disables the endpoint at once. The retries' outcomes go in one
+// disables the endpoint at once (failing: the endpoint was failing before
+// the round, so a success clears its streak). The retries' outcomes go in one
 // statement; the position, past evs[written:], with their rows in another
 // (fenced).
-func (a *Activities) settle(ctx context.Context, l eventbus.Lease, endpointID int64, retried []sent,
+func (a *Activities) settle(ctx context.Context, l eventbus.Lease, endpointID int64, failing bool, retried []sent,
 	evs []jobbus.JobEvent, states []evState, written int, next jobbus.Cursor) error {
 	now := a.now()
 	var ok, gone bool
@@ -475,7 +476,7 @@ func (a *Activities) settle(ctx context.Context, l eventbus.Lease, endpointID in
 		}
 	}
 	var failingSince time.Time
-	if ok {
+	if ok && failing {
 		if err := a.Store.Succeeded(ctx, endpointID); err != nil {
 			return err
 		}
