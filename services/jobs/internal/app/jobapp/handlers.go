@@ -145,9 +145,13 @@ func parseFilters(c *fiber.Ctx, f *jobbus.ListFilter) []string {
 
 // ParseSearch is jobbus.ParseQuery: the one grammar a listing and a saved
 // alert share.
-func ParseSearch(get func(string) string) (jobbus.ListFilter, []string) { return jobbus.ParseQuery(get) }
+func ParseSearch(get func(string) string) (jobbus.ListFilter, []string) {
+	return jobbus.ParseQuery(get)
+}
 
-func parseFiltersOf(get func(string) string, f *jobbus.ListFilter) []string { return jobbus.ParseFilters(get, f) }
+func parseFiltersOf(get func(string) string, f *jobbus.ListFilter) []string {
+	return jobbus.ParseFilters(get, f)
+}
 
 // list answers GET /v2/jobs. Unpaginated, the rows are streamed to the
 // client as they come from Postgres (memory stays flat however many match),

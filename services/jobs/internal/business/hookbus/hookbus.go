@@ -1,7 +1,8 @@
 // Package hookbus holds the rules of webhook endpoints: who owns one, what
 // a valid endpoint is, secrets and their rotation, and the owner's requests
 // about deliveries (ping, redeliver, recover). Delivery itself runs in
-// Temporal (workflows/webhook); the events come from the jobs outbox.
+// Temporal (workflows/webhook); each endpoint reads job_events from its own
+// position (eventbus, ReaderID).
 package hookbus
 
 import (
