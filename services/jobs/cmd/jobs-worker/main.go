@@ -92,7 +92,7 @@ func main() {
 			if err != nil {
 				return err
 			}
-			notices := &indexing.Relay{Store: indexdb.New(p.Pool), Send: client.Send, BaseURL: cfg.PublicBaseURL,
+			notices := &indexing.Relay{Store: indexdb.New(p.Pool), Readers: eventdb.New(p.Pool), Send: client.Send, BaseURL: cfg.PublicBaseURL,
 				DailyQuota: cfg.IndexingDailyQuota, Interval: cfg.RelayInterval, Metrics: indexing.NewMetrics(m.Registry), Log: log}
 			p.Go(notices.Run)
 			log.Info("indexing notices on", "api", client.BaseURL, "daily_quota", cfg.IndexingDailyQuota)

@@ -51,9 +51,11 @@ type State struct {
 
 // Storer keeps the readers' positions and reads the log.
 type Storer interface {
-	// Claim takes the reader's lease for ttl, whoever held it (creating the
-	// reader at the horizon when new), and bumps its token.
-	Claim(ctx context.Context, reader, owner string, ttl time.Duration) (Lease, State, error)
+	// Claim takes the reader's lease for ttl (creating the reader at the
+	// horizon when new) and bumps its token: whoever held it when take (the
+	// caller knows the holder is dead: Temporal ran the activity again),
+	// else only when it is free or lapsed (ErrFenced otherwise).
+	Claim(ctx context.Context, reader, owner string, ttl time.Duration, take bool) (Lease, State, error)
 	// Renew extends the lease (ErrFenced when another runner claimed it).
 	Renew(ctx context.Context, l Lease, ttl time.Duration) error
 	// Release ends the lease (a no-op when another runner claimed it).
@@ -98,7 +100,11 @@ type Runner struct {
 	Batch  int // events per batch; default 500
 	Handle Handler
 	Lease  time.Duration // default 30 s; renewed every third of it
-	Now    func() time.Time
+	// Take: claim the reader whoever holds it (a Temporal activity, run
+	// again only when the last run is presumed dead); otherwise a run
+	// finds a live lease held and does nothing (Outcome.Fenced).
+	Take bool
+	Now  func() time.Time
 }
 
 func (r *Runner) now() time.Time {
@@ -128,9 +134,9 @@ func (r *Runner) Run(ctx context.Context, owner string) (Outcome, error) {
 	if batch <= 0 {
 		batch = 500
 	}
-	l, st, err := r.Store.Claim(ctx, r.Reader, owner, ttl)
+	l, st, err := r.Store.Claim(ctx, r.Reader, owner, ttl, r.Take)
 	if err != nil {
-		return Outcome{}, err
+		return fenced(Outcome{}, err)
 	}
 	defer func() { _ = r.Store.Release(context.WithoutCancel(ctx), l) }()
 	if st.PausedUntil != nil && st.PausedUntil.After(r.now()) {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus/stores/eventdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -253,7 +254,7 @@ func (e *env) relay(t *testing.T, quota int) *Relay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Relay{Store: indexdb.New(e.pool), Send: c.Send, BaseURL: base, DailyQuota: quota, Now: e.clock.Now,
+	return &Relay{Store: indexdb.New(e.pool), Readers: eventdb.New(e.pool), Send: c.Send, BaseURL: base, DailyQuota: quota, Now: e.clock.Now,
 		MinBackoff: time.Minute, MaxBackoff: time.Hour}
 }
 
@@ -293,8 +294,8 @@ func dispatchAll(t *testing.T, r *Relay) {
 			t.Fatal(err)
 		}
 		var behind int
-		if err := r.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM job_events e, indexing_dispatch p
-			WHERE (e.xid, e.seq) > (p.xid, p.seq)`).Scan(&behind); err != nil {
+		if err := r.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM job_events e, event_readers p
+			WHERE p.reader = 'indexing' AND (e.xid, e.seq) > (p.xid, p.seq)`).Scan(&behind); err != nil {
 			t.Fatal(err)
 		}
 		if behind == 0 {
@@ -349,7 +350,7 @@ func TestOneNoticePerURLAndVersionNoneForDrafts(t *testing.T) {
 	}
 	// The dispatch read again from the start (its position lost) and a
 	// second relay on the same rows send nothing twice.
-	if _, err := e.pool.Exec(ctx, `UPDATE indexing_dispatch SET xid = '0', seq = 0`); err != nil {
+	if _, err := e.pool.Exec(ctx, `UPDATE event_readers SET xid = '0', seq = 0 WHERE reader = 'indexing'`); err != nil {
 		t.Fatal(err)
 	}
 	drain(t, e.relay(t, 200))

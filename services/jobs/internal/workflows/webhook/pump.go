@@ -169,7 +169,7 @@ func (a *Activities) Pump(ctx context.Context, in EndpointInput) (Pumped, error)
 	defer heartbeat(ctx)()
 	owner := pumpOwner(ctx)
 	reader := hookbus.ReaderID(in.EndpointID)
-	l, st, err := a.Readers.Claim(ctx, reader, owner, pumpLease)
+	l, st, err := a.Readers.Claim(ctx, reader, owner, pumpLease, true)
 	if err != nil {
 		return Pumped{}, err
 	}
@@ -234,7 +234,7 @@ func (a *Activities) Pump(ctx context.Context, in EndpointInput) (Pumped, error)
 				return Pumped{More: true}, nil
 			}
 			// An event came after all: claim the reader again and go on.
-			if l, st, err = a.Readers.Claim(ctx, reader, owner, pumpLease); err != nil {
+			if l, st, err = a.Readers.Claim(ctx, reader, owner, pumpLease, true); err != nil {
 				return Pumped{}, err
 			}
 			pos, leased, lastWork = st.Position, now, now

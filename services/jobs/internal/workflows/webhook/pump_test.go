@@ -249,7 +249,7 @@ func TestPumpStopsWhenItsLeaseIsTaken(t *testing.T) {
 		done <- out
 	}()
 	time.Sleep(300 * time.Millisecond)
-	if _, _, err := acts.Readers.Claim(ctx, hookbus.ReaderID(ep.ID), "another pump", pumpLease); err != nil {
+	if _, _, err := acts.Readers.Claim(ctx, hookbus.ReaderID(ep.ID), "another pump", pumpLease, true); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -273,7 +273,7 @@ func TestDispatchWakesOnlyEndpointsWithoutAPump(t *testing.T) {
 	ctx := context.Background()
 	rcv := newReceiver(t, 200)
 	acts, ep, job := fixture(t, 7025, "Pump Leased Host", rcv.srv.URL)
-	if _, _, err := acts.Readers.Claim(ctx, hookbus.ReaderID(ep.ID), "a running pump", pumpLease); err != nil {
+	if _, _, err := acts.Readers.Claim(ctx, hookbus.ReaderID(ep.ID), "a running pump", pumpLease, true); err != nil {
 		t.Fatal(err)
 	}
 	relay := &Relay{Store: acts.Store}

@@ -28,15 +28,19 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 const HorizonPosition = `(pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1)::text::xid8, 9223372036854775807`
 
 // Claim implements eventbus.Storer.
-func (s *Store) Claim(ctx context.Context, reader, owner string, ttl time.Duration) (eventbus.Lease, eventbus.State, error) {
+func (s *Store) Claim(ctx context.Context, reader, owner string, ttl time.Duration, take bool) (eventbus.Lease, eventbus.State, error) {
 	var st eventbus.State
 	var xid int64
 	l := eventbus.Lease{Reader: reader, Owner: owner}
 	err := s.pool.QueryRow(ctx, `INSERT INTO event_readers AS r (reader, xid, seq, token, owner, lease_until)
 		VALUES ($1, `+HorizonPosition+`, 1, $2, now() + make_interval(secs => $3))
 		ON CONFLICT (reader) DO UPDATE SET token = r.token + 1, owner = $2, lease_until = now() + make_interval(secs => $3)
-		RETURNING r.token, r.xid::text::bigint, r.seq, r.failures, r.paused_until`, reader, owner, ttl.Seconds()).
+		WHERE $4 OR r.lease_until IS NULL OR r.lease_until < now() OR r.owner = $2
+		RETURNING r.token, r.xid::text::bigint, r.seq, r.failures, r.paused_until`, reader, owner, ttl.Seconds(), take).
 		Scan(&l.Token, &xid, &st.Position.Seq, &st.Failures, &st.PausedUntil)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return l, st, eventbus.ErrFenced
+	}
 	if err != nil {
 		return l, st, fmt.Errorf("claim reader %s: %w", reader, err)
 	}

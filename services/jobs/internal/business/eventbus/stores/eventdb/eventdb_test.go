@@ -50,7 +50,7 @@ func TestRunnerReadsInOrderPausesAndIsFenced(t *testing.T) {
 	store := eventdb.New(pool)
 	// Both readers start at the horizon: they read what commits from now on.
 	for _, r := range []string{"test:a", "test:b"} {
-		l, _, err := store.Claim(ctx, r, "setup", time.Minute)
+		l, _, err := store.Claim(ctx, r, "setup", time.Minute, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,12 +113,17 @@ func TestRunnerReadsInOrderPausesAndIsFenced(t *testing.T) {
 	}
 
 	// Fencing: a runner presumed dead and replaced moves nothing.
-	old, st, err := store.Claim(ctx, "test:a", "old", time.Minute)
+	old, st, err := store.Claim(ctx, "test:a", "old", time.Minute, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := store.Claim(ctx, "test:a", "new", time.Minute); err != nil {
+	if _, _, err := store.Claim(ctx, "test:a", "new", time.Minute, true); err != nil {
 		t.Fatal(err)
+	}
+	// A runner that does not take (a loop, not a Temporal activity) finds
+	// the live lease held.
+	if _, _, err := store.Claim(ctx, "test:a", "a loop", time.Minute, false); !errors.Is(err, eventbus.ErrFenced) {
+		t.Fatalf("a held reader claimed without take: %v", err)
 	}
 	back := jobbus.Cursor{XID: st.Position.XID + 1000, Seq: 1}
 	for name, err := range map[string]error{
