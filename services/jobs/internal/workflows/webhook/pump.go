@@ -41,10 +41,12 @@ const (
 	// every pumpLease/3): past it, a dead pump's endpoint is woken again
 	// (the endpoint's reader lease, eventbus).
 	pumpLease = 30 * time.Second
-	// The poll of the due deliveries: pollMin after one that found some,
-	// doubling to pollMax while none are found.
-	pollMin = 100 * time.Millisecond
-	pollMax = 250 * time.Millisecond
+	// The poll of the events and due deliveries: pollMin after a round
+	// that found some, doubling to pollMax while none are found. A round
+	// costs three statements however many events it sends, so a longer
+	// poll is less CPU a delivery and more latency (docs/benchmarks.md).
+	pollMin = 200 * time.Millisecond
+	pollMax = 400 * time.Millisecond
 	// perRunPumps bounds the pump runs of one workflow run before it
 	// continues as new, which keeps its history short.
 	perRunPumps = 50
