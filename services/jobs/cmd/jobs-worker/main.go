@@ -114,7 +114,7 @@ func main() {
 			outbox.Relay[alertdb.PrivacyItem]{Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval, MaxBackoff: time.Minute}).Run)
 		// Job alerts: matching job_events, the outbox relay starting one
 		// mail workflow per mail, their worker, and the digest clock.
-		alerts := &alertmail.Relay{Store: alertdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)), Privacy: sealer,
+		alerts := &alertmail.Relay{Store: alertdb.New(p.Pool), Readers: eventdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)), Privacy: sealer,
 			Starter: alertmail.TemporalStarter{Client: tc},
 			Jobs:    jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender, Log: log,
 			Metrics: relayMetrics, Interval: cfg.RelayInterval}
