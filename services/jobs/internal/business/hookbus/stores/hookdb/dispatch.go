@@ -13,8 +13,8 @@ import (
 
 // dispatchSQL reads the next committed events ($1 limit) past the shared
 // wake position and queues a wake-up for each enabled endpoint that
-// subscribes to one of them, hears of it, has no runner holding its reader
-// and no wake-up queued; it moves the wake position. It writes nothing per
+// subscribes to one of them, hears of it, has no runner holding its reader,
+// is not paused (its due retries wake it) and has no wake-up queued; it moves the wake position. It writes nothing per
 // delivery: each endpoint reads the events from its own position.
 var dispatchSQL = `WITH ` + eventpos.Events("webhook_dispatch") + `,
 wake AS (
@@ -22,7 +22,7 @@ wake AS (
     JOIN webhook_endpoints w ON w.enabled AND e.type = ANY(w.events) AND e.occurred_at >= w.created_at
          AND event_heard(w.space_id, w.key_id, e.space_id, e.key_id, e.status, e.prev_status)
     LEFT JOIN event_readers r ON r.reader = 'webhook:' || w.id
-    WHERE r.lease_until IS NULL OR r.lease_until < now()
+    WHERE (r.lease_until IS NULL OR r.lease_until < now()) AND NOT ` + PausedSQL + `
 ), ob AS (
     INSERT INTO webhook_outbox (delivery_id, endpoint_id, job_id)
     SELECT 0, k.id, 0 FROM wake k WHERE NOT EXISTS (SELECT FROM webhook_outbox o WHERE o.endpoint_id = k.id)

@@ -204,9 +204,15 @@ func (s *Store) ReleasePump(ctx context.Context, l eventbus.Lease) error {
 	return nil
 }
 
-// heardSQL is whether an event past the endpoint's (alias w) reader (alias
-// r) is below the horizon, and one it subscribes to and hears of.
-const heardSQL = `EXISTS (SELECT FROM job_events e WHERE (e.xid, e.seq) > (r.xid, r.seq)
+// PausedSQL is whether the endpoint (alias w) is paused: failing, with
+// retries waiting. It reads no new events until a retry succeeds.
+const PausedSQL = `(w.failing_since IS NOT NULL AND EXISTS (SELECT FROM webhook_deliveries p
+	WHERE p.endpoint_id = w.id AND p.status = 'pending'))`
+
+// heardSQL is whether the endpoint (alias w) is not paused and an event
+// past its reader's (alias r) position is below the horizon, one it
+// subscribes to and hears of.
+const heardSQL = `NOT ` + PausedSQL + ` AND EXISTS (SELECT FROM job_events e WHERE (e.xid, e.seq) > (r.xid, r.seq)
 	AND e.xid < pg_snapshot_xmin(pg_current_snapshot()) AND e.type = ANY(w.events) AND e.occurred_at >= w.created_at
 	AND event_heard(w.space_id, w.key_id, e.space_id, e.key_id, e.status, e.prev_status))`
 
@@ -236,7 +242,7 @@ func (s *Store) WakeStranded(ctx context.Context) (int, error) {
 		  AND NOT EXISTS (SELECT FROM webhook_outbox o WHERE o.endpoint_id = w.id)
 		  AND (EXISTS (SELECT FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.status = 'pending'
 		               AND coalesce(d.next_try_at, d.created_at) <= now() - interval '10 seconds')
-		       OR `+heardSQL+`)`)
+		       OR (`+heardSQL+`))`)
 	if err != nil {
 		return 0, fmt.Errorf("wake stranded webhook endpoints: %w", err)
 	}
