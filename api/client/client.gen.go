@@ -6171,6 +6171,8 @@ type ClientInterface interface {
 	//
 	// The newest deliveries first, each with its last attempt: status (`pending` while retried, `succeeded`,
 	// `failed`, `skipped`), the answer's status code, latency and first 1 KiB, the error, and the next retry.
+	// The log keeps the deliveries that did not succeed at their first attempt (and those of the same job
+	// that waited behind one), pings, redeliveries and recoveries; an event answered 2xx at once is not listed.
 	// Deliveries are retried with exponential back-off and jitter for 3 days; a 410 answer disables the endpoint at
 	// once. A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 	//
@@ -8727,6 +8729,8 @@ func (c *Client) UpdateWebhook(ctx context.Context, idWebhook int, body UpdateWe
 //
 // The newest deliveries first, each with its last attempt: status (`pending` while retried, `succeeded`,
 // `failed`, `skipped`), the answer's status code, latency and first 1 KiB, the error, and the next retry.
+// The log keeps the deliveries that did not succeed at their first attempt (and those of the same job
+// that waited behind one), pings, redeliveries and recoveries; an event answered 2xx at once is not listed.
 // Deliveries are retried with exponential back-off and jitter for 3 days; a 410 answer disables the endpoint at
 // once. A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 //
@@ -14375,6 +14379,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// The newest deliveries first, each with its last attempt: status (`pending` while retried, `succeeded`,
 	// `failed`, `skipped`), the answer's status code, latency and first 1 KiB, the error, and the next retry.
+	// The log keeps the deliveries that did not succeed at their first attempt (and those of the same job
+	// that waited behind one), pings, redeliveries and recoveries; an event answered 2xx at once is not listed.
 	// Deliveries are retried with exponential back-off and jitter for 3 days; a 410 answer disables the endpoint at
 	// once. A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 	//
@@ -30226,6 +30232,8 @@ func (c *ClientWithResponses) UpdateWebhookWithResponse(ctx context.Context, idW
 //
 // The newest deliveries first, each with its last attempt: status (`pending` while retried, `succeeded`,
 // `failed`, `skipped`), the answer's status code, latency and first 1 KiB, the error, and the next retry.
+// The log keeps the deliveries that did not succeed at their first attempt (and those of the same job
+// that waited behind one), pings, redeliveries and recoveries; an event answered 2xx at once is not listed.
 // Deliveries are retried with exponential back-off and jitter for 3 days; a 410 answer disables the endpoint at
 // once. A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 //

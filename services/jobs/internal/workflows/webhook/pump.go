@@ -139,12 +139,6 @@ func pumpOwner(ctx context.Context) string {
 	return fmt.Sprintf("local-%x", rand.Uint64()) //nolint:gosec // G404: a name, not a secret
 }
 
-func (a *Activities) warn(msg string, err error) {
-	if a.Log != nil {
-		a.Log.Warn(msg, "error", err)
-	}
-}
-
 // sent is one request's outcome: of a delivery row (d.ID > 0) or of an
 // event read past the position.
 type sent struct {

@@ -284,8 +284,8 @@ func TestDispatchWakesOnlyEndpointsWithoutAPump(t *testing.T) {
 		}
 		return n
 	}
-	passed := `SELECT count(*) FROM job_events e, webhook_dispatch d WHERE e.job_id = $1 AND (e.xid, e.seq) <= (d.xid, d.seq)`
-	for deadline := time.Now().Add(20 * time.Second); count(passed, job) == 0; {
+	dispatchedSQL := `SELECT count(*) FROM job_events e, webhook_dispatch d WHERE e.job_id = $1 AND (e.xid, e.seq) <= (d.xid, d.seq)`
+	for deadline := time.Now().Add(20 * time.Second); count(dispatchedSQL, job) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("never dispatched")
 		}
