@@ -20,7 +20,6 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/stdwebhook"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobview"
 )
@@ -30,7 +29,7 @@ const maxLogged = 1024
 
 // Activities are the webhook workflow's activities and what they need.
 type Activities struct {
-	Store   *hookdb.Store
+	Store   hookbus.DeliveryStorer
 	Readers eventbus.Storer // the endpoints' positions in the event log
 	Jobs    *jobbus.Business
 	// Render renders the bodies, each event once for every endpoint that
@@ -196,7 +195,7 @@ type Attempt struct {
 
 // MailDisabled sends a queued mail about a disabled endpoint (the
 // Deliver of an outbox.Relay over hookdb's MailOutbox: an error retries it).
-func (a *Activities) MailDisabled(ctx context.Context, m outbox.Message[hookdb.DisabledMail]) error {
+func (a *Activities) MailDisabled(ctx context.Context, m outbox.Message[hookbus.DisabledMail]) error {
 	d := m.Payload
 	return a.Mail.Send(ctx, mailer.Message{To: d.Email, Subject: "coworkjobs: your webhook endpoint was disabled",
 		Text: "The webhook endpoint " + d.URL + " (id " + strconv.FormatInt(d.EndpointID, 10) + ") was disabled: " + d.Reason +

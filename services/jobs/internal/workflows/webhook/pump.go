@@ -19,7 +19,6 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
@@ -257,7 +256,7 @@ func fencedOut(err error) (Pumped, error) {
 // round sends a round's due retries and new events and records it: the
 // retries' outcomes, then the position moved to next with the rows of what
 // was not delivered.
-func (a *Activities) round(ctx context.Context, l eventbus.Lease, due hookdb.Due, evs []jobbus.JobEvent, pos, next jobbus.Cursor) error {
+func (a *Activities) round(ctx context.Context, l eventbus.Lease, due hookbus.Due, evs []jobbus.JobEvent, pos, next jobbus.Cursor) error {
 	ep := due.Endpoint
 	// A job with a pending delivery sends none of its new events: they
 	// queue behind it.
@@ -278,12 +277,12 @@ func (a *Activities) round(ctx context.Context, l eventbus.Lease, due hookdb.Due
 			blocked[j] = true
 		}
 	}
-	var queued []hookdb.Queued
+	var queued []hookbus.Queued
 	perJob := map[int64][]jobbus.JobEvent{}
 	var order []int64
 	for _, e := range evs {
 		if blocked[e.JobID] {
-			queued = append(queued, hookdb.Queued{Event: e})
+			queued = append(queued, hookbus.Queued{Event: e})
 			continue
 		}
 		if _, ok := perJob[e.JobID]; !ok {
@@ -409,16 +408,16 @@ type evState struct {
 
 // rows are the delivery rows of evs[from:to]: each failure, and what was
 // not tried; a delivered event has none.
-func (a *Activities) rows(evs []jobbus.JobEvent, states []evState, from, to int, tooLong bool) []hookdb.Queued {
-	var out []hookdb.Queued
+func (a *Activities) rows(evs []jobbus.JobEvent, states []evState, from, to int, tooLong bool) []hookbus.Queued {
+	var out []hookbus.Queued
 	now := a.now()
 	for i := from; i < to; i++ {
 		switch st := states[i]; {
 		case st.r == nil:
-			out = append(out, hookdb.Queued{Event: evs[i]})
+			out = append(out, hookbus.Queued{Event: evs[i]})
 		case st.r.ans != answerOK:
 			rec := a.outcome(*st.r, 0, now, now, tooLong)
-			out = append(out, hookdb.Queued{Event: evs[i], Attempt: &rec})
+			out = append(out, hookbus.Queued{Event: evs[i], Attempt: &rec})
 		}
 	}
 	return out
@@ -485,7 +484,7 @@ func (a *Activities) settle(ctx context.Context, l eventbus.Lease, endpointID in
 	}
 	tooLong := !failingSince.IsZero() && now.Sub(failingSince) >= DisableAfter
 	if len(retried) > 0 {
-		out := make([]hookdb.Attempt, 0, len(retried))
+		out := make([]hookbus.Attempt, 0, len(retried))
 		for _, r := range retried {
 			out = append(out, a.outcome(r, r.d.Attempts, r.d.CreatedAt, now, tooLong))
 		}
@@ -510,7 +509,7 @@ func (a *Activities) settle(ctx context.Context, l eventbus.Lease, endpointID in
 
 // outcome is an attempt as the log keeps it, attempts the delivery's
 // earlier ones, created when it was queued.
-func (a *Activities) outcome(r sent, attempts int, created, now time.Time, tooLong bool) hookdb.Attempt {
+func (a *Activities) outcome(r sent, attempts int, created, now time.Time, tooLong bool) hookbus.Attempt {
 	at, status, wait := r.at, "failed", time.Duration(0)
 	switch {
 	case r.ans == answerOK:
@@ -525,7 +524,7 @@ func (a *Activities) outcome(r sent, attempts int, created, now time.Time, tooLo
 			status = "pending"
 		}
 	}
-	rec := hookdb.Attempt{DeliveryID: r.d.ID, Status: status, ResponseStatus: at.Status, ResponseBody: at.Body, LatencyMS: at.LatencyMS}
+	rec := hookbus.Attempt{DeliveryID: r.d.ID, Status: status, ResponseStatus: at.Status, ResponseBody: at.Body, LatencyMS: at.LatencyMS}
 	if at.Error != "" {
 		e := truncate(at.Error, 1000)
 		rec.Error = &e

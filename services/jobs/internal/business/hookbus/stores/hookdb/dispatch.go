@@ -9,6 +9,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventpos"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 )
 
 // dispatchSQL reads the next committed events ($1 limit) past the shared
@@ -51,12 +52,6 @@ func (s *Store) Dispatch(ctx context.Context, limit int) (events, woken int, err
 // one last time.
 const PumpLock = 35_0001
 
-// OutboxItem wakes an endpoint's workflow (DeliveryID and JobID 0; rows of
-// the earlier designs name them, and wake the endpoint all the same).
-type OutboxItem struct {
-	DeliveryID, EndpointID, JobID int64
-}
-
 // OutboxTable is webhook_outbox for outbox.Relay: each row wakes the
 // workflow of its endpoint, whose pump reads the events from its position.
 func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
@@ -66,17 +61,6 @@ func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
 		Key: func(it OutboxItem) string {
 			return strconv.FormatInt(it.EndpointID, 10)
 		}}
-}
-
-// Attempt is the outcome of one attempt as the log keeps it.
-type Attempt struct {
-	DeliveryID     int64
-	Status         string // pending (will retry), succeeded, failed, skipped
-	ResponseStatus *int
-	ResponseBody   *string
-	LatencyMS      *int
-	Error          *string
-	NextTryAt      *int64 // unix seconds; nil: no retry
 }
 
 // Succeeded clears the endpoint's failing streak.
@@ -117,15 +101,20 @@ func (s *Store) Disable(ctx context.Context, endpointID int64, reason string) (b
 	return n == 1, nil
 }
 
-// DisabledMail is a queued mail about a disabled endpoint.
-type DisabledMail struct {
-	EndpointID         int64
-	Email, URL, Reason string
-}
-
 // MailOutbox is webhook_mail_outbox for outbox.Relay.
 func (s *Store) MailOutbox() outbox.Table[DisabledMail] {
 	return outbox.Table[DisabledMail]{DB: s.pool, Name: "webhook_mail_outbox", Due: "next_try_at",
 		Columns: []string{"endpoint_id", "email", "url", "reason"},
 		Payload: func(m *DisabledMail) []any { return []any{&m.EndpointID, &m.Email, &m.URL, &m.Reason} }}
 }
+
+// The delivery's types are hookbus's (DeliveryStorer).
+type (
+	OutboxItem   = hookbus.OutboxItem
+	Attempt      = hookbus.Attempt
+	DisabledMail = hookbus.DisabledMail
+	Due          = hookbus.Due
+	Queued       = hookbus.Queued
+)
+
+var _ hookbus.DeliveryStorer = (*Store)(nil)

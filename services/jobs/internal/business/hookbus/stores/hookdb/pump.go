@@ -22,17 +22,6 @@ import (
 // job), the owner's pings, redeliveries and recoveries, and the rows the
 // earlier dispatch left pending at the upgrade.
 
-// Due is what a pump round takes: the endpoint with its secrets and the
-// oldest pending delivery of each of its jobs that is due.
-type Due struct {
-	Endpoint   hookbus.Endpoint
-	Secret     string
-	OldSecret  string // "" when none signs beside Secret
-	Deliveries []hookbus.Delivery
-	// Pending: the endpoint has pending deliveries, due or not.
-	Pending bool
-}
-
 // dueSQL: the endpoint's ($1) pending deliveries oldest first that have
 // no older pending one of their job (the head of each job), when due,
 // leaving out the jobs of $2 (a delivery of theirs is in flight). A job
@@ -105,13 +94,6 @@ func (s *Store) PendingJobs(ctx context.Context, endpointID int64, jobs []int64)
 		out[id] = true
 	}
 	return out, nil
-}
-
-// Queued is an event that becomes a delivery row: its first attempt's
-// outcome, or none (it waits behind an earlier delivery of its job).
-type Queued struct {
-	Event   jobbus.JobEvent
-	Attempt *Attempt // DeliveryID unused
 }
 
 // Advance moves the endpoint's reader to to under the lease and, in the
