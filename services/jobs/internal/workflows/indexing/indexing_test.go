@@ -294,7 +294,7 @@ func dispatchAll(t *testing.T, r *Relay) {
 			t.Fatal(err)
 		}
 		var behind int
-		if err := r.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM job_events e, event_readers p
+		if err := r.Store.(*indexdb.Store).Pool().QueryRow(ctx, `SELECT count(*) FROM job_events e, event_readers p
 			WHERE p.reader = 'indexing' AND (e.xid, e.seq) > (p.xid, p.seq)`).Scan(&behind); err != nil {
 			t.Fatal(err)
 		}
@@ -370,15 +370,15 @@ func TestOneNoticePerURLAndVersionNoneForDrafts(t *testing.T) {
 		t.Fatalf("%d calls, want 2 batches", e.fake.calls)
 	}
 	// the poster's distribution record: the latest notice, sent, and none for the draft
-	dist, err := indexbus.Record(ctx, r.Store, a.JobID, jobbus.StatusPaused, 5, nil)
+	dist, err := indexbus.Record(ctx, r.Store.(*indexdb.Store), a.JobID, jobbus.StatusPaused, 5, nil)
 	if err != nil || dist.Indexing == nil || dist.Indexing.Type != "URL_DELETED" || dist.Indexing.Status != "sent" ||
 		dist.Indexing.SentAt == nil || dist.Indexing.URL != pageURL(e.job(t, a.JobID)) || len(dist.ListedIn) != 0 {
 		t.Fatalf("a's record %+v %v", dist, err)
 	}
-	if dist, err := indexbus.Record(ctx, r.Store, draft.JobID, jobbus.StatusDraft, 5, nil); err != nil || dist.Indexing != nil {
+	if dist, err := indexbus.Record(ctx, r.Store.(*indexdb.Store), draft.JobID, jobbus.StatusDraft, 5, nil); err != nil || dist.Indexing != nil {
 		t.Fatalf("the draft's record %+v %v", dist, err)
 	}
-	if dist, err := indexbus.Record(ctx, r.Store, b.JobID, jobbus.StatusActive, 5, []int{6}); err != nil ||
+	if dist, err := indexbus.Record(ctx, r.Store.(*indexdb.Store), b.JobID, jobbus.StatusActive, 5, []int{6}); err != nil ||
 		fmt.Sprint(dist.ListedIn) != "[sitemap feeds]" || dist.Indexing == nil || dist.Indexing.Type != "URL_UPDATED" {
 		t.Fatalf("b's record (its plan not the aggregators') %+v %v", dist, err)
 	}

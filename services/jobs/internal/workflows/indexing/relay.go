@@ -14,7 +14,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
@@ -48,10 +48,10 @@ const Reader = "indexing"
 // Relay turns job events into notices (a reader of the event log:
 // eventbus) and sends them.
 type Relay struct {
-	Store   *indexdb.Store
-	Readers eventbus.Storer  // the event log's readers
-	Send    indexdb.SendFunc // (*Client).Send
-	BaseURL string           // the public site, as the sitemap lists it
+	Store   indexbus.NoticeStorer
+	Readers eventbus.Storer   // the event log's readers
+	Send    indexbus.SendFunc // (*Client).Send
+	BaseURL string            // the public site, as the sitemap lists it
 	// DailyQuota is how many notices a UTC day may send (default DefaultDailyQuota).
 	DailyQuota int
 	Batch      int              // notices a call (default and at most MaxBatch)
@@ -126,7 +126,7 @@ func (r *Relay) DispatchOnce(ctx context.Context) (int, error) {
 var owner = fmt.Sprintf("indexing-%d-%x", os.Getpid(), rand.Uint64()) //nolint:gosec // G404: a name, not a secret
 
 // SendOnce sends one batch (tests call it directly).
-func (r *Relay) SendOnce(ctx context.Context) (indexdb.Round, error) {
+func (r *Relay) SendOnce(ctx context.Context) (indexbus.Round, error) {
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now

@@ -59,16 +59,13 @@ func (s *Store) Notices(ctx context.Context, baseURL string, evs []jobbus.JobEve
 	return n, nil
 }
 
-// Round is what one send round did.
-type Round struct {
-	Sent, Retried, Failed int
-	// Waiting counts the notices due now that the day's quota holds back
-	// (0 when the round had room for all of them).
-	Waiting int
-}
+// Round and SendFunc are indexbus's (NoticeStorer).
+type (
+	Round    = indexbus.Round
+	SendFunc = indexbus.SendFunc
+)
 
-// SendFunc sends one batch and answers one outcome per notice, in order.
-type SendFunc func(context.Context, []indexbus.Notice) []indexbus.Outcome
+var _ indexbus.NoticeStorer = (*Store)(nil)
 
 // Send runs one send round at now: it takes up to max due notices (fewer
 // when the day's quota, dailyQuota notices a UTC day, has less room left),
