@@ -6496,6 +6496,8 @@ type ClientInterface interface {
 	//
 	// The newest deliveries first, each with its last attempt: status (`pending` while retried, `succeeded`,
 	// `failed`, `skipped`), the answer's status code, latency and first 1 KiB, the error, and the next retry.
+	// The log keeps the deliveries that did not succeed at their first attempt (and those of the same job
+	// that waited behind one), pings, redeliveries and recoveries; an event answered 2xx at once is not listed.
 	// Deliveries are retried with exponential back-off and jitter for 3 days; a 410 answer disables the endpoint at
 	// once. A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 	//
@@ -9250,6 +9252,8 @@ func (c *Client) UpdateWebhook(ctx context.Context, idWebhook int, body UpdateWe
 //
 // The newest deliveries first, each with its last attempt: status (`pending` while retried, `succeeded`,
 // `failed`, `skipped`), the answer's status code, latency and first 1 KiB, the error, and the next retry.
+// The log keeps the deliveries that did not succeed at their first attempt (and those of the same job
+// that waited behind one), pings, redeliveries and recoveries; an event answered 2xx at once is not listed.
 // Deliveries are retried with exponential back-off and jitter for 3 days; a 410 answer disables the endpoint at
 // once. A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 //
@@ -15278,6 +15282,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// The newest deliveries first, each with its last attempt: status (`pending` while retried, `succeeded`,
 	// `failed`, `skipped`), the answer's status code, latency and first 1 KiB, the error, and the next retry.
+	// The log keeps the deliveries that did not succeed at their first attempt (and those of the same job
+	// that waited behind one), pings, redeliveries and recoveries; an event answered 2xx at once is not listed.
 	// Deliveries are retried with exponential back-off and jitter for 3 days; a 410 answer disables the endpoint at
 	// once. A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 	//
@@ -32745,6 +32751,8 @@ func (c *ClientWithResponses) UpdateWebhookWithResponse(ctx context.Context, idW
 //
 // The newest deliveries first, each with its last attempt: status (`pending` while retried, `succeeded`,
 // `failed`, `skipped`), the answer's status code, latency and first 1 KiB, the error, and the next retry.
+// The log keeps the deliveries that did not succeed at their first attempt (and those of the same job
+// that waited behind one), pings, redeliveries and recoveries; an event answered 2xx at once is not listed.
 // Deliveries are retried with exponential back-off and jitter for 3 days; a 410 answer disables the endpoint at
 // once. A space key manages its space's endpoints, a key without a space its own; any other endpoint answers 404 `not_found`.
 //

@@ -70,7 +70,7 @@ func startPrivate(ctx context.Context) (*private, error) {
 		Workers: []string{"jobs-worker"},
 		Env: append([]string{"TEMPORAL_ADDRESS=" + p.temporal.Addr, "REQUEST_TIMEOUT=" + requestTimeout.String(),
 			"UPSTREAM_TIMEOUT=" + requestTimeout.String(), "JOBS_RELAY_INTERVAL=200ms", "KEY_CACHE_TTL=2s",
-			"CORS_ALLOW_ORIGINS=https://board.example"}, generous...),
+			"CORS_ALLOW_ORIGINS=https://board.example", "WEBHOOKS_ALLOW_HTTP=true", "WEBHOOKS_ALLOW_ADDRESSES=loopback"}, generous...),
 	})
 	if err != nil {
 		return p, err

@@ -229,10 +229,13 @@ func (b *bench) setup(ctx context.Context, base string) error {
 		}
 		b.jobs <- j
 	}
-	// The creates' deliveries are not measured: wait them out.
+	// The creates' deliveries are not measured: wait them out (no retry
+	// pending, and every endpoint's position past the last event).
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
 		var n int
-		if err := b.data.QueryRow(ctx, `SELECT count(*) FROM jobs.webhook_deliveries WHERE status = 'pending'`).Scan(&n); err != nil {
+		if err := b.data.QueryRow(ctx, `SELECT (SELECT count(*) FROM jobs.webhook_deliveries WHERE status = 'pending')
+			+ (SELECT count(*) FROM jobs.event_readers r, (SELECT xid, seq FROM jobs.job_events ORDER BY xid DESC, seq DESC LIMIT 1) l
+			   WHERE r.reader LIKE 'webhook:%' AND (r.xid, r.seq) < (l.xid, l.seq))`).Scan(&n); err != nil {
 			return err
 		}
 		if n == 0 {

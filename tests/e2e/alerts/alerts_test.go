@@ -93,7 +93,7 @@ func TestAlertThroughTheGateway(t *testing.T) {
 	// The worker's matching has read past that job before the click.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		var left int
-		if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.job_events e, jobs.alert_dispatch d WHERE (e.xid, e.seq) > (d.xid, d.seq)`).Scan(&left); err != nil {
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs.job_events e, jobs.event_readers d WHERE d.reader = 'alerts' AND (e.xid, e.seq) > (d.xid, d.seq)`).Scan(&left); err != nil {
 			t.Fatal(err)
 		}
 		if left == 0 {

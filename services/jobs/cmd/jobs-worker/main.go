@@ -22,6 +22,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus/stores/eventdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/importbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/importbus/feeds"
@@ -78,7 +79,7 @@ func main() {
 			return err
 		}
 		hooks := hookdb.New(p.Pool)
-		hookActs := &webhook.Activities{Store: hooks, Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}),
+		hookActs := &webhook.Activities{Store: hooks, Readers: eventdb.New(p.Pool), Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}),
 			Client: outbound.New(outbound.Config{Allow: allow, IdlePerHost: webhook.PumpConcurrency}), Mail: sender, Log: log}
 		p.AddWorker("webhooks", temporalx.NewWorker(tc, webhook.TaskQueue, webhook.Register, hookActs, log))
 		relayMetrics := outbox.NewMetrics(m.Registry)
@@ -135,7 +136,7 @@ func main() {
 			if err != nil {
 				return err
 			}
-			notices := &indexing.Relay{Store: indexdb.New(p.Pool), Send: client.Send, BaseURL: cfg.PublicBaseURL,
+			notices := &indexing.Relay{Store: indexdb.New(p.Pool), Readers: eventdb.New(p.Pool), Send: client.Send, BaseURL: cfg.PublicBaseURL,
 				DailyQuota: cfg.IndexingDailyQuota, Interval: cfg.RelayInterval, Metrics: indexing.NewMetrics(m.Registry), Log: log}
 			p.Go(notices.Run)
 			log.Info("indexing notices on", "api", client.BaseURL, "daily_quota", cfg.IndexingDailyQuota)
@@ -153,7 +154,7 @@ func main() {
 			outbox.Relay[alertdb.PrivacyItem]{Log: log, Metrics: relayMetrics, Interval: cfg.RelayInterval, MaxBackoff: time.Minute}).Run)
 		// Job alerts: matching job_events, the outbox relay starting one
 		// mail workflow per mail, their worker, and the digest clock.
-		alerts := &alertmail.Relay{Store: alertdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)), Privacy: sealer,
+		alerts := &alertmail.Relay{Store: alertdb.New(p.Pool), Readers: eventdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)), Privacy: sealer,
 			Starter: alertmail.TemporalStarter{Client: tc},
 			Jobs:    jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender, Log: log,
 			Metrics: relayMetrics, Interval: cfg.RelayInterval}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -14,49 +13,6 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
-
-// planDTO names a job's plan.
-type planDTO struct {
-	ID   int    `json:"id"`
-	Name string `json:"name"`
-}
-
-// jobDetailDTO is GET /v2/jobs/{id_job}: every field of a listed job, its
-// description, status and plan, and for the job's owner its links (the edit,
-// unpublish and payment links carry the edit capability, so nobody else
-// sees them).
-type jobDetailDTO struct {
-	jobDTO
-	Description  string    `json:"description"`
-	Status       string    `json:"status"`
-	UpdatedAt    time.Time `json:"updated_at"`
-	Plan         planDTO   `json:"plan"`
-	PlanPrice    int       `json:"plan_price"`
-	IsPaid       bool      `json:"is_paid"`
-	ViewURL      *string   `json:"view_url"`
-	EditURL      *string   `json:"edit_url,omitempty"`
-	UnpublishURL *string   `json:"unpublish_url,omitempty"`
-	PaymentURL   *string   `json:"payment_url,omitempty"`
-	// Distribution is the owner's only, as the links above.
-	Distribution *indexbus.Distribution `json:"distribution,omitempty"`
-}
-
-func (h *handlers) toJobDetailDTO(d jobbus.Detail, owner bool) jobDetailDTO {
-	return jobDetail(h.bus, d, owner)
-}
-
-func jobDetail(bus *jobbus.Business, d jobbus.Detail, owner bool) jobDetailDTO {
-	l := bus.Links(d)
-	out := jobDetailDTO{
-		jobDTO:      toJobDTO(&d.Job, l.URL),
-		Description: d.Description, Status: d.Status, UpdatedAt: d.UpdatedAt.UTC().Truncate(time.Second),
-		Plan: planDTO{ID: d.Plan.ID, Name: d.Plan.Name}, PlanPrice: d.Plan.Price, IsPaid: d.IsPaid, ViewURL: l.ViewURL,
-	}
-	if owner {
-		out.EditURL, out.UnpublishURL, out.PaymentURL = &l.EditURL, &l.UnpublishURL, l.PaymentURL
-	}
-	return out
-}
 
 // get answers GET /v2/jobs/{id_job}.
 func (h *handlers) get(c *fiber.Ctx) error {

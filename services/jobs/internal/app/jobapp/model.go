@@ -3,9 +3,7 @@ package jobapp
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
-	"time"
 
 	"github.com/coworkjobs/coworkjobs/libs/web"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -82,63 +80,6 @@ func (r *createRequest) toInput() jobbus.CreateInput {
 	r.Ignore("status")
 	in.TypeProblems = r.Problems(nil)
 	return in
-}
-
-// jobDTO is the spec's Job: a row of GET /v2/jobs (appendJob writes it) and
-// the first fields of GET /v2/jobs/{id_job}.
-type jobDTO struct {
-	IDJob          int64     `json:"id_job"`
-	Title          string    `json:"title"`
-	Company        string    `json:"company"`
-	JobType        string    `json:"job_type"`
-	Tags           string    `json:"tags"`
-	IsRemote       bool      `json:"is_remote"`
-	PageURL        string    `json:"page_url"`
-	ExternalURL    string    `json:"external_url"`
-	ApplyURL       string    `json:"apply_url"`
-	CompanyLogo    string    `json:"company_logo"`
-	DateAdded      time.Time `json:"date_added"`
-	ExpirationDate time.Time `json:"expiration_date"`
-	CityName       string    `json:"city_name"`
-	CitySlug       string    `json:"city_slug"`
-	SpaceName      *string   `json:"space_name"`
-	SalMin         string    `json:"sal_min"`
-	SalMax         string    `json:"sal_max"`
-	Currency       string    `json:"currency"`
-	SalaryPeriod   string    `json:"salary_period"`
-	WorkplaceType  string    `json:"workplace_type"`
-	ExternalRef    *string   `json:"external_ref"`
-	URL            string    `json:"url"`
-	// DistanceKm is set in a listing near a point: km to 10 m, as the
-	// spaces' distance_km.
-	DistanceKm *float64 `json:"distance_km,omitempty"`
-}
-
-// toJobDTO converts j, whose public page is url.
-func toJobDTO(j *jobbus.Job, url string) jobDTO {
-	out := jobDTO{
-		IDJob: j.ID, Title: j.Title, Company: j.Company, JobType: j.JobType, Tags: j.Tags, IsRemote: j.IsRemote,
-		PageURL: jobbus.PageURL(j.Slug, j.ID), ExternalURL: j.ExternalURL, CompanyLogo: j.CompanyLogo,
-		DateAdded: j.DateAdded.UTC().Truncate(time.Second), ExpirationDate: j.ExpirationDate.UTC().Truncate(time.Second),
-		CityName: j.CityName, CitySlug: j.CitySlug, SpaceName: j.SpaceName,
-		SalMin: salaryText(j.SalMin), SalMax: salaryText(j.SalMax), Currency: j.Currency,
-		SalaryPeriod: j.SalaryPeriod, WorkplaceType: j.WorkplaceType, ExternalRef: j.ExternalRef, URL: url,
-	}
-	if j.ApplyURL != nil {
-		out.ApplyURL = *j.ApplyURL
-	}
-	if j.DistanceKm != nil {
-		km := math.Round(*j.DistanceKm*100) / 100
-		out.DistanceKm = &km
-	}
-	return out
-}
-
-func salaryText(v *int64) string {
-	if v == nil {
-		return "0"
-	}
-	return strconv.FormatInt(*v, 10)
 }
 
 // cityDTO is the city of a creation result.

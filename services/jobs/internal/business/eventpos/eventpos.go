@@ -1,9 +1,10 @@
-// Package eventpos reads job_events past a consumer's own position (a
-// one-row table of xid, seq: webhook_dispatch, indexing_dispatch), the way
+// Package eventpos reads job_events past a one-row position table (xid,
+// seq: webhook_dispatch, the webhook wake-ups' shared position), the way
 // the changes feed reads them (jobdb/events.go): only rows of transactions
 // below the commit horizon, in (xid, seq) order, so none is skipped however
-// transactions commit. Each consumer writes what it makes of the events in
-// the statement that moves its position, so a round is all or nothing.
+// transactions commit. The round writes what it makes of the events in the
+// statement that moves the position, so it is all or nothing. A reader
+// with a position of its own, a lease and back-off is eventbus's.
 package eventpos
 
 import (

@@ -1,7 +1,8 @@
 // Package hookbus holds the rules of webhook endpoints: who owns one, what
 // a valid endpoint is, secrets and their rotation, and the owner's requests
 // about deliveries (ping, redeliver, recover). Delivery itself runs in
-// Temporal (workflows/webhook); the events come from the jobs outbox.
+// Temporal (workflows/webhook); each endpoint reads job_events from its own
+// position (eventbus, ReaderID).
 package hookbus
 
 import (
@@ -15,6 +16,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -355,3 +357,7 @@ func truncate(s string, n int) string {
 	}
 	return string([]rune(s)[:n]) + "…"
 }
+
+// ReaderID is the endpoint's reader of the event log (eventbus): its
+// position is what the endpoint has been sent.
+func ReaderID(endpointID int64) string { return "webhook:" + strconv.FormatInt(endpointID, 10) }

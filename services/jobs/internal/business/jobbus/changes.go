@@ -54,7 +54,7 @@ func (b *Business) Changes(ctx context.Context, caller Caller, from ChangesFrom,
 		return ChangesPage{}, ErrGone
 	}
 	a := AudienceOf(caller)
-	evs, next, err := b.store.EventsAfter(ctx, &a, after, since, limit)
+	evs, jobs, next, err := b.store.EventsAfter(ctx, &a, after, since, limit)
 	if err != nil {
 		return ChangesPage{}, err
 	}
@@ -64,11 +64,7 @@ func (b *Business) Changes(ctx context.Context, caller Caller, from ChangesFrom,
 			next.At = since
 		}
 	}
-	entries, err := b.entries(ctx, caller, evs)
-	if err != nil {
-		return ChangesPage{}, err
-	}
-	return ChangesPage{Changes: entries, Next: next}, nil
+	return ChangesPage{Changes: b.entriesOf(caller, evs, jobs), Next: next}, nil
 }
 
 // Entries are events as caller sees them now, in their order (webhook
@@ -87,15 +83,21 @@ func (b *Business) entries(ctx context.Context, caller Caller, evs []JobEvent) (
 			ids = append(ids, e.JobID)
 		}
 	}
-	jobs := map[int64]*Detail{}
+	var ds []Detail
 	if len(ids) > 0 {
-		ds, err := b.store.QueryByIDs(ctx, ids)
-		if err != nil {
+		var err error
+		if ds, err = b.store.QueryByIDs(ctx, ids); err != nil {
 			return nil, err
 		}
-		for i := range ds {
-			jobs[ds[i].ID] = &ds[i]
-		}
+	}
+	return b.entriesOf(caller, evs, ds), nil
+}
+
+// entriesOf renders events for caller with their jobs ds.
+func (b *Business) entriesOf(caller Caller, evs []JobEvent, ds []Detail) []ChangeEntry {
+	jobs := make(map[int64]*Detail, len(ds))
+	for i := range ds {
+		jobs[ds[i].ID] = &ds[i]
 	}
 	out := make([]ChangeEntry, 0, len(evs))
 	for _, e := range evs {
@@ -108,7 +110,7 @@ func (b *Business) entries(ctx context.Context, caller Caller, evs []JobEvent) (
 		}
 		out = append(out, ce)
 	}
-	return out, nil
+	return out
 }
 
 // Entry is one event as caller sees it now (a webhook's body).
@@ -119,3 +121,11 @@ func (b *Business) Entry(ctx context.Context, caller Caller, e JobEvent) (Change
 	}
 	return es[0], nil
 }
+
+// Details are the jobs of ids as they are now (those that exist).
+func (b *Business) Details(ctx context.Context, ids []int64) ([]Detail, error) {
+	return b.store.QueryByIDs(ctx, ids)
+}
+
+// Readable is whether caller may read the job d.
+func (b *Business) Readable(caller Caller, d Detail) bool { return b.readable(caller, d) == nil }

@@ -103,7 +103,8 @@ func (a Audience) Hears(e JobEvent) bool {
 type EventStorer interface {
 	// EventsAfter returns up to limit events heard by a, committed after
 	// cursor after (zero: from the start) and, when since is set, occurred
-	// no earlier than since; next is the position after the last event
-	// examined (after itself when there were none).
-	EventsAfter(ctx context.Context, a *Audience, after Cursor, since time.Time, limit int) (evs []JobEvent, next Cursor, err error)
+	// no earlier than since, with their jobs as they are now (those that
+	// exist, each once), read together; next is the position after the
+	// last event examined (after itself when there were none).
+	EventsAfter(ctx context.Context, a *Audience, after Cursor, since time.Time, limit int) (evs []JobEvent, jobs []Detail, next Cursor, err error)
 }

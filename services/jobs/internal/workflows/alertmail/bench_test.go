@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
 func envInt(k string, def int) int {
@@ -47,7 +49,7 @@ func BenchmarkMatch(b *testing.B) {
 	jobRun := alertbus.NewNonce()[:6]
 	var startXid string
 	var startSeq int64
-	if err := pool.QueryRow(ctx, `SELECT xid::text, seq FROM alert_dispatch`).Scan(&startXid, &startSeq); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT xid::text, seq FROM event_readers WHERE reader = 'alerts'`).Scan(&startXid, &startSeq); err != nil {
 		b.Fatal(err)
 	}
 	for i := range nJobs {
@@ -60,7 +62,7 @@ func BenchmarkMatch(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		if _, err := pool.Exec(ctx, `UPDATE alert_dispatch SET xid = $1::xid8, seq = $2`, startXid, startSeq); err != nil {
+		if _, err := pool.Exec(ctx, `UPDATE event_readers SET xid = $1::xid8, seq = $2 WHERE reader = 'alerts'`, startXid, startSeq); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := pool.Exec(ctx, `DELETE FROM alert_matches m USING alerts a, alert_addresses aa
@@ -69,15 +71,14 @@ func BenchmarkMatch(b *testing.B) {
 		}
 		b.StartTimer()
 		matched := 0
-		for {
-			n, m, err := r.Store.Match(ctx, MatchBatch, Parse)
-			if err != nil {
-				b.Fatal(err)
-			}
-			matched += m
-			if n == 0 {
-				break
-			}
+		run := &eventbus.Runner{Store: r.Readers, Reader: Reader, Batch: MatchBatch,
+			Handle: func(ctx context.Context, evs []jobbus.JobEvent) error {
+				m, err := r.Store.Match(ctx, evs, Parse)
+				matched += m
+				return err
+			}}
+		if _, err := run.Run(ctx, "bench"); err != nil {
+			b.Fatal(err)
 		}
 		b.ReportMetric(float64(matched), "matches/op")
 	}

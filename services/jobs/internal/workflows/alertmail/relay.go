@@ -1,5 +1,6 @@
 // Package alertmail matches job alerts off the request's path and mails
-// them: a loop reads job_events past the alerts' own position (alertdb.Match),
+// them: a loop reads job_events past the alerts' own position (the reader
+// "alerts" of the consumer kit, eventbus; alertdb.Match handles a batch),
 // and an outbox relay (libs/outbox) starts one Temporal workflow per mail
 // (confirmation, instant match, digest) whose activity sends it, retrying
 // while SMTP is away, as jobmail does. Daily and weekly digests are queued by
@@ -8,8 +9,11 @@ package alertmail
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,19 +22,23 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/mailer"
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/privacy"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
-// MatchBatch is how many job events one matching round reads.
+// Reader is the alert matcher's reader of the event log (eventbus).
+const Reader = "alerts"
+
+// MatchBatch is how many job events one batch of the matcher reads.
 const MatchBatch = 500
 
 // Relay matches and mails.
 type Relay struct {
 	Store    *alertdb.Store
-	Starter  Starter // where deliver hands the mails
+	Readers  eventbus.Storer // the event log's readers
+	Starter  Starter         // where deliver hands the mails
 	Signer   *alertbus.Signer
 	Privacy  *privacy.Sealer // the erasure link of every mail (erasure.go)
 	Jobs     *jobbus.Business
@@ -46,7 +54,7 @@ func Parse(search string) (jobbus.ListFilter, bool) {
 	if err != nil {
 		return jobbus.ListFilter{}, false
 	}
-	f, p := jobapp.ParseSearch(q.Get)
+	f, p := jobbus.ParseQuery(q.Get)
 	return f, len(p) == 0
 }
 
@@ -71,13 +79,10 @@ func (r *Relay) match(ctx context.Context) {
 	}
 	lastPurge := time.Time{}
 	for {
-		n, err := r.MatchOnce(ctx)
+		_, err := r.MatchOnce(ctx) // reads until it has caught up
 		wait := every
-		switch {
-		case err != nil && ctx.Err() == nil:
+		if err != nil && ctx.Err() == nil {
 			r.Log.Warn("alert matching", "error", err)
-		case n == MatchBatch:
-			wait = 0
 		}
 		if time.Since(lastPurge) > time.Hour {
 			if _, err := r.Store.PurgeUnconfirmed(ctx); err != nil && ctx.Err() == nil {
@@ -93,11 +98,21 @@ func (r *Relay) match(ctx context.Context) {
 	}
 }
 
-// MatchOnce runs one matching round and reports the events read (tests).
+// MatchOnce matches the events past the matcher's position until it has
+// caught up, and reports the events read. Several workers take turns (the
+// reader's lease).
 func (r *Relay) MatchOnce(ctx context.Context) (int, error) {
-	n, _, err := r.Store.Match(ctx, MatchBatch, Parse)
-	return n, err
+	run := &eventbus.Runner{Store: r.Readers, Reader: Reader, Batch: MatchBatch,
+		Handle: func(ctx context.Context, evs []jobbus.JobEvent) error {
+			_, err := r.Store.Match(ctx, evs, Parse)
+			return err
+		}}
+	out, err := run.Run(ctx, owner)
+	return out.Handled, err
 }
+
+// owner names this process in the reader's lease.
+var owner = fmt.Sprintf("alerts-%d-%x", os.Getpid(), rand.Uint64()) //nolint:gosec // G404: a name, not a secret
 
 // RelayOnce relays the due mails once (tests).
 func (r *Relay) RelayOnce(ctx context.Context) (outbox.Result, error) {

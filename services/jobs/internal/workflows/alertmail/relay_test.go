@@ -23,6 +23,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus/stores/eventdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobsearch"
@@ -64,7 +65,7 @@ func fixture(t testing.TB) (*Relay, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Relay{Store: alertdb.New(pool), Signer: alertbus.NewSigner([]byte(strings.Repeat("s", 32))), Privacy: sealer,
+	r := &Relay{Store: alertdb.New(pool), Readers: eventdb.New(pool), Signer: alertbus.NewSigner([]byte(strings.Repeat("s", 32))), Privacy: sealer,
 		Jobs: jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: base}), Mail: sender, Log: quiet}
 	r.Starter = envStarter{acts: &Activities{Mails: r, Stats: statsdb.New(pool)}}
 	return r, dir
@@ -131,7 +132,7 @@ func drain(t testing.TB, r *Relay) {
 			t.Fatal(err)
 		}
 		var left int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM job_events e, alert_dispatch d WHERE (e.xid, e.seq) > (d.xid, d.seq)`).Scan(&left); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM job_events e, event_readers d WHERE d.reader = 'alerts' AND (e.xid, e.seq) > (d.xid, d.seq)`).Scan(&left); err != nil {
 			t.Fatal(err)
 		}
 		if left == 0 {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus/stores/eventdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -253,7 +254,7 @@ func (e *env) relay(t *testing.T, quota int) *Relay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Relay{Store: indexdb.New(e.pool), Send: c.Send, BaseURL: base, DailyQuota: quota, Now: e.clock.Now,
+	return &Relay{Store: indexdb.New(e.pool), Readers: eventdb.New(e.pool), Send: c.Send, BaseURL: base, DailyQuota: quota, Now: e.clock.Now,
 		MinBackoff: time.Minute, MaxBackoff: time.Hour}
 }
 
@@ -293,8 +294,8 @@ func dispatchAll(t *testing.T, r *Relay) {
 			t.Fatal(err)
 		}
 		var behind int
-		if err := r.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM job_events e, indexing_dispatch p
-			WHERE (e.xid, e.seq) > (p.xid, p.seq)`).Scan(&behind); err != nil {
+		if err := r.Store.(*indexdb.Store).Pool().QueryRow(ctx, `SELECT count(*) FROM job_events e, event_readers p
+			WHERE p.reader = 'indexing' AND (e.xid, e.seq) > (p.xid, p.seq)`).Scan(&behind); err != nil {
 			t.Fatal(err)
 		}
 		if behind == 0 {
@@ -349,7 +350,7 @@ func TestOneNoticePerURLAndVersionNoneForDrafts(t *testing.T) {
 	}
 	// The dispatch read again from the start (its position lost) and a
 	// second relay on the same rows send nothing twice.
-	if _, err := e.pool.Exec(ctx, `UPDATE indexing_dispatch SET xid = '0', seq = 0`); err != nil {
+	if _, err := e.pool.Exec(ctx, `UPDATE event_readers SET xid = '0', seq = 0 WHERE reader = 'indexing'`); err != nil {
 		t.Fatal(err)
 	}
 	drain(t, e.relay(t, 200))
@@ -369,15 +370,15 @@ func TestOneNoticePerURLAndVersionNoneForDrafts(t *testing.T) {
 		t.Fatalf("%d calls, want 2 batches", e.fake.calls)
 	}
 	// the poster's distribution record: the latest notice, sent, and none for the draft
-	dist, err := indexbus.Record(ctx, r.Store, a.JobID, jobbus.StatusPaused, 5, nil)
+	dist, err := indexbus.Record(ctx, r.Store.(*indexdb.Store), a.JobID, jobbus.StatusPaused, 5, nil)
 	if err != nil || dist.Indexing == nil || dist.Indexing.Type != "URL_DELETED" || dist.Indexing.Status != "sent" ||
 		dist.Indexing.SentAt == nil || dist.Indexing.URL != pageURL(e.job(t, a.JobID)) || len(dist.ListedIn) != 0 {
 		t.Fatalf("a's record %+v %v", dist, err)
 	}
-	if dist, err := indexbus.Record(ctx, r.Store, draft.JobID, jobbus.StatusDraft, 5, nil); err != nil || dist.Indexing != nil {
+	if dist, err := indexbus.Record(ctx, r.Store.(*indexdb.Store), draft.JobID, jobbus.StatusDraft, 5, nil); err != nil || dist.Indexing != nil {
 		t.Fatalf("the draft's record %+v %v", dist, err)
 	}
-	if dist, err := indexbus.Record(ctx, r.Store, b.JobID, jobbus.StatusActive, 5, []int{6}); err != nil ||
+	if dist, err := indexbus.Record(ctx, r.Store.(*indexdb.Store), b.JobID, jobbus.StatusActive, 5, []int{6}); err != nil ||
 		fmt.Sprint(dist.ListedIn) != "[sitemap feeds]" || dist.Indexing == nil || dist.Indexing.Type != "URL_UPDATED" {
 		t.Fatalf("b's record (its plan not the aggregators') %+v %v", dist, err)
 	}

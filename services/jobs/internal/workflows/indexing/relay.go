@@ -2,7 +2,10 @@ package indexing
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -10,10 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus/stores/indexdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
-// dispatchBatch is how many job events one dispatch round reads.
+// dispatchBatch is how many job events one batch of the reader reads.
 const dispatchBatch = 500
 
 // DefaultDailyQuota is the Indexing API's default publish quota a day.
@@ -37,11 +42,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 }
 
-// Relay dispatches job events into notices and sends them.
+// Reader is the index notifier's reader of the event log.
+const Reader = "indexing"
+
+// Relay turns job events into notices (a reader of the event log:
+// eventbus) and sends them.
 type Relay struct {
-	Store   *indexdb.Store
-	Send    indexdb.SendFunc // (*Client).Send
-	BaseURL string           // the public site, as the sitemap lists it
+	Store   indexbus.NoticeStorer
+	Readers eventbus.Storer   // the event log's readers
+	Send    indexbus.SendFunc // (*Client).Send
+	BaseURL string            // the public site, as the sitemap lists it
 	// DailyQuota is how many notices a UTC day may send (default DefaultDailyQuota).
 	DailyQuota int
 	Batch      int              // notices a call (default and at most MaxBatch)
@@ -58,8 +68,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		r.loop(ctx, "indexing dispatch", func() (bool, error) {
-			n, err := r.DispatchOnce(ctx)
-			return n == dispatchBatch, err
+			_, err := r.DispatchOnce(ctx) // reads until it has caught up
+			return false, err
 		})
 	})
 	r.loop(ctx, "indexing send", func() (bool, error) {
@@ -99,14 +109,24 @@ func (r *Relay) batch() int {
 	return r.Batch
 }
 
-// DispatchOnce runs one dispatch round and reports how many events it read.
+// DispatchOnce reads the events past the notifier's position and queues
+// their notices, until it has caught up; it reports how many events it
+// read. Several workers take turns (the reader's lease).
 func (r *Relay) DispatchOnce(ctx context.Context) (int, error) {
-	n, _, err := r.Store.Dispatch(ctx, r.BaseURL, dispatchBatch)
-	return n, err
+	run := &eventbus.Runner{Store: r.Readers, Reader: Reader, Batch: dispatchBatch,
+		Handle: func(ctx context.Context, evs []jobbus.JobEvent) error {
+			_, err := r.Store.Notices(ctx, r.BaseURL, evs)
+			return err
+		}}
+	out, err := run.Run(ctx, owner)
+	return out.Handled, err
 }
 
+// owner names this process in the reader's lease.
+var owner = fmt.Sprintf("indexing-%d-%x", os.Getpid(), rand.Uint64()) //nolint:gosec // G404: a name, not a secret
+
 // SendOnce sends one batch (tests call it directly).
-func (r *Relay) SendOnce(ctx context.Context) (indexdb.Round, error) {
+func (r *Relay) SendOnce(ctx context.Context) (indexbus.Round, error) {
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now

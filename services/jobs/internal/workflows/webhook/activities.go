@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -17,10 +18,10 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/outbound"
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/stdwebhook"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/app/jobapp"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobview"
 )
 
 // maxLogged is how much of an answer the delivery log keeps.
@@ -28,14 +29,19 @@ const maxLogged = 1024
 
 // Activities are the webhook workflow's activities and what they need.
 type Activities struct {
-	Store  *hookdb.Store
-	Jobs   *jobbus.Business
+	Store   hookbus.DeliveryStorer
+	Readers eventbus.Storer // the endpoints' positions in the event log
+	Jobs    *jobbus.Business
+	// Render renders the bodies, each event once for every endpoint that
+	// reads it (nil: one is made over Jobs).
+	Render *jobview.Renderer
 	Client *outbound.Client
 	Mail   mailer.Sender // for MailDisabled
 	Log    *slog.Logger
 	Now    func() time.Time // nil: time.Now
 	// idle overrides pumpIdle (tests).
 	idle time.Duration
+	once sync.Once
 }
 
 func (a *Activities) now() time.Time {
@@ -53,9 +59,26 @@ type message struct {
 	Data      json.RawMessage `json:"data"`
 }
 
-// bodies renders deliveries to one endpoint, the jobs read in one query.
+// renderer is Render, made over Jobs when nil.
+func (a *Activities) renderer() *jobview.Renderer {
+	a.once.Do(func() {
+		if a.Render == nil {
+			a.Render = &jobview.Renderer{Jobs: a.Jobs}
+		}
+	})
+	return a.Render
+}
+
+// render is the data of each event for the endpoint's owner.
+func (a *Activities) render(ctx context.Context, ep hookbus.Endpoint, evs []jobbus.JobEvent) ([]json.RawMessage, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	return a.renderer().Changes(ctx, jobbus.Caller{KeyID: ep.KeyID, SpaceID: ep.SpaceID}, evs)
+}
+
+// bodies renders delivery rows to one endpoint (a ping's data is {}).
 func (a *Activities) bodies(ctx context.Context, ep hookbus.Endpoint, ds []hookbus.Delivery) ([][]byte, error) {
-	who := jobbus.Caller{KeyID: ep.KeyID, SpaceID: ep.SpaceID}
 	var evs []jobbus.JobEvent
 	for _, d := range ds {
 		if d.Type != hookbus.TypePing {
@@ -66,24 +89,17 @@ func (a *Activities) bodies(ctx context.Context, ep hookbus.Endpoint, ds []hookb
 			evs = append(evs, ev)
 		}
 	}
-	var entries []jobbus.ChangeEntry
-	if len(evs) > 0 {
-		var err error
-		if entries, err = a.Jobs.Entries(ctx, who, evs); err != nil {
-			return nil, err
-		}
+	data, err := a.render(ctx, ep, evs)
+	if err != nil {
+		return nil, err
 	}
 	out := make([][]byte, len(ds))
 	for i, d := range ds {
-		data := json.RawMessage(`{}`)
+		body := json.RawMessage(`{}`)
 		if d.Type != hookbus.TypePing {
-			var err error
-			if data, err = jobapp.ChangeJSON(a.Jobs, entries[0], who); err != nil {
-				return nil, err
-			}
-			entries = entries[1:]
+			body, data = data[0], data[1:]
 		}
-		b, err := json.Marshal(message{ID: d.MsgID, Type: d.Type, Timestamp: d.OccurredAt.UTC().Truncate(time.Millisecond), Data: data})
+		b, err := messageBody(d.MsgID, d.Type, d.OccurredAt, body)
 		if err != nil {
 			return nil, err
 		}
@@ -179,7 +195,7 @@ type Attempt struct {
 
 // MailDisabled sends a queued mail about a disabled endpoint (the
 // Deliver of an outbox.Relay over hookdb's MailOutbox: an error retries it).
-func (a *Activities) MailDisabled(ctx context.Context, m outbox.Message[hookdb.DisabledMail]) error {
+func (a *Activities) MailDisabled(ctx context.Context, m outbox.Message[hookbus.DisabledMail]) error {
 	d := m.Payload
 	return a.Mail.Send(ctx, mailer.Message{To: d.Email, Subject: "coworkjobs: your webhook endpoint was disabled",
 		Text: "The webhook endpoint " + d.URL + " (id " + strconv.FormatInt(d.EndpointID, 10) + ") was disabled: " + d.Reason +

@@ -24,6 +24,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/pg"
 	"github.com/coworkjobs/coworkjobs/libs/pg/pgtest"
 	"github.com/coworkjobs/coworkjobs/libs/stdwebhook"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus/stores/eventdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
@@ -100,29 +101,26 @@ func fixture(t *testing.T, space int64, title, url string) (*Activities, hookbus
 		t.Fatal(err)
 	}
 	allow, _ := outbound.ParseAllow("loopback")
-	acts := &Activities{Store: hooks, Jobs: jobbus.New(jobs, nil, jobbus.Config{PublicBaseURL: "https://coworkjobs.example"}),
+	acts := &Activities{Store: hooks, Readers: eventdb.New(pool), Jobs: jobbus.New(jobs, nil, jobbus.Config{PublicBaseURL: "https://coworkjobs.example"}),
 		Client: outbound.New(outbound.Config{Allow: allow, Timeout: 2 * time.Second})}
 	return acts, ep, w.JobID
 }
 
-// dispatched runs the dispatch until ep has a delivery about job (the
-// horizon is the whole server's) and returns its id.
-func dispatched(t *testing.T, ep hookbus.Endpoint, job int64) int64 {
+// dispatched runs ep's pump until its first attempt at job's event (read
+// from the endpoint's position) has been made and returns the id of the
+// delivery row it left (a failure leaves one).
+func dispatched(t *testing.T, acts *Activities, ep hookbus.Endpoint, job int64) int64 {
 	t.Helper()
 	ctx := context.Background()
-	relay := &Relay{Store: hookdb.New(pool)}
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, err := relay.DispatchOnce(ctx); err != nil {
-			t.Fatal(err)
-		}
+		pumpNow(t, acts, ep)
 		var id int64
-		err := pool.QueryRow(ctx, `SELECT d.id FROM webhook_deliveries d JOIN webhook_outbox o ON o.delivery_id = d.id
-			WHERE d.endpoint_id = $1 AND d.job_id = $2`, ep.ID, job).Scan(&id)
+		err := pool.QueryRow(ctx, `SELECT d.id FROM webhook_deliveries d WHERE d.endpoint_id = $1 AND d.job_id = $2`, ep.ID, job).Scan(&id)
 		if err == nil {
 			return id
 		}
 	}
-	t.Fatal("the event was never dispatched")
+	t.Fatal("the event was never attempted")
 	return 0
 }
 
@@ -164,7 +162,7 @@ func TestPumpSignsRetriesAndRotates(t *testing.T) {
 	acts, ep, job := fixture(t, 7001, "Signed Host", rcv.srv.URL+"/hook")
 	other, _ := hookbus.New(hookdb.New(pool), hookbus.Config{AllowHTTP: true, Allow: loopback}).Create(ctx, hookbus.Owner{SpaceID: 7002, KeyID: 2},
 		hookbus.Input{URL: &rcv.srv.URL, Events: &[]string{"job.created"}})
-	id := dispatched(t, ep, job)
+	id := dispatched(t, acts, ep, job)
 	var foreign int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, other.ID).Scan(&foreign); err != nil || foreign != 0 {
 		t.Fatalf("another space's endpoint got %d deliveries of this job: %v", foreign, err)
@@ -253,10 +251,11 @@ func TestPumpDisablesAfterFiveDaysOfFailures(t *testing.T) {
 	rcv := newReceiver(t, 503)
 	acts, ep, job := fixture(t, 7004, "Failing Host", rcv.srv.URL)
 	owner := "failing-owner@example.com"
-	id := dispatched(t, ep, job)
+	id := dispatched(t, acts, ep, job)
 	if _, err := pool.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = now() - interval '6 days', email = $2 WHERE id = $1`, ep.ID, owner); err != nil {
 		t.Fatal(err)
 	}
+	dueNow(t, id)
 	if out := pumpNow(t, acts, ep); !out.Gone {
 		t.Fatalf("%+v", out)
 	}
@@ -322,7 +321,7 @@ func TestPumpRefusesPrivateTargets(t *testing.T) {
 	for i, url := range []string{rcv.srv.URL, "http://localhost:" + port + "/x"} {
 		acts, ep, job := fixture(t, int64(7010+i), "SSRF Host "+itoa(i), url)
 		acts.Client = outbound.New(outbound.Config{})
-		id := dispatched(t, ep, job)
+		id := dispatched(t, acts, ep, job)
 		if out := pumpNow(t, acts, ep); out.NextDue == nil {
 			t.Fatalf("%s: %+v, want a retry", url, out)
 		}

@@ -3,9 +3,12 @@ package webhook
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -14,8 +17,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/coworkjobs/coworkjobs/libs/temporalx"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
 // SignalWake wakes an endpoint's workflow: it has deliveries to take.
@@ -25,18 +29,23 @@ const SignalWake = "wake"
 const (
 	// PumpConcurrency bounds an endpoint's requests in flight (one per job).
 	PumpConcurrency = 16
+	// eventBatch bounds the events a pump round reads past the position.
+	eventBatch = 200
 	// pumpIdle: a pump with nothing to do for this long releases its lease
 	// and returns (the workflow waits for a wake-up or the next retry).
 	pumpIdle = 5 * time.Second
 	// pumpFor bounds one pump run; the workflow starts the next at once.
 	pumpFor = 5 * time.Minute
 	// pumpLease is how long the dispatch trusts a pump to poll (renewed
-	// every pumpLease/3): past it, a dead pump's endpoint is woken again.
+	// every pumpLease/3): past it, a dead pump's endpoint is woken again
+	// (the endpoint's reader lease, eventbus).
 	pumpLease = 30 * time.Second
-	// The poll of the due deliveries: pollMin after one that found some,
-	// doubling to pollMax while none are found.
-	pollMin = 100 * time.Millisecond
-	pollMax = 250 * time.Millisecond
+	// The poll of the events and due deliveries: pollMin after a round
+	// that found some, doubling to pollMax while none are found. A round
+	// costs three statements however many events it sends, so a longer
+	// poll is less CPU a delivery and more latency (docs/benchmarks.md).
+	pollMin = 200 * time.Millisecond
+	pollMax = 400 * time.Millisecond
 	// perRunPumps bounds the pump runs of one workflow run before it
 	// continues as new, which keeps its history short.
 	perRunPumps = 50
@@ -129,181 +138,299 @@ func pumpOwner(ctx context.Context) string {
 	return fmt.Sprintf("local-%x", rand.Uint64()) //nolint:gosec // G404: a name, not a secret
 }
 
-func (a *Activities) warn(msg string, err error) {
-	if a.Log != nil {
-		a.Log.Warn(msg, "error", err)
-	}
-}
-
-// sent is one request's outcome.
+// sent is one request's outcome: of a delivery row (d.ID > 0) or of an
+// event read past the position.
 type sent struct {
 	d   hookbus.Delivery
+	ev  jobbus.JobEvent
 	at  Attempt
 	ans answer
 }
 
-// Pump delivers the endpoint's due deliveries until it has been idle for
-// pumpIdle or has run for pumpFor: the oldest pending delivery of each job
-// (a job's next one waits until it is over, which keeps the order per
-// job), up to PumpConcurrency jobs at once, each request's outcome
-// recorded in the delivery log, failures retried after Backoff through
-// next_try_at. One endpoint's pump never waits for another's.
+// Pump delivers the endpoint's events until it has been idle for pumpIdle
+// or has run for pumpFor. The endpoint is a reader of the event log
+// (eventbus): the pump claims its lease (the fence: a pump presumed dead
+// and replaced stops at its next write), and each round reads the events
+// past its position and the due retries, sends them (a job's events one
+// after the other, which keeps the order per job; up to PumpConcurrency
+// jobs at once), then in one statement moves the position past the round
+// and writes a delivery row only for what failed (retried after Backoff)
+// and the later events of its job (queued behind it). A delivered event
+// leaves no row: the position says it was sent. While the endpoint fails
+// and has retries waiting it reads no new events (the retries probe it),
+// and catches up from its position, in order, once one succeeds. One
+// endpoint's pump never waits for another's.
 func (a *Activities) Pump(ctx context.Context, in EndpointInput) (Pumped, error) {
 	defer heartbeat(ctx)()
 	owner := pumpOwner(ctx)
-	if err := a.Store.Lease(ctx, in.EndpointID, owner, pumpLease, true); err != nil {
+	reader := hookbus.ReaderID(in.EndpointID)
+	l, st, err := a.Readers.Claim(ctx, reader, owner, pumpLease, true)
+	if err != nil {
 		return Pumped{}, err
 	}
+	pos := st.Position
 	started := a.now()
-	lastWork := started
-	leased := started
-	busy := map[int64]bool{} // jobs with a request in flight
-	done := make(chan sent, PumpConcurrency)
-	var finished []sent
+	lastWork, leased := started, started
 	poll := pollMin
-	// over records what was answered before the pump stops on an error
-	// (its context cancelled: Temporal presumed it dead, or the worker
-	// stops), so that a delivery answered 2xx is not sent again.
-	over := func(err error) (Pumped, error) {
-		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		for len(finished) < len(busy) {
-			select {
-			case r := <-done:
-				finished = append(finished, r)
-			case <-octx.Done():
-				return Pumped{}, err
-			}
-		}
-		if len(finished) > 0 {
-			if serr := a.settle(octx, in.EndpointID, finished); serr != nil {
-				a.warn("webhook pump: recording the last outcomes", serr)
-			}
-		}
-		if errors.Is(err, hookdb.ErrLeaseLost) {
-			return Pumped{More: true}, nil
-		}
-		return Pumped{}, err
-	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return over(err)
-		}
-	collect:
-		for {
-			select {
-			case r := <-done:
-				finished = append(finished, r)
-			default:
-				break collect
-			}
-		}
-		if len(finished) > 0 {
-			if err := a.settle(ctx, in.EndpointID, finished); err != nil {
-				return over(err)
-			}
-			for _, r := range finished {
-				delete(busy, r.d.JobID)
-			}
-			finished = finished[:0]
+			return Pumped{}, err
 		}
 		if a.now().Sub(leased) > pumpLease/3 {
-			if err := a.Store.Lease(ctx, in.EndpointID, owner, pumpLease, false); err != nil {
-				return over(err)
+			if err := a.Readers.Renew(ctx, l, pumpLease); err != nil {
+				return fencedOut(err)
 			}
 			leased = a.now()
 		}
-		took := 0
-		if free := PumpConcurrency - len(busy); free > 0 {
-			jobs := make([]int64, 0, len(busy))
-			for j := range busy {
-				jobs = append(jobs, j)
-			}
-			due, err := a.Store.TakeDue(ctx, in.EndpointID, owner, jobs, free)
-			switch {
-			case errors.Is(err, hookbus.ErrNotFound): // deleted, its deliveries with it
-				return Pumped{Gone: true}, nil
-			case err != nil:
-				return over(err)
-			case !due.Endpoint.Enabled:
-				return a.stop(ctx, due.Endpoint, owner, busy, done)
-			}
-			bodies, err := a.bodies(ctx, due.Endpoint, due.Deliveries)
-			if err != nil {
-				return over(err)
-			}
-			ss := secrets(due.Secret, due.OldSecret)
-			for i, d := range due.Deliveries {
-				busy[d.JobID] = true
-				go func() {
-					at, ans := a.send(ctx, due.Endpoint.URL, d.MsgID, bodies[i], ss)
-					done <- sent{d: d, at: at, ans: ans}
-				}()
-			}
-			took = len(due.Deliveries)
-		}
-		now := a.now()
+		due, err := a.Store.TakeDue(ctx, in.EndpointID, l, nil, PumpConcurrency)
 		switch {
-		case took > 0 || len(busy) > 0:
-			lastWork = now
-		case now.Sub(lastWork) >= cmp.Or(a.idle, pumpIdle) || now.Sub(started) >= pumpFor:
-			due, next, err := a.Store.Release(ctx, in.EndpointID, owner)
+		case errors.Is(err, hookbus.ErrNotFound): // deleted, its deliveries with it
+			return Pumped{Gone: true}, nil
+		case err != nil:
+			return fencedOut(err)
+		case !due.Endpoint.Enabled:
+			return a.stop(ctx, due.Endpoint, l)
+		}
+		ep := due.Endpoint
+		var evs []jobbus.JobEvent
+		next := pos
+		if paused := ep.FailingSince != nil && due.Pending; !paused {
+			evs, next, err = a.Readers.Read(ctx, pos, eventbus.Filter{Types: ep.Events,
+				Audience: &jobbus.Audience{SpaceID: ep.SpaceID, KeyID: ep.KeyID}, Since: ep.CreatedAt}, eventBatch)
 			if err != nil {
 				return Pumped{}, err
 			}
-			if !due {
-				return Pumped{NextDue: next}, nil
+		}
+		if len(due.Deliveries) > 0 || len(evs) > 0 || next.XID != pos.XID || next.Seq != pos.Seq {
+			if err := a.round(ctx, l, due, evs, pos, next); err != nil {
+				return fencedOut(err)
 			}
-			// A delivery came after all: lease again and go on.
-			if err := a.Store.Lease(ctx, in.EndpointID, owner, pumpLease, false); err != nil {
-				return over(err)
+			pos = next
+		}
+		now := a.now()
+		switch {
+		case len(due.Deliveries) > 0 || len(evs) > 0:
+			lastWork, poll = now, pollMin
+			if len(evs) == eventBatch {
+				continue // a backlog: the next round at once
 			}
-			leased, lastWork = now, now
+		case now.Sub(lastWork) >= cmp.Or(a.idle, pumpIdle) || now.Sub(started) >= pumpFor:
+			if err := a.Store.ReleasePump(ctx, l); err != nil {
+				return Pumped{}, err
+			}
+			work, nextDue, err := a.Store.Work(ctx, in.EndpointID)
+			if err != nil {
+				return Pumped{}, err
+			}
+			if !work {
+				return Pumped{NextDue: nextDue}, nil
+			}
+			if now.Sub(started) >= pumpFor {
+				return Pumped{More: true}, nil
+			}
+			// An event came after all: claim the reader again and go on.
+			if l, st, err = a.Readers.Claim(ctx, reader, owner, pumpLease, true); err != nil {
+				return Pumped{}, err
+			}
+			pos, leased, lastWork = st.Position, now, now
 			continue
-		}
-		if now.Sub(started) >= pumpFor && len(busy) == 0 {
-			return Pumped{More: true}, nil
-		}
-		if took > 0 {
-			poll = pollMin
-		} else {
+		default:
 			poll = min(2*poll, pollMax)
 		}
-		// Wait for the next poll, or for a free slot when every one is
-		// taken; the outcomes that come meanwhile are recorded together.
-		timer := time.NewTimer(poll)
-		if len(busy) >= PumpConcurrency {
-			select {
-			case r := <-done:
-				finished = append(finished, r)
-			case <-ctx.Done():
-			}
-		}
 		select {
-		case <-timer.C:
+		case <-time.After(poll):
 		case <-ctx.Done():
 		}
-		timer.Stop()
 	}
 }
 
-// stop ends the pump of a disabled endpoint: the requests in flight are
-// recorded, the rest of its pending deliveries skipped.
-func (a *Activities) stop(ctx context.Context, ep hookbus.Endpoint, owner string, busy map[int64]bool, done chan sent) (Pumped, error) {
-	var rs []sent
-	for range busy {
+// fencedOut ends a pump whose reader another pump claimed (Temporal ran the
+// pump again, presuming this one dead): the other goes on.
+func fencedOut(err error) (Pumped, error) {
+	if errors.Is(err, eventbus.ErrFenced) {
+		return Pumped{More: true}, nil
+	}
+	return Pumped{}, err
+}
+
+// round sends a round's due retries and new events and records it: the
+// retries' outcomes, then the position moved to next with the rows of what
+// was not delivered.
+func (a *Activities) round(ctx context.Context, l eventbus.Lease, due hookbus.Due, evs []jobbus.JobEvent, pos, next jobbus.Cursor) error {
+	ep := due.Endpoint
+	// A job with a pending delivery sends none of its new events: they
+	// queue behind it.
+	blocked := map[int64]bool{}
+	for _, d := range due.Deliveries {
+		blocked[d.JobID] = true
+	}
+	if due.Pending && len(evs) > 0 {
+		ids := make([]int64, 0, len(evs))
+		for _, e := range evs {
+			ids = append(ids, e.JobID)
+		}
+		pend, err := a.Store.PendingJobs(ctx, ep.ID, ids)
+		if err != nil {
+			return err
+		}
+		for j := range pend {
+			blocked[j] = true
+		}
+	}
+	var queued []hookbus.Queued
+	perJob := map[int64][]jobbus.JobEvent{}
+	var order []int64
+	for _, e := range evs {
+		if blocked[e.JobID] {
+			queued = append(queued, hookbus.Queued{Event: e})
+			continue
+		}
+		if _, ok := perJob[e.JobID]; !ok {
+			order = append(order, e.JobID)
+		}
+		perJob[e.JobID] = append(perJob[e.JobID], e)
+	}
+	// Bodies: the retries' and the new events', each event rendered once.
+	retryBodies, err := a.bodies(ctx, ep, due.Deliveries)
+	if err != nil {
+		return err
+	}
+	var sendable []jobbus.JobEvent
+	for _, j := range order {
+		sendable = append(sendable, perJob[j]...)
+	}
+	data, err := a.render(ctx, ep, sendable)
+	if err != nil {
+		return err
+	}
+	bodyOf := make(map[string][]byte, len(sendable))
+	for i, e := range sendable {
+		b, err := messageBody(e.ID, e.Type, e.OccurredAt, data[i])
+		if err != nil {
+			return err
+		}
+		bodyOf[e.ID] = b
+	}
+	ss := secrets(due.Secret, due.OldSecret)
+	// Each event of the round, in the log's order, is over once answered,
+	// queued, or left behind a failure of its job.
+	idx := make(map[string]int, len(evs))
+	for i, e := range evs {
+		idx[e.ID] = i
+	}
+	states := make([]evState, len(evs))
+	for _, q := range queued {
+		states[idx[q.Event.ID]] = evState{over: true}
+	}
+	var mu sync.Mutex
+	var retried []sent
+	sem := make(chan struct{}, PumpConcurrency)
+	var wg sync.WaitGroup
+	for i, d := range due.Deliveries {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			at, ans := a.send(ctx, ep.URL, d.MsgID, retryBodies[i], ss)
+			mu.Lock()
+			retried = append(retried, sent{d: d, at: at, ans: ans})
+			mu.Unlock()
+		})
+	}
+	for _, j := range order {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			es := perJob[j]
+			for k, e := range es {
+				at, ans := a.send(ctx, ep.URL, e.ID, bodyOf[e.ID], ss)
+				mu.Lock()
+				states[idx[e.ID]] = evState{over: true, r: &sent{ev: e, at: at, ans: ans}}
+				if ans != answerOK {
+					for _, rest := range es[k+1:] {
+						states[idx[rest.ID]] = evState{over: true}
+					}
+				}
+				mu.Unlock()
+				if ans != answerOK {
+					return
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	// While requests are out, the position moves past the prefix of the
+	// round that is over every checkpointEvery: a worker killed under a
+	// slow receiver sends again only what was in flight.
+	written, renewed := 0, a.now()
+	tick := time.NewTicker(checkpointEvery)
+	defer tick.Stop()
+	for waiting := true; waiting; {
 		select {
-		case r := <-done:
-			rs = append(rs, r)
-		case <-ctx.Done():
-			return Pumped{}, ctx.Err()
+		case <-done:
+			waiting = false
+		case <-tick.C:
+			var err error
+			if a.now().Sub(renewed) > pumpLease/3 {
+				err, renewed = a.Readers.Renew(ctx, l, pumpLease), a.now()
+			}
+			mu.Lock()
+			k := written
+			for k < len(states) && states[k].over {
+				k++
+			}
+			rows := a.rows(evs, states, written, k, false)
+			mu.Unlock()
+			if err == nil && k > written {
+				if err = a.Store.Advance(ctx, ep.ID, l, evs[k-1].Cursor, rows); err == nil {
+					written = k
+				}
+			}
+			if err != nil {
+				<-done
+				return err
+			}
 		}
 	}
-	if len(rs) > 0 {
-		if err := a.settle(ctx, ep.ID, rs); err != nil {
-			return Pumped{}, err
+	return a.settle(ctx, l, ep.ID, ep.FailingSince != nil, retried, evs, states, written, next)
+}
+
+// checkpointEvery is how often a round with requests out moves the
+// position past what is over.
+const checkpointEvery = 500 * time.Millisecond
+
+// evState is how an event of a round is: over once answered (r), or
+// queued or left behind a failure of its job (r nil: a row, not tried).
+type evState struct {
+	over bool
+	r    *sent
+}
+
+// rows are the delivery rows of evs[from:to]: each failure, and what was
+// not tried; a delivered event has none.
+func (a *Activities) rows(evs []jobbus.JobEvent, states []evState, from, to int, tooLong bool) []hookbus.Queued {
+	var out []hookbus.Queued
+	now := a.now()
+	for i := from; i < to; i++ {
+		switch st := states[i]; {
+		case st.r == nil:
+			out = append(out, hookbus.Queued{Event: evs[i]})
+		case st.r.ans != answerOK:
+			rec := a.outcome(*st.r, 0, now, now, tooLong)
+			out = append(out, hookbus.Queued{Event: evs[i], Attempt: &rec})
 		}
 	}
+	return out
+}
+
+// messageBody is a delivery's body (WebhookMessage).
+func messageBody(id, typ string, at time.Time, data []byte) ([]byte, error) {
+	return json.Marshal(message{ID: id, Type: typ, Timestamp: at.UTC().Truncate(time.Millisecond), Data: data})
+}
+
+// stop ends the pump of a disabled endpoint: the rest of its pending
+// deliveries skipped, its reader released.
+func (a *Activities) stop(ctx context.Context, ep hookbus.Endpoint, l eventbus.Lease) (Pumped, error) {
 	why := "the endpoint is disabled"
 	if ep.DisabledReason != nil {
 		why += ": " + *ep.DisabledReason
@@ -311,20 +438,29 @@ func (a *Activities) stop(ctx context.Context, ep hookbus.Endpoint, owner string
 	if err := a.Store.SkipPending(ctx, ep.ID, why); err != nil {
 		return Pumped{}, err
 	}
-	_, _, err := a.Store.Release(ctx, ep.ID, owner)
-	return Pumped{Gone: true}, err
+	return Pumped{Gone: true}, a.Store.ReleasePump(ctx, l)
 }
 
-// settle records outcomes in one statement: a 2xx succeeded; a failure is
-// retried after Backoff of its attempts so far, or failed when that would
-// pass RetryFor since it was queued, or when the endpoint has now failed
-// for DisableAfter (then disabled, its owner mailed); a 410 disables the
-// endpoint at once.
-func (a *Activities) settle(ctx context.Context, endpointID int64, rs []sent) error {
+// settle records a round: a 2xx succeeded (a new event's leaves no row); a
+// failure is retried after Backoff of its attempts so far, or failed when
+// that would pass RetryFor since it was queued, or when the endpoint has
+// now failed for DisableAfter (then disabled, its owner mailed); a 410
+// disables the endpoint at once (failing: the endpoint was failing before
+// the round, so a success clears its streak). The retries' outcomes go in one
+// statement; the position, past evs[written:], with their rows in another
+// (fenced).
+func (a *Activities) settle(ctx context.Context, l eventbus.Lease, endpointID int64, failing bool, retried []sent,
+	evs []jobbus.JobEvent, states []evState, written int, next jobbus.Cursor) error {
 	now := a.now()
 	var ok, gone bool
 	var lastErr string
-	for _, r := range rs {
+	all := slices.Clone(retried)
+	for _, st := range states {
+		if st.r != nil {
+			all = append(all, *st.r)
+		}
+	}
+	for _, r := range all {
 		switch r.ans {
 		case answerOK:
 			ok = true
@@ -335,7 +471,7 @@ func (a *Activities) settle(ctx context.Context, endpointID int64, rs []sent) er
 		}
 	}
 	var failingSince time.Time
-	if ok {
+	if ok && failing {
 		if err := a.Store.Succeeded(ctx, endpointID); err != nil {
 			return err
 		}
@@ -347,34 +483,16 @@ func (a *Activities) settle(ctx context.Context, endpointID int64, rs []sent) er
 		failingSince = time.Unix(since, 0)
 	}
 	tooLong := !failingSince.IsZero() && now.Sub(failingSince) >= DisableAfter
-	out := make([]hookdb.Attempt, 0, len(rs))
-	for _, r := range rs {
-		at, status, next := r.at, "failed", time.Duration(0)
-		switch {
-		case r.ans == answerOK:
-			status = "succeeded"
-		case r.ans == answerGone || tooLong:
-		default:
-			next = Backoff(r.d.Attempts, randFloat())
-			if now.Sub(r.d.CreatedAt)+next > RetryFor {
-				at.Error += fmt.Sprintf("; given up after %d hours of retries", int(RetryFor.Hours()))
-				next = 0
-			} else {
-				status = "pending"
-			}
+	if len(retried) > 0 {
+		out := make([]hookbus.Attempt, 0, len(retried))
+		for _, r := range retried {
+			out = append(out, a.outcome(r, r.d.Attempts, r.d.CreatedAt, now, tooLong))
 		}
-		rec := hookdb.Attempt{DeliveryID: r.d.ID, Status: status, ResponseStatus: at.Status, ResponseBody: at.Body, LatencyMS: at.LatencyMS}
-		if at.Error != "" {
-			e := truncate(at.Error, 1000)
-			rec.Error = &e
+		if err := a.Store.RecordAll(ctx, out); err != nil {
+			return err
 		}
-		if next > 0 {
-			u := now.Add(next).Unix()
-			rec.NextTryAt = &u
-		}
-		out = append(out, rec)
 	}
-	if err := a.Store.RecordAll(ctx, out); err != nil {
+	if err := a.Store.Advance(ctx, endpointID, l, next, a.rows(evs, states, written, len(evs), tooLong)); err != nil {
 		return err
 	}
 	switch {
@@ -387,4 +505,33 @@ func (a *Activities) settle(ctx context.Context, endpointID int64, rs []sent) er
 		return err
 	}
 	return nil
+}
+
+// outcome is an attempt as the log keeps it, attempts the delivery's
+// earlier ones, created when it was queued.
+func (a *Activities) outcome(r sent, attempts int, created, now time.Time, tooLong bool) hookbus.Attempt {
+	at, status, wait := r.at, "failed", time.Duration(0)
+	switch {
+	case r.ans == answerOK:
+		status = "succeeded"
+	case r.ans == answerGone || tooLong:
+	default:
+		wait = Backoff(attempts, randFloat())
+		if now.Sub(created)+wait > RetryFor {
+			at.Error += fmt.Sprintf("; given up after %d hours of retries", int(RetryFor.Hours()))
+			wait = 0
+		} else {
+			status = "pending"
+		}
+	}
+	rec := hookbus.Attempt{DeliveryID: r.d.ID, Status: status, ResponseStatus: at.Status, ResponseBody: at.Body, LatencyMS: at.LatencyMS}
+	if at.Error != "" {
+		e := truncate(at.Error, 1000)
+		rec.Error = &e
+	}
+	if wait > 0 {
+		u := now.Add(wait).Unix()
+		rec.NextTryAt = &u
+	}
+	return rec
 }

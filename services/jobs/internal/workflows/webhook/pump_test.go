@@ -18,8 +18,15 @@ import (
 )
 
 // queue inserts deliveries of job to ep with the message ids ids, in order.
+// The endpoint's reader is moved past the job's own events first: the
+// rows stand for what an earlier dispatch or round left.
 func queue(t *testing.T, ep hookbus.Endpoint, job int64, ids ...string) {
 	t.Helper()
+	if _, err := pool.Exec(context.Background(), `UPDATE event_readers SET (xid, seq) =
+		(SELECT xid, seq FROM job_events WHERE job_id = $2 ORDER BY xid DESC, seq DESC LIMIT 1) WHERE reader = $1`,
+		hookbus.ReaderID(ep.ID), job); err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range ids {
 		if _, err := pool.Exec(context.Background(), `INSERT INTO webhook_deliveries (endpoint_id, msg_id, type, job_id, version, occurred_at)
 			VALUES ($1, $2, 'job.created', $3, 1, now())`, ep.ID, id, job); err != nil {
@@ -113,7 +120,7 @@ func TestPumpKeepsOrderPerJobWhileAnotherEndpointGoesOn(t *testing.T) {
 		Status   string
 		Attempts int
 	}
-	rows, _ := pool.Query(ctx, `SELECT status, attempts FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id`, epA.ID)
+	rows, _ := pool.Query(ctx, `SELECT status, attempts FROM webhook_deliveries WHERE endpoint_id = $1 AND msg_id LIKE 'a_' ORDER BY id`, epA.ID)
 	for rows.Next() {
 		var l struct {
 			Status   string
@@ -139,7 +146,7 @@ func TestPumpKeepsOrderPerJobWhileAnotherEndpointGoesOn(t *testing.T) {
 	}
 	// Idle, the pump released its lease: the dispatch wakes the endpoint again.
 	var leased bool
-	if err := pool.QueryRow(ctx, `SELECT pump_until IS NOT NULL FROM webhook_endpoints WHERE id = $1`, epA.ID).Scan(&leased); err != nil || leased {
+	if err := pool.QueryRow(ctx, `SELECT lease_until IS NOT NULL FROM event_readers WHERE reader = $1`, hookbus.ReaderID(epA.ID)).Scan(&leased); err != nil || leased {
 		t.Fatalf("lease kept: %v %v", leased, err)
 	}
 }
@@ -242,7 +249,7 @@ func TestPumpStopsWhenItsLeaseIsTaken(t *testing.T) {
 		done <- out
 	}()
 	time.Sleep(300 * time.Millisecond)
-	if err := acts.Store.Lease(ctx, ep.ID, "another pump", pumpLease, true); err != nil {
+	if _, _, err := acts.Readers.Claim(ctx, hookbus.ReaderID(ep.ID), "another pump", pumpLease, true); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -256,27 +263,29 @@ func TestPumpStopsWhenItsLeaseIsTaken(t *testing.T) {
 }
 
 // The dispatch queues no wake-up for an endpoint whose pump holds its
-// lease (the pump polls for it); a due delivery left without a pump is
-// woken by WakeStranded.
+// reader (the pump reads its events itself) and writes no delivery; an
+// event left past the position of an endpoint without a pump is woken by
+// WakeStranded.
 //
-// Not parallel: the dispatch is the server's, and would send the parallel
-// tests' fixtures their job.created.
+// Not parallel: the dispatch is the server's, and would wake the parallel
+// tests' endpoints.
 func TestDispatchWakesOnlyEndpointsWithoutAPump(t *testing.T) {
 	ctx := context.Background()
 	rcv := newReceiver(t, 200)
 	acts, ep, job := fixture(t, 7025, "Pump Leased Host", rcv.srv.URL)
-	if err := acts.Store.Lease(ctx, ep.ID, "a running pump", pumpLease, true); err != nil {
+	if _, _, err := acts.Readers.Claim(ctx, hookbus.ReaderID(ep.ID), "a running pump", pumpLease, true); err != nil {
 		t.Fatal(err)
 	}
 	relay := &Relay{Store: acts.Store}
-	count := func(q string) int {
+	count := func(q string, args ...any) int {
 		var n int
-		if err := pool.QueryRow(ctx, q, ep.ID).Scan(&n); err != nil {
+		if err := pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
-	for deadline := time.Now().Add(20 * time.Second); count(`SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`) == 0; {
+	dispatchedSQL := `SELECT count(*) FROM job_events e, webhook_dispatch d WHERE e.job_id = $1 AND (e.xid, e.seq) <= (d.xid, d.seq)`
+	for deadline := time.Now().Add(20 * time.Second); count(dispatchedSQL, job) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("never dispatched")
 		}
@@ -284,15 +293,15 @@ func TestDispatchWakesOnlyEndpointsWithoutAPump(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := count(`SELECT count(*) FROM webhook_outbox WHERE endpoint_id = $1`); n != 0 {
+	if n := count(`SELECT count(*) FROM webhook_outbox WHERE endpoint_id = $1`, ep.ID); n != 0 {
 		t.Fatalf("%d wake-ups for an endpoint with a running pump", n)
 	}
-	// The pump is gone without releasing (its lease ran out) and the
-	// delivery waits: the sweep wakes the endpoint, once.
-	if _, err := pool.Exec(ctx, `UPDATE webhook_endpoints SET pump_until = now() - interval '1 second' WHERE id = $1`, ep.ID); err != nil {
-		t.Fatal(err)
+	if n := count(`SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, ep.ID); n != 0 {
+		t.Fatalf("the dispatch wrote %d deliveries", n)
 	}
-	if _, err := pool.Exec(ctx, `UPDATE webhook_deliveries SET created_at = now() - interval '1 minute' WHERE endpoint_id = $1 AND job_id = $2`, ep.ID, job); err != nil {
+	// The pump is gone without releasing (its lease ran out) and the
+	// event waits past the position: the sweep wakes the endpoint, once.
+	if _, err := pool.Exec(ctx, `UPDATE event_readers SET lease_until = now() - interval '1 minute' WHERE reader = $1`, hookbus.ReaderID(ep.ID)); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -300,7 +309,12 @@ func TestDispatchWakesOnlyEndpointsWithoutAPump(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := count(`SELECT count(*) FROM webhook_outbox WHERE endpoint_id = $1`); n != 1 {
+	if n := count(`SELECT count(*) FROM webhook_outbox WHERE endpoint_id = $1`, ep.ID); n != 1 {
 		t.Fatalf("%d wake-ups for a stranded endpoint", n)
+	}
+	// Its pump sends the event, and leaves no row for it.
+	pumpNow(t, acts, ep)
+	if n := count(`SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, ep.ID); n != 0 || len(rcv.got) != 1 {
+		t.Fatalf("%d rows, %d requests after a delivery", n, len(rcv.got))
 	}
 }

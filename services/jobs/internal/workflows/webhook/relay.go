@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus/stores/hookdb"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 )
 
 // dispatchBatch is how many job events one dispatch round fans out.
@@ -21,7 +21,7 @@ const dispatchBatch = 500
 // workflows from the outbox through outbox.Relay. The order of a job's
 // deliveries is the pump's (their ids); a signal only wakes it.
 type Relay struct {
-	Store    *hookdb.Store
+	Store    hookbus.DeliveryStorer
 	Temporal client.Client
 	Log      *slog.Logger
 	Metrics  *outbox.Metrics // nil: not counted
@@ -38,14 +38,14 @@ const (
 	strandedEvery = 10 * time.Second
 )
 
-func (r *Relay) relay() *outbox.Relay[hookdb.OutboxItem] {
+func (r *Relay) relay() *outbox.Relay[hookbus.OutboxItem] {
 	// Polled as the dispatch is: an idle endpoint's first delivery
 	// waits for this wake-up.
-	return &outbox.Relay[hookdb.OutboxItem]{Table: r.Store.OutboxTable(), Deliver: r.deliver, Log: r.Log, Metrics: r.Metrics,
+	return &outbox.Relay[hookbus.OutboxItem]{Table: r.Store.OutboxTable(), Deliver: r.deliver, Log: r.Log, Metrics: r.Metrics,
 		Interval: r.dispatchInterval()}
 }
 
-func (r *Relay) deliver(ctx context.Context, m outbox.Message[hookdb.OutboxItem]) error {
+func (r *Relay) deliver(ctx context.Context, m outbox.Message[hookbus.OutboxItem]) error {
 	return StartEndpoint(ctx, r.Temporal, m.Payload.EndpointID)
 }
 

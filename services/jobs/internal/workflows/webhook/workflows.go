@@ -1,23 +1,23 @@
 // Package webhook delivers job events to webhook endpoints through
-// Temporal. One workflow per endpoint (EndpointWorkflow) supervises one
+// Temporal. Each endpoint is a reader of the event log (eventbus) with its
+// own position. One workflow per endpoint (EndpointWorkflow) supervises one
 // long-running, heartbeating activity, the pump (Activities.Pump), that
-// takes the endpoint's due deliveries from the database: the oldest
-// pending delivery of each job, so a receiver never hears of a job's
-// change before the one that preceded it, up to PumpConcurrency jobs at
-// once, their outcomes recorded in the delivery log in one statement. A
-// failure is retried after Backoff (exponential, with jitter) through the
-// delivery's next_try_at for RetryFor, its job's later deliveries waiting
-// behind it; a 410 disables the endpoint at once, DisableAfter of failures
-// too (its owner mailed). The workflow sleeps on a Temporal timer until the
-// next retry is due or the dispatch wakes it, and ends when nothing is
-// pending; a worker killed mid-delivery loses its pump's heartbeat and
-// Temporal runs the pump again elsewhere, which takes up what was left
-// pending. Each endpoint has its own pump: a slow or failing endpoint
-// delays only its own messages. While a pump runs it holds a lease
-// (webhook_endpoints.pump_until) and polls for new deliveries itself, so
-// the dispatch wakes (signals) an endpoint only when its pump is not
-// running; Temporal does a few tasks per endpoint and minute instead of
-// four or five per delivery (docs/benchmarks.md, "Webhooks (issue 35)").
+// claims the endpoint's reader (a fenced lease) and each round reads the
+// events past its position and its due retries, sends them (a job's one
+// after the other, so a receiver never hears of a job's change before the
+// one that preceded it; up to PumpConcurrency jobs at once) and moves the
+// position, writing a delivery row only for a failure (retried after
+// Backoff, with jitter, through next_try_at, for RetryFor) and the later
+// events of its job, which wait behind it. A 410 disables the endpoint at
+// once, DisableAfter of failures too (its owner mailed). The workflow
+// sleeps on a Temporal timer until the next retry is due or the dispatch
+// wakes it, and ends when nothing is pending; a worker killed mid-round
+// loses its pump's heartbeat and Temporal runs the pump again elsewhere,
+// whose claim fences the old one and which sends again only what was in
+// flight. Each endpoint has its own pump and position: a slow or failing
+// endpoint delays only its own messages. While a pump runs it holds the
+// reader's lease and polls, so the dispatch wakes (signals) an endpoint
+// only when its pump is not running.
 //
 // DeliveryWorkflow, the earlier design's workflow per (endpoint, job),
 // is only a drain for its runs still open at an upgrade (legacy.go).

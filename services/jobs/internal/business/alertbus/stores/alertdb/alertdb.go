@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventpos"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -240,48 +238,37 @@ func (s *Store) exec(ctx context.Context, what, sql string, args ...any) error {
 	return nil
 }
 
-// readSQL reads a round of events and the jobs that became visible in it:
-// published, resumed, relisted, or created active (status active after, not
-// before), whatever the event's name.
-var readSQL = `WITH ` + eventpos.Events("alert_dispatch") + `,
-last AS (SELECT xid::text AS xid, seq FROM evs ORDER BY xid DESC, seq DESC LIMIT 1)
-SELECT (SELECT count(*) FROM evs), coalesce((SELECT array_agg(DISTINCT job_id) FROM evs WHERE status = 'active' AND prev_status <> 'active'), '{}'),
-       (SELECT xid FROM last), (SELECT seq FROM last)`
-
-// Parse turns a stored search back into its filter (jobapp.ParseSearch,
+// Parse turns a stored search back into its filter (jobbus.ParseQuery,
 // the listing's own validation); false for one no longer valid.
 type Parse func(search string) (jobbus.ListFilter, bool)
 
-// Match runs one round of matching: the next events past the position
-// (at most limit), each newly visible job compared with the confirmed
-// alerts of its keys, the pairs the alert's search lists recorded (each
-// once, ever) with an outbox mail for the instant ones, and the position
-// moved, in one transaction.
-func (s *Store) Match(ctx context.Context, limit int, parse Parse) (events, matches int, err error) {
-	err = eventpos.Round(ctx, s.pool, "alert_dispatch", func(tx pgx.Tx) error {
-		var jobIDs []int64
-		var lastXid *string
-		var lastSeq *int64
-		if err := tx.QueryRow(ctx, readSQL, limit).Scan(&events, &jobIDs, &lastXid, &lastSeq); err != nil {
-			return err
+// Match is the alert matcher's eventbus.Handler: the jobs that became
+// visible in a batch of events (published, resumed, relisted, or created
+// active: status active after, not before, whatever the event's name),
+// each compared with the confirmed alerts of its keys, the pairs the
+// alert's search lists recorded (each once, ever: a batch matched twice
+// records and mails nothing twice) with an outbox mail for the instant
+// ones, in one transaction. It reports the matches.
+func (s *Store) Match(ctx context.Context, evs []jobbus.JobEvent, parse Parse) (matches int, err error) {
+	var jobIDs []int64
+	seen := map[int64]bool{}
+	for _, e := range evs {
+		if e.Status == jobbus.StatusActive && e.PrevStatus != jobbus.StatusActive && !seen[e.JobID] {
+			seen[e.JobID] = true
+			jobIDs = append(jobIDs, e.JobID)
 		}
-		if events == 0 {
-			return nil
-		}
-		if len(jobIDs) > 0 {
-			n, err := matchJobs(ctx, tx, jobIDs, parse)
-			if err != nil {
-				return err
-			}
-			matches = n
-		}
-		_, err := tx.Exec(ctx, `UPDATE alert_dispatch SET xid = $1::xid8, seq = $2`, *lastXid, *lastSeq)
+	}
+	if len(jobIDs) == 0 {
+		return 0, nil
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		matches, err = matchJobs(ctx, tx, jobIDs, parse)
 		return err
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("match alerts: %w", err)
+		return 0, fmt.Errorf("match alerts: %w", err)
 	}
-	return events, matches, nil
+	return matches, nil
 }
 
 // matchJobs percolates jobIDs: the candidate alerts are those whose key is

@@ -9,52 +9,51 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventpos"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 )
 
-// dispatchSQL fans the next committed events ($1 limit) past the dispatch
-// position out to the enabled endpoints that subscribe to them, hear of
-// them and existed when they occurred, and moves the position; it reads
-// job_events as the changes feed does (below the commit horizon, in (xid,
-// seq) order), so no event is skipped however transactions commit.
+// dispatchSQL reads the next committed events ($1 limit) past the shared
+// wake position and queues a wake-up for each enabled endpoint that
+// subscribes to one of them, hears of it, has no runner holding its reader,
+// is not paused (its due retries wake it) and has no wake-up queued; it moves the wake position. It writes nothing per
+// delivery: each endpoint reads the events from its own position.
 var dispatchSQL = `WITH ` + eventpos.Events("webhook_dispatch") + `,
-new AS (
-    SELECT w.id AS endpoint_id, e.id AS event_id, e.id::text AS msg_id, e.type, e.job_id, e.version, e.occurred_at,
-           false AS replay, row_number() OVER (ORDER BY e.xid, e.seq, w.id) AS ord
-    FROM evs e JOIN webhook_endpoints w ON w.enabled AND e.type = ANY(w.events) AND e.occurred_at >= w.created_at
+wake AS (
+    SELECT DISTINCT w.id FROM evs e
+    JOIN webhook_endpoints w ON w.enabled AND e.type = ANY(w.events) AND e.occurred_at >= w.created_at
          AND event_heard(w.space_id, w.key_id, e.space_id, e.key_id, e.status, e.prev_status)
-)` + queuedUnpumped + `, ` + eventpos.Move("webhook_dispatch") + `
-SELECT (SELECT count(*) FROM evs), (SELECT count(*) FROM ins)`
+    LEFT JOIN event_readers r ON r.reader = 'webhook:' || w.id
+    WHERE (r.lease_until IS NULL OR r.lease_until < now()) AND NOT ` + PausedSQL + `
+), ob AS (
+    INSERT INTO webhook_outbox (delivery_id, endpoint_id, job_id)
+    SELECT 0, k.id, 0 FROM wake k WHERE NOT EXISTS (SELECT FROM webhook_outbox o WHERE o.endpoint_id = k.id)
+    RETURNING 1
+), ` + eventpos.Move("webhook_dispatch") + `
+SELECT (SELECT count(*) FROM evs), (SELECT count(*) FROM ob)`
 
-// Dispatch runs one round of the fan-out and reports how many events it
-// read and deliveries it queued.
-func (s *Store) Dispatch(ctx context.Context, limit int) (events, deliveries int, err error) {
+// Dispatch runs one round of the wake-ups and reports how many events it
+// read and endpoints it woke.
+func (s *Store) Dispatch(ctx context.Context, limit int) (events, woken int, err error) {
 	err = eventpos.Round(ctx, s.pool, "webhook_dispatch", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, PumpLock); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, dispatchSQL, limit).Scan(&events, &deliveries)
+		return tx.QueryRow(ctx, dispatchSQL, limit).Scan(&events, &woken)
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("dispatch job events: %w", err)
 	}
-	return events, deliveries, nil
+	return events, woken, nil
 }
 
 // PumpLock is the advisory lock that orders a dispatch round (shared)
-// before a pump's release of its lease (exclusive): a round that saw the
+// before a pump's release of its reader (exclusive): a round that saw the
 // lease and queued no wake-up has committed before the pump looks for work
 // one last time.
 const PumpLock = 35_0001
 
-// OutboxItem wakes an endpoint's workflow (JobID 0; rows of the earlier
-// per-(endpoint, job) design name a job, and wake the endpoint all the same).
-type OutboxItem struct {
-	DeliveryID, EndpointID, JobID int64
-}
-
 // OutboxTable is webhook_outbox for outbox.Relay: each row wakes the
-// workflow of its endpoint, whose pump takes the deliveries from the
-// database in id order per job, so a row retried late reorders nothing.
+// workflow of its endpoint, whose pump reads the events from its position.
 func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
 	return outbox.Table[OutboxItem]{DB: s.pool, Name: "webhook_outbox", Due: "next_try_at",
 		Columns: []string{"delivery_id", "endpoint_id", "job_id"},
@@ -62,17 +61,6 @@ func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
 		Key: func(it OutboxItem) string {
 			return strconv.FormatInt(it.EndpointID, 10)
 		}}
-}
-
-// Attempt is the outcome of one attempt as the log keeps it.
-type Attempt struct {
-	DeliveryID     int64
-	Status         string // pending (will retry), succeeded, failed, skipped
-	ResponseStatus *int
-	ResponseBody   *string
-	LatencyMS      *int
-	Error          *string
-	NextTryAt      *int64 // unix seconds; nil: no retry
 }
 
 // Succeeded clears the endpoint's failing streak.
@@ -113,15 +101,20 @@ func (s *Store) Disable(ctx context.Context, endpointID int64, reason string) (b
 	return n == 1, nil
 }
 
-// DisabledMail is a queued mail about a disabled endpoint.
-type DisabledMail struct {
-	EndpointID         int64
-	Email, URL, Reason string
-}
-
 // MailOutbox is webhook_mail_outbox for outbox.Relay.
 func (s *Store) MailOutbox() outbox.Table[DisabledMail] {
 	return outbox.Table[DisabledMail]{DB: s.pool, Name: "webhook_mail_outbox", Due: "next_try_at",
 		Columns: []string{"endpoint_id", "email", "url", "reason"},
 		Payload: func(m *DisabledMail) []any { return []any{&m.EndpointID, &m.Email, &m.URL, &m.Reason} }}
 }
+
+// The delivery's types are hookbus's (DeliveryStorer).
+type (
+	OutboxItem   = hookbus.OutboxItem
+	Attempt      = hookbus.Attempt
+	DisabledMail = hookbus.DisabledMail
+	Due          = hookbus.Due
+	Queued       = hookbus.Queued
+)
+
+var _ hookbus.DeliveryStorer = (*Store)(nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus/stores/eventdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/hookbus"
 )
 
@@ -52,8 +53,12 @@ func (s *Store) Count(ctx context.Context, o hookbus.Owner) (int, error) {
 
 // Create implements hookbus.Storer.
 func (s *Store) Create(ctx context.Context, o hookbus.Owner, e hookbus.Endpoint) (hookbus.Endpoint, error) {
-	out, err := scanEndpoint(s.pool.QueryRow(ctx, `INSERT INTO webhook_endpoints AS w (space_id, key_id, url, description, events, email, secret)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+endpointColumns,
+	// The endpoint's reader starts at the horizon: it is sent what commits
+	// from now on (and occurred since it was created, Pump's filter).
+	out, err := scanEndpoint(s.pool.QueryRow(ctx, `WITH w AS (INSERT INTO webhook_endpoints AS w (space_id, key_id, url, description, events, email, secret)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *),
+	r AS (INSERT INTO event_readers (reader, xid, seq) SELECT 'webhook:' || w.id, `+eventdb.HorizonPosition+` FROM w)
+	SELECT `+endpointColumns+` FROM w`,
 		o.SpaceID, o.KeyID, e.URL, e.Description, e.Events, e.Email, e.Secret))
 	if err != nil {
 		return hookbus.Endpoint{}, err
@@ -80,7 +85,12 @@ func (s *Store) Get(ctx context.Context, o hookbus.Owner, id int64) (hookbus.End
 // Update implements hookbus.Storer. Enabling an endpoint clears why it was
 // disabled and its failing streak.
 func (s *Store) Update(ctx context.Context, o hookbus.Owner, id int64, in hookbus.Input) (hookbus.Endpoint, error) {
-	return scanEndpoint(s.pool.QueryRow(ctx, `UPDATE webhook_endpoints w SET
+	// Enabling a disabled endpoint moves its reader to the horizon: what
+	// happened while it was off is the owner's to recover (as before).
+	return scanEndpoint(s.pool.QueryRow(ctx, `WITH prev AS (SELECT w.id, w.enabled FROM webhook_endpoints w WHERE `+owned+` AND w.id = $3),
+	r AS (UPDATE event_readers r SET (xid, seq) = (SELECT `+eventdb.HorizonPosition+`), failures = 0, paused_until = NULL
+		FROM prev WHERE r.reader = 'webhook:' || prev.id AND $9 AND NOT prev.enabled)
+	UPDATE webhook_endpoints w SET
 		url = coalesce($4, w.url), description = coalesce($5, w.description), events = coalesce($6, w.events),
 		email = CASE WHEN $8 THEN NULL ELSE coalesce($7, w.email) END,
 		enabled = coalesce($9, w.enabled),
@@ -93,11 +103,14 @@ func (s *Store) Update(ctx context.Context, o hookbus.Owner, id int64, in hookbu
 
 // Delete implements hookbus.Storer.
 func (s *Store) Delete(ctx context.Context, o hookbus.Owner, id int64) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_endpoints w WHERE `+owned+` AND w.id = $3`, o.SpaceID, o.KeyID, id)
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH w AS (DELETE FROM webhook_endpoints w WHERE `+owned+` AND w.id = $3 RETURNING id),
+		r AS (DELETE FROM event_readers r USING w WHERE r.reader = 'webhook:' || w.id)
+		SELECT count(*) FROM w`, o.SpaceID, o.KeyID, id).Scan(&n)
 	if err != nil {
 		return fmt.Errorf("delete webhook endpoint: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return hookbus.ErrNotFound
 	}
 	return nil
@@ -143,22 +156,6 @@ const queued = `, ins AS (
 ), ob AS (
     INSERT INTO webhook_outbox (delivery_id, endpoint_id, job_id)
     SELECT max(id), endpoint_id, 0 FROM ins GROUP BY endpoint_id
-)
-`
-
-// queuedUnpumped is queued for the dispatch: an endpoint whose pump holds
-// its lease polls for the new deliveries itself and is not woken (the lease
-// and the pump's release are ordered by PumpLock).
-const queuedUnpumped = `, ins AS (
-    INSERT INTO webhook_deliveries (endpoint_id, event_id, msg_id, type, job_id, version, occurred_at, replay)
-    SELECT endpoint_id, event_id, msg_id, type, job_id, version, occurred_at, replay FROM new ORDER BY ord
-    ON CONFLICT DO NOTHING
-    RETURNING *
-), ob AS (
-    INSERT INTO webhook_outbox (delivery_id, endpoint_id, job_id)
-    SELECT max(i.id), i.endpoint_id, 0 FROM ins i JOIN webhook_endpoints w ON w.id = i.endpoint_id
-    WHERE w.pump_until IS NULL OR w.pump_until < now()
-    GROUP BY i.endpoint_id
 )
 `
 

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventpos"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/indexbus"
+	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
 // Store reads and writes the notices.
@@ -22,47 +22,50 @@ type Store struct{ pool *pgxpool.Pool }
 // New returns a Store on pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
-// dispatchSQL turns the next committed job events ($1 limit) into notices
-// of their job's public page ($2 the public base URL, as the sitemap
-// writes it) and moves the position. The CASE is indexbus.Type; a job's
-// version is per change, so (url, version) is a notice's identity and a
-// round run twice writes none twice.
-var dispatchSQL = `WITH ` + eventpos.Events("indexing_dispatch") + `,
-new AS (
-    SELECT e.job_id, $2::text || '/jobs/' || j.slug || '-' || e.job_id AS url, e.version,
+// noticesSQL turns job events ($2 ids) into notices of their job's public
+// page ($1 the public base URL, as the sitemap writes it), in the events'
+// order. The CASE is indexbus.Type; a job's version is per change, so
+// (url, version) is a notice's identity and a batch handled twice writes
+// none twice.
+const noticesSQL = `WITH new AS (
+    SELECT e.job_id, $1::text || '/jobs/' || j.slug || '-' || e.job_id AS url, e.version,
            CASE WHEN e.status = 'active' THEN 'URL_UPDATED' ELSE 'URL_DELETED' END AS type, e.xid, e.seq
-    FROM evs e JOIN jobs j ON j.id = e.job_id
-    WHERE e.status = 'active' OR e.prev_status = 'active'
+    FROM job_events e JOIN jobs j ON j.id = e.job_id
+    WHERE e.id = ANY($2::uuid[]) AND (e.status = 'active' OR e.prev_status = 'active')
 ), ins AS (
     INSERT INTO indexing_notices (job_id, url, version, type)
     SELECT job_id, url, version, type FROM new ORDER BY xid, seq
     ON CONFLICT (url, version) DO NOTHING
     RETURNING 1
-), ` + eventpos.Move("indexing_dispatch") + `
-SELECT (SELECT count(*) FROM evs), (SELECT count(*) FROM ins)`
+)
+SELECT count(*) FROM ins`
 
-// Dispatch runs one round: it reports how many events it read and
-// notices it queued.
-func (s *Store) Dispatch(ctx context.Context, baseURL string, limit int) (events, notices int, err error) {
-	err = eventpos.Round(ctx, s.pool, "indexing_dispatch", func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, dispatchSQL, limit, baseURL).Scan(&events, &notices)
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("dispatch indexing notices: %w", err)
+// Notices queues the notices of a batch of job events (the index
+// notifier's eventbus.Handler) and reports how many it queued.
+func (s *Store) Notices(ctx context.Context, baseURL string, evs []jobbus.JobEvent) (int, error) {
+	ids := make([]string, 0, len(evs))
+	for _, e := range evs {
+		if e.Status == jobbus.StatusActive || e.PrevStatus == jobbus.StatusActive {
+			ids = append(ids, e.ID)
+		}
 	}
-	return events, notices, nil
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, noticesSQL, baseURL, ids).Scan(&n); err != nil {
+		return 0, fmt.Errorf("queue indexing notices: %w", err)
+	}
+	return n, nil
 }
 
-// Round is what one send round did.
-type Round struct {
-	Sent, Retried, Failed int
-	// Waiting counts the notices due now that the day's quota holds back
-	// (0 when the round had room for all of them).
-	Waiting int
-}
+// Round and SendFunc are indexbus's (NoticeStorer).
+type (
+	Round    = indexbus.Round
+	SendFunc = indexbus.SendFunc
+)
 
-// SendFunc sends one batch and answers one outcome per notice, in order.
-type SendFunc func(context.Context, []indexbus.Notice) []indexbus.Outcome
+var _ indexbus.NoticeStorer = (*Store)(nil)
 
 // Send runs one send round at now: it takes up to max due notices (fewer
 // when the day's quota, dailyQuota notices a UTC day, has less room left),

@@ -148,7 +148,7 @@ func (s *Store) QueryByIDs(ctx context.Context, ids []int64) ([]jobbus.Detail, e
 }
 
 // EventsAfter implements jobbus.Storer, on the primary.
-func (s *Store) EventsAfter(ctx context.Context, a *jobbus.Audience, after jobbus.Cursor, since time.Time, limit int) ([]jobbus.JobEvent, jobbus.Cursor, error) {
+func (s *Store) EventsAfter(ctx context.Context, a *jobbus.Audience, after jobbus.Cursor, since time.Time, limit int) ([]jobbus.JobEvent, []jobbus.Detail, jobbus.Cursor, error) {
 	return s.db.EventsAfter(ctx, a, after, since, limit)
 }
 

@@ -16,7 +16,7 @@ func spaceEvents(t *testing.T, s *Store, space int64, want int) []jobbus.JobEven
 	var all []jobbus.JobEvent
 	var cur jobbus.Cursor
 	for deadline := time.Now().Add(20 * time.Second); len(all) < want && time.Now().Before(deadline); {
-		evs, next, err := s.EventsAfter(context.Background(), &jobbus.Audience{SpaceID: space}, cur, time.Time{}, 2)
+		evs, _, next, err := s.EventsAfter(context.Background(), &jobbus.Audience{SpaceID: space}, cur, time.Time{}, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestEventsFeedSkipsNothingAcrossConcurrentCommits(t *testing.T) {
 	}
 	var cur jobbus.Cursor
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		evs, next, err := s.EventsAfter(ctx, aud, jobbus.Cursor{}, time.Time{}, 1)
+		evs, _, next, err := s.EventsAfter(ctx, aud, jobbus.Cursor{}, time.Time{}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestEventsFeedSkipsNothingAcrossConcurrentCommits(t *testing.T) {
 		t.Fatalf("the test needs A before B in seq and time: %d %v, %d %v", seqA, atA, seqB, atB)
 	}
 	// While A is open the feed waits below it: B is not served yet.
-	evs, cur2, err := s.EventsAfter(ctx, aud, cur, time.Time{}, 1)
+	evs, _, cur2, err := s.EventsAfter(ctx, aud, cur, time.Time{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestEventsFeedSkipsNothingAcrossConcurrentCommits(t *testing.T) {
 	var got []int64
 	cur = cur2
 	for deadline := time.Now().Add(20 * time.Second); len(got) < 2 && time.Now().Before(deadline); {
-		evs, next, err := s.EventsAfter(ctx, aud, cur, time.Time{}, 1)
+		evs, _, next, err := s.EventsAfter(ctx, aud, cur, time.Time{}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,5 +223,51 @@ func TestEventsFeedSkipsNothingAcrossConcurrentCommits(t *testing.T) {
 	}
 	if len(got) != 2 || !(got[0] == wA.JobID && got[1] == wB.JobID || got[0] == wB.JobID && got[1] == wA.JobID) {
 		t.Fatalf("after both commits the feed gave %v, want A (%d) and B (%d)", got, wA.JobID, wB.JobID)
+	}
+}
+
+// A page of events comes with its jobs as they are now, read in the same
+// statement, each as QueryByIDs reads it; a gone job's event comes alone.
+func TestEventsComeWithTheirJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := New(pool)
+	const space = 9107
+	nj := newJob("Joined Host", space, 0)
+	nj.Status = jobbus.StatusActive
+	w, err := s.Upsert(ctx, nj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := newJob("Gone Host", space, 0)
+	gone.Status = jobbus.StatusActive
+	g, err := s.Upsert(ctx, gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, g.JobID); err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.QueryByIDs(ctx, []int64{w.JobID})
+	if err != nil || len(want) != 1 {
+		t.Fatalf("%v %v", want, err)
+	}
+	var evs []jobbus.JobEvent
+	var jobs []jobbus.Detail
+	var cur jobbus.Cursor
+	for deadline := time.Now().Add(20 * time.Second); len(evs) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		e, j, next, err := s.EventsAfter(ctx, &jobbus.Audience{SpaceID: space}, cur, time.Time{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, jobs, cur = append(evs, e...), append(jobs, j...), next
+	}
+	if len(evs) != 2 || len(jobs) != 1 {
+		t.Fatalf("%d events, %d jobs", len(evs), len(jobs))
+	}
+	got := jobs[0]
+	if got.ID != want[0].ID || got.Title != want[0].Title || got.Description != want[0].Description || got.Version != want[0].Version ||
+		got.Plan != want[0].Plan || !got.UpdatedAt.Equal(want[0].UpdatedAt) || got.HashIdentifier != want[0].HashIdentifier || got.Status != want[0].Status {
+		t.Fatalf("joined %+v, want %+v", got, want[0])
 	}
 }

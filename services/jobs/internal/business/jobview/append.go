@@ -1,4 +1,4 @@
-package jobapp
+package jobview
 
 import (
 	"math"
@@ -9,13 +9,19 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
-// appendJob appends the JSON of one listed job to b: toJobDTO(j) as
-// encoding/json writes it without HTML escaping (TestAppendJobIsEncodingJSON).
-// Written by hand as the list writes one per job: see BenchmarkAppendJob
+// AppendJob appends the JSON of one listed job to b: JobOf(j) as
+// encoding/json writes it without HTML escaping (jobapp's TestAppendJobIsEncodingJSON).
+// Written by hand as the list writes one per job: see jobapp's BenchmarkAppendJob
 // against BenchmarkAppendJobStdlib.
-func appendJob(b []byte, j *jobbus.Job, baseURL string) []byte {
+func AppendJob(b []byte, j *jobbus.Job, baseURL string) []byte {
 	b = append(b, `{"id_job":`...)
 	b = strconv.AppendInt(b, j.ID, 10)
+	return append(appendJobFields(b, j, baseURL), '}')
+}
+
+// appendJobFields appends the fields of AppendJob after id_job, each
+// after a comma.
+func appendJobFields(b []byte, j *jobbus.Job, baseURL string) []byte {
 	b = appendField(b, "title", j.Title)
 	b = appendField(b, "company", j.Company)
 	b = appendField(b, "job_type", j.JobType)
@@ -24,7 +30,7 @@ func appendJob(b []byte, j *jobbus.Job, baseURL string) []byte {
 	b = strconv.AppendBool(b, j.IsRemote)
 	b = append(b, `,"page_url":"`...)
 	pageStart := len(b)
-	b = appendEscaped(b, j.Slug)
+	b = AppendEscaped(b, j.Slug)
 	b = append(b, '-')
 	b = strconv.AppendInt(b, j.ID, 10)
 	pageLen := len(b) - pageStart
@@ -59,7 +65,7 @@ func appendJob(b []byte, j *jobbus.Job, baseURL string) []byte {
 		b = append(b, `,"external_ref":null`...)
 	}
 	b = append(b, `,"url":"`...)
-	b = appendEscaped(b, baseURL)
+	b = AppendEscaped(b, baseURL)
 	b = append(b, "/jobs/"...)
 	// the page_url was appended escaped already: copy it from there
 	b = append(b, b[pageStart:pageStart+pageLen]...)
@@ -68,7 +74,7 @@ func appendJob(b []byte, j *jobbus.Job, baseURL string) []byte {
 		b = append(b, `,"distance_km":`...)
 		b = strconv.AppendFloat(b, math.Round(*j.DistanceKm*100)/100, 'f', -1, 64)
 	}
-	return append(b, '}')
+	return b
 }
 
 func appendSalary(b []byte, name string, v *int64) []byte {
@@ -87,17 +93,17 @@ func appendField(b []byte, name, v string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, `":"`...)
-	b = appendEscaped(b, v)
+	b = AppendEscaped(b, v)
 	return append(b, '"')
 }
 
 const hexDigits = "0123456789abcdef"
 
-// appendEscaped appends s as the inside of a JSON string: quotes,
+// AppendEscaped appends s as the inside of a JSON string: quotes,
 // backslashes and control characters escaped, U+2028/U+2029 escaped for
 // JavaScript consumers, invalid UTF-8 replaced by U+FFFD. Only \b and \f
 // differ from encoding/json, which writes them short since Go 1.22.
-func appendEscaped(b []byte, s string) []byte {
+func AppendEscaped(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
