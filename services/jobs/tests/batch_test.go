@@ -292,19 +292,31 @@ func TestBatch422(t *testing.T) {
 // across transactions): a batch whose process dies, or whose connection
 // drops, in the middle of its rows.
 type failingStore struct {
-	jobbus.Storer
+	jobbus.JobStorer
 	left *atomic.Int64
-}
-
-func (s failingStore) InTx(ctx context.Context, fn func(jobbus.Storer) error) error {
-	return s.Storer.InTx(ctx, func(tx jobbus.Storer) error { return fn(failingStore{tx, s.left}) })
 }
 
 func (s failingStore) Upsert(ctx context.Context, nj jobbus.NewJob) (jobbus.Written, error) {
 	if s.left.Add(-1) == 0 {
 		return jobbus.Written{}, errors.New("connection lost in the middle of the batch")
 	}
-	return s.Storer.Upsert(ctx, nj)
+	return s.JobStorer.Upsert(ctx, nj)
+}
+
+// failingTx hands failingStore to the transactions too.
+type failingTx struct {
+	jobbus.Transactor
+	left *atomic.Int64
+}
+
+func (t failingTx) InTx(ctx context.Context, fn func(jobbus.Stores) error) error {
+	return t.Transactor.InTx(ctx, func(tx jobbus.Stores) error { return fn(failing(tx, t.left)) })
+}
+
+// failing is s whose upserts fail as failingStore's.
+func failing(s jobbus.Stores, left *atomic.Int64) jobbus.Stores {
+	s.Tx, s.Jobs = failingTx{s.Tx, left}, failingStore{s.Jobs, left}
+	return s
 }
 
 // A batch that fails at its 50th row applied nothing and recorded nothing;
@@ -314,7 +326,7 @@ func TestBatchFailingMidwayAppliesNothing(t *testing.T) {
 	t.Parallel()
 	left := &atomic.Int64{}
 	left.Store(50)
-	app := appOn(busOn(failingStore{jobdb.New(pool), left}, baseURL, dirURL), false)
+	app := appOn(busOn(failing(jobdb.New(pool).Stores(), left), baseURL, dirURL), false)
 	platform := identity.Identity{Kind: identity.KindLive, KeyID: 4830, TrustedImporter: true, Scopes: []string{"jobs:write"}}
 	body := jsonBody(t, map[string]any{"jobs": batchJobs("mid", 4830, 80, nil)})
 	count := func() (jobs, events int) {
@@ -364,7 +376,7 @@ func TestBatchOperation(t *testing.T) {
 	t.Parallel()
 	left := &atomic.Int64{}
 	left.Store(250)
-	bus := busOn(failingStore{jobdb.New(pool), left}, baseURL, dirURL)
+	bus := busOn(failing(jobdb.New(pool).Stores(), left), baseURL, dirURL)
 	app := appOn(bus, false)
 	platform := identity.Identity{Kind: identity.KindLive, KeyID: 4840, TrustedImporter: true, Scopes: []string{"jobs:write"}}
 	bad := map[int]func(map[string]any){}

@@ -27,7 +27,7 @@ func busWithChanges(t *testing.T, url string) (*jobbus.Business, *changes.Versio
 	v := changes.New(rdb, "test:")
 	dir := dirclient.New(dirURL, codec, dirclient.Options{})
 	store := jobcache.New(jobdb.New(pool), jobcache.Config{Changes: v, TotalsMemo: true})
-	return jobbus.New(store, dir, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv}), v, store
+	return jobbus.New(store.Stores(), dir, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv}), v, store
 }
 
 // Every acknowledged write has moved the versions the gateway names the

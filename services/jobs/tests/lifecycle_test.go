@@ -348,7 +348,7 @@ func TestConcurrentTransitions(t *testing.T) {
 // replayed notification changes nothing, and a relisting needs a new one.
 func TestPaidPlan(t *testing.T) {
 	t.Parallel()
-	bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: baseURL})
+	bus := jobbus.New(jobdb.New(pool).Stores(), nil, jobbus.Config{PublicBaseURL: baseURL})
 	owner := liveKey(530, 2030)
 	body := jobBody("Featured Job", 1530)
 	body["id_plan"] = 6

@@ -82,11 +82,11 @@ func setup(db pgtest.Migrated) error {
 // newBus is the business layer on the package's database, with the
 // directory at directoryURL and public pages under base.
 func newBus(base, directoryURL string) *jobbus.Business {
-	return busOn(jobdb.New(pool), base, directoryURL)
+	return busOn(jobdb.New(pool).Stores(), base, directoryURL)
 }
 
-// busOn is newBus over another store.
-func busOn(store jobbus.Storer, base, directoryURL string) *jobbus.Business {
+// busOn is newBus over other stores.
+func busOn(store jobbus.Stores, base, directoryURL string) *jobbus.Business {
 	dir := dirclient.New(directoryURL, codec, dirclient.Options{Timeout: 2 * time.Second})
 	return jobbus.New(store, dir, jobbus.Config{PublicBaseURL: base, DefaultInvEmail: defInv})
 }

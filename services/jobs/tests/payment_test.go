@@ -34,7 +34,7 @@ func newPayApp(t *testing.T) *fiber.App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv})
+	bus := jobbus.New(jobdb.New(pool).Stores(), nil, jobbus.Config{PublicBaseURL: baseURL, DefaultInvEmail: defInv})
 	srv := web.New(webtest.Config(), testLog, "jobs")
 	payapp.Routes(srv.App, payapp.Config{Log: testLog, Bus: bus, Codec: codec, Stripe: sp})
 	srv.Fallback()
@@ -299,7 +299,7 @@ func TestStripeWebhookRefusesAndIgnores(t *testing.T) {
 // jobs-admin mark-paid: the invoice provider's way to record a payment.
 func TestJobsAdminMarkPaid(t *testing.T) {
 	t.Parallel()
-	bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: baseURL})
+	bus := jobbus.New(jobdb.New(pool).Stores(), nil, jobbus.Config{PublicBaseURL: baseURL})
 	owner := liveKey(903, 2903)
 	cr := paidDraft(t, owner, "Invoiced Draft", 1903)
 	run := func(args ...string) (string, error) {

@@ -37,7 +37,7 @@ func TestReplicaReads(t *testing.T) {
 	}
 	t.Cleanup(replica.Close)
 	reads := pg.NewReads(primary, replica, testLog)
-	app := appOn(busOn(jobcache.New(jobdb.New(primary), jobcache.Config{Reads: reads}), baseURL, dirURL), false)
+	app := appOn(busOn(jobcache.New(jobdb.New(primary), jobcache.Config{Reads: reads}).Stores(), baseURL, dirURL), false)
 
 	// Every migration replayed (the last ones add columns the reads select)
 	// before the replay is paused.

@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return backfillGeo(ctx, cfg, jobdb.New(pool), out)
 		}
 		// No directory client: a payment never resolves a city or a space.
-		bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL})
+		bus := jobbus.New(jobdb.New(pool).Stores(), nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL})
 		return invoicepay.MarkPaidCommand(ctx, bus, args[1:], out)
 	})
 }

@@ -100,7 +100,7 @@ func seedJobs(ctx context.Context, log *slog.Logger, cfg *seedConfig, pool *pgxp
 		if err != nil {
 			return err
 		}
-		bus := jobbus.New(jobdb.New(pool), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
+		bus := jobbus.New(jobdb.New(pool).Stores(), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
 		return demo(ctx, log, bus, cat)
 	case "synthetic":
 		fs := flag.NewFlagSet("synthetic", flag.ContinueOnError)

@@ -67,7 +67,7 @@ func main() {
 		p.AddClient("temporal", temporalx.Check(tc), tc.Close)
 
 		store := jobdb.New(p.Pool)
-		mails := &jobmail.Activities{Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender,
+		mails := &jobmail.Activities{Jobs: jobbus.New(store.Stores(), nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender,
 			Stats: statsdb.New(p.Pool)}
 		acts := &jobexpiry.Activities{Store: store, Metrics: jobexpiry.NewMetrics(m.Registry), Mail: mails, Changes: p.Changes}
 		p.AddWorker("worker", temporalx.NewWorker(tc, jobexpiry.TaskQueue, jobexpiry.Register, acts, log))
@@ -79,7 +79,7 @@ func main() {
 			return err
 		}
 		hooks := hookdb.New(p.Pool)
-		hookActs := &webhook.Activities{Store: hooks, Readers: eventdb.New(p.Pool), Jobs: jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}),
+		hookActs := &webhook.Activities{Store: hooks, Readers: eventdb.New(p.Pool), Jobs: jobbus.New(store.Stores(), nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}),
 			Client: outbound.New(outbound.Config{Allow: allow, IdlePerHost: webhook.PumpConcurrency}), Mail: sender, Log: log}
 		p.AddWorker("webhooks", temporalx.NewWorker(tc, webhook.TaskQueue, webhook.Register, hookActs, log))
 		relayMetrics := outbox.NewMetrics(m.Registry)
@@ -100,7 +100,7 @@ func main() {
 		}
 		dir := dirclient.New(cfg.DirectoryURL, codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: 30 * time.Second})
 		imports := importdb.New(p.Pool)
-		importJobs := jobbus.New(jobcache.New(store, jobcache.Config{Changes: p.Changes}), dir,
+		importJobs := jobbus.New(jobcache.New(store, jobcache.Config{Changes: p.Changes}).Stores(), dir,
 			jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
 		importBus := importbus.New(imports, importJobs, dir, importbus.Config{Allow: allow, Decode: jobapp.DecodeCreate,
 			Client: outbound.New(outbound.Config{Allow: allow, Timeout: feeds.FetchTimeout, MaxRead: feeds.MaxFeed})})
@@ -156,7 +156,7 @@ func main() {
 		// mail workflow per mail, their worker, and the digest clock.
 		alerts := &alertmail.Relay{Store: alertdb.New(p.Pool), Readers: eventdb.New(p.Pool), Signer: alertbus.NewSigner([]byte(cfg.AlertSecret)), Privacy: sealer,
 			Starter: alertmail.TemporalStarter{Client: tc},
-			Jobs:    jobbus.New(store, nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender, Log: log,
+			Jobs:    jobbus.New(store.Stores(), nil, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL}), Mail: sender, Log: log,
 			Metrics: relayMetrics, Interval: cfg.RelayInterval}
 		p.AddWorker("alerts", temporalx.NewWorker(tc, alertmail.TaskQueue, alertmail.Register, &alertmail.Activities{Mails: alerts, Stats: statsdb.New(p.Pool)}, log))
 		p.Go(alerts.Run)

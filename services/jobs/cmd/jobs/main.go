@@ -55,7 +55,7 @@ func main() {
 		log := p.Log
 		dir := dirclient.New(cfg.DirectoryURL, p.Codec, dirclient.Options{Timeout: cfg.DirectoryTimeout, CacheTTL: cfg.DirectoryCacheTTL})
 		store := jobcache.New(jobdb.New(p.Pool), jobcache.Config{Changes: p.Changes, Reads: p.Reads, TotalsMemo: cfg.TotalsMemo})
-		bus := jobbus.New(store, dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
+		bus := jobbus.New(store.Stores(), dir, jobbus.Config{PublicBaseURL: cfg.PublicBaseURL, DefaultInvEmail: cfg.DefaultInvEmail})
 		// Writes answered while Redis was away owe their announcements:
 		// bumped within a second of its return.
 		p.Metrics.Registry.MustRegister(store.Collectors()...)

@@ -123,7 +123,7 @@ func (b *Business) Batch(ctx context.Context, caller Caller, in BatchInput, idem
 		idem = nil // a dry run applies nothing, and is not recorded
 	}
 	if idem != nil {
-		if r, err := b.replay(ctx, b.store, *idem); r != nil || err != nil {
+		if r, err := b.replay(ctx, b.store.Idem, *idem); r != nil || err != nil {
 			return BatchResult{}, r, err
 		}
 	}
@@ -138,28 +138,28 @@ func (b *Business) Batch(ctx context.Context, caller Caller, in BatchInput, idem
 		}
 	}
 	var reply *Reply
-	err := b.store.InTx(ctx, func(s Storer) error {
+	err := b.store.Tx.InTx(ctx, func(s Stores) error {
 		if idem != nil {
-			locked, err := s.ClaimIdempotency(ctx, idem.KeyID, idem.Key, b.now().Add(-IdempotencyTTL))
+			locked, err := s.Idem.ClaimIdempotency(ctx, idem.KeyID, idem.Key, b.now().Add(-IdempotencyTTL))
 			if err != nil {
 				return err
 			}
 			if !locked {
 				return ErrInFlight
 			}
-			if reply, err = b.replay(ctx, s, *idem); reply != nil || err != nil {
+			if reply, err = b.replay(ctx, s.Idem, *idem); reply != nil || err != nil {
 				return err
 			}
 		}
 		if async {
 			op := BatchOp{ID: newHash(), KeyID: caller.KeyID, SpaceID: caller.SpaceID, Trusted: caller.TrustedImporter,
 				Mode: in.Mode, ConfirmEmpty: in.ConfirmEmpty, DryRun: in.DryRun, Rows: in.Rows, Status: BatchPending}
-			if err := s.InsertBatchOp(ctx, op); err != nil {
+			if err := s.Batches.InsertBatchOp(ctx, op); err != nil {
 				return err
 			}
 			res.OperationID, res.Status, res.Rows = op.ID, op.Status, len(in.Rows)
 		} else {
-			if err := applyRows(ctx, s, res.Results, jobs, in.DryRun); err != nil {
+			if err := applyRows(ctx, s.Jobs, res.Results, jobs, in.DryRun); err != nil {
 				return err
 			}
 			if in.Mode == BatchReplace {
@@ -181,7 +181,7 @@ func (b *Business) Batch(ctx context.Context, caller Caller, in BatchInput, idem
 			return err
 		}
 		reply = &Reply{Status: status, Body: body}
-		return s.SaveResponse(ctx, *idem, status, body, 0)
+		return s.Idem.SaveResponse(ctx, *idem, status, body, 0)
 	})
 	if err != nil && !errors.Is(err, errDryRun) {
 		return BatchResult{}, nil, err
@@ -241,7 +241,7 @@ func (b *Business) prepareRows(ctx context.Context, caller Caller, rows []Create
 
 // applyRows writes the prepared jobs on s, each with the single create's
 // statement, and fills their results.
-func applyRows(ctx context.Context, s Storer, results []BatchRow, jobs []*NewJob, dryRun bool) error {
+func applyRows(ctx context.Context, s JobStorer, results []BatchRow, jobs []*NewJob, dryRun bool) error {
 	for i, nj := range jobs {
 		if nj == nil {
 			continue
@@ -285,8 +285,8 @@ func refsOf(rows []CreateInput) []string {
 // closeMissing closes caller's active and paused jobs with a reference not
 // in keep, through the lifecycle, on s: those of the import source whose
 // references start with prefix, or with prefix "" those of no source.
-func (b *Business) closeMissing(ctx context.Context, s Storer, caller Caller, prefix string, keep []string) ([]BatchRow, error) {
-	cands, err := s.ReplaceCandidates(ctx, caller.SpaceID, OwnerOf(caller), prefix, keep)
+func (b *Business) closeMissing(ctx context.Context, s Stores, caller Caller, prefix string, keep []string) ([]BatchRow, error) {
+	cands, err := s.Batches.ReplaceCandidates(ctx, caller.SpaceID, OwnerOf(caller), prefix, keep)
 	if err != nil {
 		return nil, err
 	}

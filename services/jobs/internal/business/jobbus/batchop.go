@@ -65,14 +65,14 @@ func (b *Business) kicked() {
 // chunks it applied. Operations are claimed with FOR UPDATE SKIP LOCKED, so
 // any number of processes may run it at once.
 func (b *Business) RunBatchOps(ctx context.Context) (int, error) {
-	if err := b.store.PurgeBatchOps(ctx, b.now().Add(-BatchOpTTL)); err != nil {
+	if err := b.store.Batches.PurgeBatchOps(ctx, b.now().Add(-BatchOpTTL)); err != nil {
 		return 0, err
 	}
 	chunks := 0
 	for {
 		found := false
-		err := b.store.InTx(ctx, func(s Storer) error {
-			op, ok, err := s.ClaimBatchOp(ctx)
+		err := b.store.Tx.InTx(ctx, func(s Stores) error {
+			op, ok, err := s.Batches.ClaimBatchOp(ctx)
 			if err != nil || !ok {
 				return err
 			}
@@ -93,7 +93,7 @@ func (b *Business) RunBatchOps(ctx context.Context) (int, error) {
 }
 
 // runChunk applies op's next chunk on s and saves its progress there.
-func (b *Business) runChunk(ctx context.Context, s Storer, op *BatchOp) error {
+func (b *Business) runChunk(ctx context.Context, s Stores, op *BatchOp) error {
 	caller := op.caller()
 	seen := map[string]int{}
 	for i, row := range op.Rows[:op.NextRow] {
@@ -110,7 +110,7 @@ func (b *Business) runChunk(ctx context.Context, s Storer, op *BatchOp) error {
 	if err != nil {
 		return fmt.Errorf("batch %s: %w", op.ID, err)
 	}
-	if err := applyRows(ctx, s, results, jobs, false); err != nil {
+	if err := applyRows(ctx, s.Jobs, results, jobs, false); err != nil {
 		return fmt.Errorf("batch %s: %w", op.ID, err)
 	}
 	op.Results = append(op.Results, results...)
@@ -126,7 +126,7 @@ func (b *Business) runChunk(ctx context.Context, s Storer, op *BatchOp) error {
 		now := b.now()
 		op.Status, op.DoneAt = BatchDone, &now
 	}
-	return s.SaveBatchOp(ctx, *op)
+	return s.Batches.SaveBatchOp(ctx, *op)
 }
 
 // dryRunOp answers a dry run kept as an operation: all its rows and
@@ -135,14 +135,14 @@ func (b *Business) runChunk(ctx context.Context, s Storer, op *BatchOp) error {
 // after rows and closings after all of them); then the results are saved
 // on s, which holds the claim. A process killed meanwhile applied nothing:
 // whoever claims it next runs it again.
-func (b *Business) dryRunOp(ctx context.Context, s Storer, op *BatchOp) error {
+func (b *Business) dryRunOp(ctx context.Context, s Stores, op *BatchOp) error {
 	caller := op.caller()
 	results, jobs, err := b.prepareRows(ctx, caller, op.Rows, 0, map[string]int{})
 	if err != nil {
 		return fmt.Errorf("batch %s: %w", op.ID, err)
 	}
-	err = b.store.InTx(ctx, func(tx Storer) error {
-		if err := applyRows(ctx, tx, results, jobs, true); err != nil {
+	err = b.store.Tx.InTx(ctx, func(tx Stores) error {
+		if err := applyRows(ctx, tx.Jobs, results, jobs, true); err != nil {
 			return err
 		}
 		if op.Mode == BatchReplace {
@@ -159,13 +159,13 @@ func (b *Business) dryRunOp(ctx context.Context, s Storer, op *BatchOp) error {
 	}
 	now := b.now()
 	op.Results, op.NextRow, op.Status, op.DoneAt = results, len(op.Rows), BatchDone, &now
-	return s.SaveBatchOp(ctx, *op)
+	return s.Batches.SaveBatchOp(ctx, *op)
 }
 
 // BatchOperation returns the caller's operation id (ErrNotFound for
 // another key's, or one older than BatchOpTTL).
 func (b *Business) BatchOperation(ctx context.Context, caller Caller, id string) (BatchOp, error) {
-	op, err := b.store.QueryBatchOp(ctx, id)
+	op, err := b.store.Batches.QueryBatchOp(ctx, id)
 	if err != nil {
 		return BatchOp{}, err
 	}

@@ -54,7 +54,7 @@ func (b *Business) Changes(ctx context.Context, caller Caller, from ChangesFrom,
 		return ChangesPage{}, ErrGone
 	}
 	a := AudienceOf(caller)
-	evs, jobs, next, err := b.store.EventsAfter(ctx, &a, after, since, limit)
+	evs, jobs, next, err := b.store.Events.EventsAfter(ctx, &a, after, since, limit)
 	if err != nil {
 		return ChangesPage{}, err
 	}
@@ -86,7 +86,7 @@ func (b *Business) entries(ctx context.Context, caller Caller, evs []JobEvent) (
 	var ds []Detail
 	if len(ids) > 0 {
 		var err error
-		if ds, err = b.store.QueryByIDs(ctx, ids); err != nil {
+		if ds, err = b.store.Jobs.QueryByIDs(ctx, ids); err != nil {
 			return nil, err
 		}
 	}
@@ -124,7 +124,7 @@ func (b *Business) Entry(ctx context.Context, caller Caller, e JobEvent) (Change
 
 // Details are the jobs of ids as they are now (those that exist).
 func (b *Business) Details(ctx context.Context, ids []int64) ([]Detail, error) {
-	return b.store.QueryByIDs(ctx, ids)
+	return b.store.Jobs.QueryByIDs(ctx, ids)
 }
 
 // Readable is whether caller may read the job d.

@@ -8,13 +8,29 @@ import (
 	"time"
 )
 
-// Storer is the storage the rules need. It persists what the rules decided;
-// it does not decide.
-type Storer interface {
-	// InTx runs fn with a store bound to one transaction, committed when fn
-	// returns nil and rolled back otherwise.
-	InTx(ctx context.Context, fn func(Storer) error) error
+// Stores are the storage the rules need, one interface per concern (as
+// ardanlabs keeps a Storer per domain): they persist what the rules decided;
+// they do not decide. One store may implement all of them (jobdb.Store,
+// jobcache.Store: their Stores method).
+type Stores struct {
+	Tx      Transactor
+	Jobs    JobStorer
+	Idem    IdempotencyStorer
+	Lists   ListStorer
+	Batches BatchStorer
+	Events  EventStorer
+}
 
+// Transactor runs the rules' writes that must commit together.
+type Transactor interface {
+	// InTx runs fn with stores bound to one transaction (a nested call: the
+	// same one), committed when fn returns nil and rolled back otherwise.
+	InTx(ctx context.Context, fn func(Stores) error) error
+}
+
+// JobStorer keeps one job through its lifecycle: its writes and the reads
+// its decisions are made on.
+type JobStorer interface {
 	// Plan returns a plan by id, ErrNotFound when there is none.
 	Plan(ctx context.Context, id int) (Plan, error)
 
@@ -40,6 +56,24 @@ type Storer interface {
 	QueryByHash(ctx context.Context, hash string) (Detail, error)
 	// QueryBySpace returns a space's jobs in every status, newest first.
 	QueryBySpace(ctx context.Context, spaceID int64, limit int) ([]Detail, error)
+}
+
+// IdempotencyStorer keeps the answers of Idempotency-Keys.
+type IdempotencyStorer interface {
+	// StoredResponse returns the recorded answer of an idempotency key
+	// created after since, ErrNotFound when there is none.
+	StoredResponse(ctx context.Context, keyID int64, key string, since time.Time) (StoredResponse, error)
+	// ClaimIdempotency takes the key's lock for the transaction (false when
+	// another transaction holds it) and removes its record from before since.
+	ClaimIdempotency(ctx context.Context, keyID int64, key string, since time.Time) (bool, error)
+	// SaveResponse records the answer of an idempotency key; ErrInFlight
+	// when a concurrent request recorded one first.
+	SaveResponse(ctx context.Context, idem Idempotency, status int, body []byte, jobID int64) error
+}
+
+// ListStorer reads the active jobs many at a time: searches, feeds and the
+// sitemap (reach.go).
+type ListStorer interface {
 	// List streams the matching active jobs.
 	List(ctx context.Context, f ListFilter) (JobRows, error)
 	// Page returns one page of matching active jobs and their total.
@@ -53,6 +87,11 @@ type Storer interface {
 	SitemapParts(ctx context.Context, size int64) ([]SitemapPart, error)
 	// Changed is when the public set of jobs last changed.
 	Changed(ctx context.Context) (time.Time, error)
+}
+
+// BatchStorer keeps the batch operations (batchop.go) and finds what a
+// replace closes (a batch's or an import source's).
+type BatchStorer interface {
 	// ReplaceCandidates lists an owner's active and paused jobs with an
 	// external_ref not in keep (the owner: a space key's space, spaceID,
 	// with ownerKeyID 0; or the platform key ownerKeyID), in id order:
@@ -71,18 +110,6 @@ type Storer interface {
 	QueryBatchOp(ctx context.Context, id string) (BatchOp, error)
 	// PurgeBatchOps removes the operations made before before.
 	PurgeBatchOps(ctx context.Context, before time.Time) error
-
-	// StoredResponse returns the recorded answer of an idempotency key
-	// created after since, ErrNotFound when there is none.
-	StoredResponse(ctx context.Context, keyID int64, key string, since time.Time) (StoredResponse, error)
-	// ClaimIdempotency takes the key's lock for the transaction (false when
-	// another transaction holds it) and removes its record from before since.
-	ClaimIdempotency(ctx context.Context, keyID int64, key string, since time.Time) (bool, error)
-	// SaveResponse records the answer of an idempotency key; ErrInFlight
-	// when a concurrent request recorded one first.
-	SaveResponse(ctx context.Context, idem Idempotency, status int, body []byte, jobID int64) error
-
-	EventStorer
 }
 
 // JobRows iterates a streamed listing. Scan reuses dst.
@@ -113,7 +140,7 @@ type Config struct {
 
 // Business applies the job rules.
 type Business struct {
-	store Storer
+	store Stores
 	dir   Directory
 	cfg   Config
 	now   func() time.Time
@@ -121,9 +148,9 @@ type Business struct {
 	kick chan struct{}
 }
 
-// New returns the job rules over a store and the directory (nil for the
+// New returns the job rules over their stores and the directory (nil for the
 // callers that never create a job: the worker, the admin command).
-func New(store Storer, dir Directory, cfg Config) *Business {
+func New(store Stores, dir Directory, cfg Config) *Business {
 	cfg.PublicBaseURL = strings.TrimRight(cfg.PublicBaseURL, "/")
 	return &Business{store: store, dir: dir, cfg: cfg, now: time.Now, kick: make(chan struct{}, 1)}
 }
@@ -141,7 +168,7 @@ func (b *Business) BaseURL() string { return b.cfg.PublicBaseURL }
 func (b *Business) Create(ctx context.Context, caller Caller, in CreateInput, idem *Idempotency) (CreateResult, *Reply, error) {
 	if idem != nil {
 		// Most retries find their reply here, without a transaction.
-		if r, err := b.replay(ctx, b.store, *idem); r != nil || err != nil {
+		if r, err := b.replay(ctx, b.store.Idem, *idem); r != nil || err != nil {
 			return CreateResult{}, r, err
 		}
 	}
@@ -150,7 +177,7 @@ func (b *Business) Create(ctx context.Context, caller Caller, in CreateInput, id
 		return CreateResult{}, nil, err
 	}
 	if idem == nil {
-		w, err := b.store.Upsert(ctx, nj)
+		w, err := b.store.Jobs.Upsert(ctx, nj)
 		if err != nil {
 			return CreateResult{}, nil, err
 		}
@@ -158,8 +185,8 @@ func (b *Business) Create(ctx context.Context, caller Caller, in CreateInput, id
 	}
 	var res CreateResult
 	var reply *Reply
-	err = b.store.InTx(ctx, func(s Storer) error {
-		locked, err := s.ClaimIdempotency(ctx, idem.KeyID, idem.Key, b.now().Add(-IdempotencyTTL))
+	err = b.store.Tx.InTx(ctx, func(s Stores) error {
+		locked, err := s.Idem.ClaimIdempotency(ctx, idem.KeyID, idem.Key, b.now().Add(-IdempotencyTTL))
 		if err != nil {
 			return err
 		}
@@ -167,10 +194,10 @@ func (b *Business) Create(ctx context.Context, caller Caller, in CreateInput, id
 			return ErrInFlight
 		}
 		// A concurrent request with the key may have finished first.
-		if reply, err = b.replay(ctx, s, *idem); reply != nil || err != nil {
+		if reply, err = b.replay(ctx, s.Idem, *idem); reply != nil || err != nil {
 			return err
 		}
-		w, err := s.Upsert(ctx, nj)
+		w, err := s.Jobs.Upsert(ctx, nj)
 		if err != nil {
 			return err
 		}
@@ -180,7 +207,7 @@ func (b *Business) Create(ctx context.Context, caller Caller, in CreateInput, id
 			return err
 		}
 		reply = &Reply{Status: status, Body: body}
-		return s.SaveResponse(ctx, *idem, status, body, res.JobID)
+		return s.Idem.SaveResponse(ctx, *idem, status, body, res.JobID)
 	})
 	if err != nil {
 		return CreateResult{}, nil, err
@@ -190,7 +217,7 @@ func (b *Business) Create(ctx context.Context, caller Caller, in CreateInput, id
 
 // replay is the recorded reply of an idempotency key, nil when there is
 // none; ErrIdempotencyMismatch when the key came with another request.
-func (b *Business) replay(ctx context.Context, s Storer, idem Idempotency) (*Reply, error) {
+func (b *Business) replay(ctx context.Context, s IdempotencyStorer, idem Idempotency) (*Reply, error) {
 	stored, err := s.StoredResponse(ctx, idem.KeyID, idem.Key, b.now().Add(-IdempotencyTTL))
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -262,18 +289,18 @@ func (b *Business) result(nj NewJob, w Written) CreateResult {
 // List streams the active jobs that match f, as the caller may read them.
 func (b *Business) List(ctx context.Context, caller Caller, f ListFilter) (JobRows, error) {
 	f.Reader = Reader{KeyID: caller.KeyID}
-	return b.store.List(ctx, f)
+	return b.store.Lists.List(ctx, f)
 }
 
 // Page returns one page of the active jobs that match f, and their total.
 func (b *Business) Page(ctx context.Context, caller Caller, f ListFilter) ([]Job, int, error) {
 	f.Reader = Reader{KeyID: caller.KeyID}
-	return b.store.Page(ctx, f)
+	return b.store.Lists.Page(ctx, f)
 }
 
 // Feed returns the latest active jobs of f, newest first whatever f's sort,
 // and when the public set of jobs last changed: a public read.
 func (b *Business) Feed(ctx context.Context, f ListFilter) ([]Job, time.Time, error) {
 	f.Sort, f.Offset, f.Reader = SortNewest, 0, Reader{}
-	return b.store.Feed(ctx, f)
+	return b.store.Lists.Feed(ctx, f)
 }

@@ -74,7 +74,7 @@ func (b *Business) prepare(ctx context.Context, caller Caller, in CreateInput) (
 	if planID < 1 || planID > 1<<31-1 {
 		p = append(p, "id_plan must be a positive integer")
 	} else {
-		plan, err := b.store.Plan(ctx, int(planID))
+		plan, err := b.store.Jobs.Plan(ctx, int(planID))
 		switch {
 		case errors.Is(err, ErrNotFound) || err == nil && !plan.Active:
 			p = append(p, fmt.Sprintf("id_plan %d is not an active plan", planID))

@@ -31,14 +31,14 @@ type SitemapPart struct {
 // its public page shows (never its poster's e-mail or hash to a renderer
 // that does not ask for them).
 func (b *Business) Active(ctx context.Context, w ActiveWalk) ([]Detail, error) {
-	return b.store.Active(ctx, w)
+	return b.store.Lists.Active(ctx, w)
 }
 
 // SitemapParts lists the parts of size that hold active jobs.
 func (b *Business) SitemapParts(ctx context.Context, size int64) ([]SitemapPart, error) {
-	return b.store.SitemapParts(ctx, size)
+	return b.store.Lists.SitemapParts(ctx, size)
 }
 
 // Changed is when the public set of jobs last changed: a validator of
 // every public listing (feeds, sitemaps, the embed).
-func (b *Business) Changed(ctx context.Context) (time.Time, error) { return b.store.Changed(ctx) }
+func (b *Business) Changed(ctx context.Context) (time.Time, error) { return b.store.Lists.Changed(ctx) }

@@ -44,13 +44,13 @@ func (b *Business) ApplySource(ctx context.Context, caller Caller, prefix string
 	}
 	for start := 0; start < len(rows); start += MaxBatchRows {
 		end := min(start+MaxBatchRows, len(rows))
-		if err := b.store.InTx(ctx, func(s Storer) error {
-			return applyRows(ctx, s, res.Results[start:end], jobs[start:end], false)
+		if err := b.store.Tx.InTx(ctx, func(s Stores) error {
+			return applyRows(ctx, s.Jobs, res.Results[start:end], jobs[start:end], false)
 		}); err != nil {
 			return BatchResult{}, err
 		}
 	}
-	if err := b.store.InTx(ctx, func(s Storer) error {
+	if err := b.store.Tx.InTx(ctx, func(s Stores) error {
 		closed, err := b.closeMissing(ctx, s, caller, prefix, refsOf(rows))
 		res.Results = append(res.Results, closed...)
 		return err

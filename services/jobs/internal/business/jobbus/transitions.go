@@ -15,12 +15,12 @@ import (
 // QueryByID returns a job in any status as it is now (the worker, the
 // pages, payments).
 func (b *Business) QueryByID(ctx context.Context, id int64) (Detail, error) {
-	return b.store.QueryByID(ctx, id, Reader{Latest: true})
+	return b.store.Jobs.QueryByID(ctx, id, Reader{Latest: true})
 }
 
 // PublicByID is QueryByID for an anonymous reader (the public job page).
 func (b *Business) PublicByID(ctx context.Context, id int64) (Detail, error) {
-	return b.store.QueryByID(ctx, id, Reader{})
+	return b.store.Jobs.QueryByID(ctx, id, Reader{})
 }
 
 // QueryByHash returns the job whose edit hash is hash. The hash is a
@@ -30,7 +30,7 @@ func (b *Business) QueryByHash(ctx context.Context, hash string) (Detail, error)
 	if !validHash(hash) {
 		return Detail{}, ErrNotFound
 	}
-	d, err := b.store.QueryByHash(ctx, hash)
+	d, err := b.store.Jobs.QueryByHash(ctx, hash)
 	if err != nil {
 		return Detail{}, err
 	}
@@ -58,7 +58,7 @@ func validHash(h string) bool {
 // an active job, within its space when space-scoped; a key with no space
 // also the jobs it created. Anything else is ErrNotFound.
 func (b *Business) Get(ctx context.Context, caller Caller, id int64) (Detail, error) {
-	d, err := b.store.QueryByID(ctx, id, Reader{KeyID: caller.KeyID})
+	d, err := b.store.Jobs.QueryByID(ctx, id, Reader{KeyID: caller.KeyID})
 	if err != nil {
 		return Detail{}, err
 	}
@@ -192,8 +192,8 @@ func (b *Business) Pay(ctx context.Context, p Payment) (TransitionResult, error)
 // API key that asked (0: the edit link's holder, a payment).
 func (b *Business) apply(ctx context.Context, id int64, ev Event, keyID int64, pay *Payment, check func(Detail) error) (TransitionResult, error) {
 	var res TransitionResult
-	err := b.store.InTx(ctx, func(s Storer) error {
-		d, err := s.QueryByID(ctx, id, Reader{KeyID: keyID, Latest: true, Lock: true})
+	err := b.store.Tx.InTx(ctx, func(s Stores) error {
+		d, err := s.Jobs.QueryByID(ctx, id, Reader{KeyID: keyID, Latest: true, Lock: true})
 		if err != nil {
 			return err
 		}
@@ -212,7 +212,7 @@ func (b *Business) apply(ctx context.Context, id int64, ev Event, keyID int64, p
 			return err
 		}
 		if pay != nil {
-			recorded, err := s.RecordPayment(ctx, *pay, c.Action)
+			recorded, err := s.Jobs.RecordPayment(ctx, *pay, c.Action)
 			if err != nil {
 				return err
 			}
@@ -224,7 +224,7 @@ func (b *Business) apply(ctx context.Context, id int64, ev Event, keyID int64, p
 		}
 		res = TransitionResult{JobID: d.ID, Status: c.To, Action: c.Action, Job: d}
 		if c.Writes() {
-			if res.Job, err = s.Apply(ctx, c); err != nil {
+			if res.Job, err = s.Jobs.Apply(ctx, c); err != nil {
 				return err
 			}
 			res.Changed = c.To != c.From || c.MarkPaid() || c.NewPeriod() || c.RestartClock()
@@ -303,7 +303,7 @@ func (b *Business) Edit(ctx context.Context, hash string, in EditInput) (Detail,
 	}
 	e.Slug = Slug(e.Title, d.CitySlug)
 	e.Fingerprint = Fingerprint(e.Title, e.Company, d.CityID, d.ExternalURL)
-	saved, err := b.store.Edit(ctx, d.ID, e)
+	saved, err := b.store.Jobs.Edit(ctx, d.ID, e)
 	if errors.Is(err, ErrDuplicate) {
 		return Detail{}, &validate.Error{What: "job", Problems: []string{
 			"title and company: another job of the same poster in this city with this URL already has them; close that job or choose another title"}}
@@ -397,7 +397,7 @@ const MaxSpaceJobs = 500
 // SpaceJobs returns a space's jobs in every status, newest first (at most
 // MaxSpaceJobs), for its dashboard.
 func (b *Business) SpaceJobs(ctx context.Context, spaceID int64) ([]Detail, error) {
-	return b.store.QueryBySpace(ctx, spaceID, MaxSpaceJobs)
+	return b.store.Jobs.QueryBySpace(ctx, spaceID, MaxSpaceJobs)
 }
 
 // Actions lists the RouteEvents that would change job d now, as the table

@@ -22,7 +22,7 @@ func changeStdlib(bus *jobbus.Business, ce jobbus.ChangeEntry, who jobbus.Caller
 }
 
 func changeFixture() (*jobbus.Business, jobbus.ChangeEntry, jobbus.Caller) {
-	bus := jobbus.New(nil, nil, jobbus.Config{PublicBaseURL: `https://coworkjobs.example/"q"`})
+	bus := jobbus.New(jobbus.Stores{}, nil, jobbus.Config{PublicBaseURL: `https://coworkjobs.example/"q"`})
 	apply, ref, space := "https://apply.example/?a=1&b=<2>", "ref \"7\"\u2028", "Space \\ Name"
 	min, max := int64(1000), int64(2000)
 	d := &jobbus.Detail{Job: jobbus.Job{ID: 42, Title: "Host <b>\"community\"</b>\x01", Company: "Fac\ttory é", JobType: "fulltime",

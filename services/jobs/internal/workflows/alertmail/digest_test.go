@@ -111,7 +111,7 @@ func TestDigests(t *testing.T) {
 	closed := newJob(t, "Barista Closed "+run, city, "coffee", false)
 	expired := newJob(t, "Barista Expiring "+run, city, "coffee", false)
 	drain(t, r)
-	bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: base})
+	bus := jobbus.New(jobdb.New(pool).Stores(), nil, jobbus.Config{PublicBaseURL: base})
 	for id, ev := range map[int64]jobbus.Event{paused: jobbus.EventPause, closed: jobbus.EventUnpublish} {
 		if _, err := bus.Transition(ctx, jobbus.Caller{KeyID: 1}, id, ev); err != nil {
 			t.Fatal(ev, err)

@@ -66,7 +66,7 @@ func fixture(t testing.TB) (*Relay, string) {
 		t.Fatal(err)
 	}
 	r := &Relay{Store: alertdb.New(pool), Readers: eventdb.New(pool), Signer: alertbus.NewSigner([]byte(strings.Repeat("s", 32))), Privacy: sealer,
-		Jobs: jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: base}), Mail: sender, Log: quiet}
+		Jobs: jobbus.New(jobdb.New(pool).Stores(), nil, jobbus.Config{PublicBaseURL: base}), Mail: sender, Log: quiet}
 	r.Starter = envStarter{acts: &Activities{Mails: r, Stats: statsdb.New(pool)}}
 	return r, dir
 }
@@ -222,7 +222,7 @@ func TestInstantAlert(t *testing.T) {
 		}
 	}
 	// Pause and resume: visible again, never mailed again.
-	bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: base})
+	bus := jobbus.New(jobdb.New(pool).Stores(), nil, jobbus.Config{PublicBaseURL: base})
 	for _, ev := range []jobbus.Event{jobbus.EventPause, jobbus.EventResume} {
 		if _, err := bus.Transition(ctx, jobbus.Caller{KeyID: 1}, job, ev); err != nil {
 			t.Fatal(ev, err)
@@ -272,7 +272,7 @@ func TestMatchesAreTheListing(t *testing.T) {
 		alerts = append(alerts, saved(t, r, fmt.Sprintf("p%d-%s@seeker.example", i, run), v.Encode(), true))
 	}
 	drain(t, r)
-	bus := jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: base})
+	bus := jobbus.New(jobdb.New(pool).Stores(), nil, jobbus.Config{PublicBaseURL: base})
 	var jobs []int64
 	want := map[[2]int64]bool{}
 	// listed records, for the jobs just made visible, the pairs the real

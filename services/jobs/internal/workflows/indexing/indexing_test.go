@@ -245,7 +245,7 @@ func newEnv(t *testing.T) *env {
 	pool := pgtest.Open(t, dbURL, pgtest.Schema{Name: schema, Migrations: migrations.FS, Pool: pg.Options{MaxConns: 4}})
 	jobs := jobdb.New(pool)
 	// the clock runs ahead of now() in the database: notices the test writes are due at once
-	return &env{pool: pool, jobs: jobs, bus: jobbus.New(jobs, nil, jobbus.Config{PublicBaseURL: base}), fake: newFake(t),
+	return &env{pool: pool, jobs: jobs, bus: jobbus.New(jobs.Stores(), nil, jobbus.Config{PublicBaseURL: base}), fake: newFake(t),
 		clock: &clock{now: time.Now().Add(time.Hour)}}
 }
 

@@ -52,7 +52,7 @@ func TestRecordHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mails := &jobmail.Activities{Jobs: jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: "https://coworkjobs.example"}), Mail: sender}
+	mails := &jobmail.Activities{Jobs: jobbus.New(jobdb.New(pool).Stores(), nil, jobbus.Config{PublicBaseURL: "https://coworkjobs.example"}), Mail: sender}
 
 	replaytest.StartWorker(rec, TaskQueue, Register, &Activities{Store: jobdb.New(pool), Mail: mails})
 	starter := TemporalStarter{Client: rec.Client}

@@ -72,7 +72,7 @@ func activities(t *testing.T, smtpAddr string) *Activities {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Activities{Jobs: jobbus.New(jobdb.New(pool), nil, jobbus.Config{PublicBaseURL: base}), Mail: sender, Stats: statsdb.New(pool)}
+	return &Activities{Jobs: jobbus.New(jobdb.New(pool).Stores(), nil, jobbus.Config{PublicBaseURL: base}), Mail: sender, Stats: statsdb.New(pool)}
 }
 
 func listen(t *testing.T) net.Listener {

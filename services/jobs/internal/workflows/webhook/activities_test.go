@@ -101,7 +101,7 @@ func fixture(t *testing.T, space int64, title, url string) (*Activities, hookbus
 		t.Fatal(err)
 	}
 	allow, _ := outbound.ParseAllow("loopback")
-	acts := &Activities{Store: hooks, Readers: eventdb.New(pool), Jobs: jobbus.New(jobs, nil, jobbus.Config{PublicBaseURL: "https://coworkjobs.example"}),
+	acts := &Activities{Store: hooks, Readers: eventdb.New(pool), Jobs: jobbus.New(jobs.Stores(), nil, jobbus.Config{PublicBaseURL: "https://coworkjobs.example"}),
 		Client: outbound.New(outbound.Config{Allow: allow, Timeout: 2 * time.Second})}
 	return acts, ep, w.JobID
 }

@@ -28,7 +28,7 @@ func (s *Store) read(ctx context.Context, r jobbus.Reader, fn func(*jobdb.Store)
 	return s.routing.After(after).Read(ctx, func(p *pgxpool.Pool) error { return fn(s.db.On(p)) })
 }
 
-// QueryByID implements jobbus.Storer: a job locked for a decision is
+// QueryByID implements jobbus.JobStorer: a job locked for a decision is
 // announced after commit whatever the decision writes, since it may be the
 // retry of one that committed and failed to announce.
 func (s *Store) QueryByID(ctx context.Context, id int64, r jobbus.Reader) (jobbus.Detail, error) {
@@ -45,7 +45,7 @@ func (s *Store) QueryByID(ctx context.Context, id int64, r jobbus.Reader) (jobbu
 	return d, s.settle(ctx, p)
 }
 
-// List implements jobbus.Storer.
+// List implements jobbus.ListStorer.
 func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, error) {
 	var rows jobbus.JobRows
 	err := s.read(ctx, f.Reader, func(db *jobdb.Store) (err error) {
@@ -55,7 +55,7 @@ func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, 
 	return rows, err
 }
 
-// Feed implements jobbus.Storer: a public read.
+// Feed implements jobbus.ListStorer: a public read.
 func (s *Store) Feed(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, time.Time, error) {
 	var jobs []jobbus.Job
 	var changed time.Time
@@ -66,7 +66,7 @@ func (s *Store) Feed(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, ti
 	return jobs, changed, err
 }
 
-// Active implements jobbus.Storer: a public read.
+// Active implements jobbus.ListStorer: a public read.
 func (s *Store) Active(ctx context.Context, w jobbus.ActiveWalk) ([]jobbus.Detail, error) {
 	var jobs []jobbus.Detail
 	err := s.read(ctx, jobbus.Reader{}, func(db *jobdb.Store) (err error) {
@@ -76,7 +76,7 @@ func (s *Store) Active(ctx context.Context, w jobbus.ActiveWalk) ([]jobbus.Detai
 	return jobs, err
 }
 
-// SitemapParts implements jobbus.Storer: a public read.
+// SitemapParts implements jobbus.ListStorer: a public read.
 func (s *Store) SitemapParts(ctx context.Context, size int64) ([]jobbus.SitemapPart, error) {
 	var parts []jobbus.SitemapPart
 	err := s.read(ctx, jobbus.Reader{}, func(db *jobdb.Store) (err error) {
@@ -86,7 +86,7 @@ func (s *Store) SitemapParts(ctx context.Context, size int64) ([]jobbus.SitemapP
 	return parts, err
 }
 
-// Changed implements jobbus.Storer: a public read, on the replica whose
+// Changed implements jobbus.ListStorer: a public read, on the replica whose
 // jobs the other public reads show.
 func (s *Store) Changed(ctx context.Context) (time.Time, error) {
 	var t time.Time

@@ -46,7 +46,7 @@ func (s *Store) TotalCounts() (hits, misses int64) {
 	return s.totals.hits.Load(), s.totals.miss.Load()
 }
 
-// Page implements jobbus.Storer: the page read where f's reader may read,
+// Page implements jobbus.ListStorer: the page read where f's reader may read,
 // its total from the memo when one is kept.
 func (s *Store) Page(ctx context.Context, f jobbus.ListFilter) (jobs []jobbus.Job, total int, err error) {
 	if s.cfg.Changes == nil || !s.cfg.TotalsMemo || f.Limit == 0 || s.pending != nil {

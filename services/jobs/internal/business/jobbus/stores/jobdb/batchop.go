@@ -12,7 +12,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
-// InsertBatchOp implements jobbus.Storer.
+// InsertBatchOp implements jobbus.BatchStorer.
 func (s *Store) InsertBatchOp(ctx context.Context, op jobbus.BatchOp) error {
 	rows, err := json.Marshal(op.Rows)
 	if err != nil {
@@ -58,7 +58,7 @@ func scanBatchOp(row pgx.Row, withRows bool) (jobbus.BatchOp, error) {
 	return op, nil
 }
 
-// ClaimBatchOp implements jobbus.Storer.
+// ClaimBatchOp implements jobbus.BatchStorer.
 func (s *Store) ClaimBatchOp(ctx context.Context) (jobbus.BatchOp, bool, error) {
 	op, err := scanBatchOp(s.db.QueryRow(ctx, `SELECT `+batchOpColumns+` FROM batch_operations
 		WHERE status = 'pending' ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED`), true)
@@ -71,7 +71,7 @@ func (s *Store) ClaimBatchOp(ctx context.Context) (jobbus.BatchOp, bool, error) 
 	return op, true, nil
 }
 
-// SaveBatchOp implements jobbus.Storer.
+// SaveBatchOp implements jobbus.BatchStorer.
 func (s *Store) SaveBatchOp(ctx context.Context, op jobbus.BatchOp) error {
 	results, err := json.Marshal(op.Results)
 	if err != nil {
@@ -84,7 +84,7 @@ func (s *Store) SaveBatchOp(ctx context.Context, op jobbus.BatchOp) error {
 	return nil
 }
 
-// QueryBatchOp implements jobbus.Storer: the operation without its rows
+// QueryBatchOp implements jobbus.BatchStorer: the operation without its rows
 // (RowCount is their number).
 func (s *Store) QueryBatchOp(ctx context.Context, id string) (jobbus.BatchOp, error) {
 	op, err := scanBatchOp(s.db.QueryRow(ctx, `SELECT `+batchOpProgress+` FROM batch_operations WHERE id = $1`, id), false)
@@ -97,7 +97,7 @@ func (s *Store) QueryBatchOp(ctx context.Context, id string) (jobbus.BatchOp, er
 	return op, nil
 }
 
-// PurgeBatchOps implements jobbus.Storer (batch_operations_created_idx).
+// PurgeBatchOps implements jobbus.BatchStorer (batch_operations_created_idx).
 func (s *Store) PurgeBatchOps(ctx context.Context, before time.Time) error {
 	if _, err := s.db.Exec(ctx, `DELETE FROM batch_operations WHERE created_at < $1`, before); err != nil {
 		return fmt.Errorf("purge batch operations: %w", err)

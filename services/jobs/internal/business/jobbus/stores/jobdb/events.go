@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 

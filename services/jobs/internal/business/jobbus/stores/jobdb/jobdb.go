@@ -23,7 +23,8 @@ import (
 // b1 at 1 M jobs).
 var PoolParams = map[string]string{"work_mem": "16MB"}
 
-// Store implements jobbus.Storer over a pool, or over one transaction.
+// Store implements every store of jobbus.Stores over a pool, or over one
+// transaction.
 type Store struct {
 	pool *pgxpool.Pool
 	// db is the pool, or the transaction of a store made by InTx.
@@ -51,9 +52,14 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // DB is where the store's statements run: its pool or its transaction.
 func (s *Store) DB() jobsearch.DB { return s.db }
 
-// InTx implements jobbus.Storer.
-func (s *Store) InTx(ctx context.Context, fn func(jobbus.Storer) error) error {
-	return s.Tx(ctx, func(tx *Store) error { return fn(tx) })
+// Stores are the store as each of the rules' storers.
+func (s *Store) Stores() jobbus.Stores {
+	return jobbus.Stores{Tx: s, Jobs: s, Idem: s, Lists: s, Batches: s, Events: s}
+}
+
+// InTx implements jobbus.Transactor.
+func (s *Store) InTx(ctx context.Context, fn func(jobbus.Stores) error) error {
+	return s.Tx(ctx, func(tx *Store) error { return fn(tx.Stores()) })
 }
 
 // Tx runs fn with the store bound to one transaction (nested: the same one).
@@ -81,7 +87,7 @@ type cachedPlan struct {
 	until time.Time
 }
 
-// Plan implements jobbus.Storer.
+// Plan implements jobbus.JobStorer.
 func (s *Store) Plan(ctx context.Context, id int) (jobbus.Plan, error) {
 	now := time.Now()
 	s.plans.mu.Lock()
@@ -113,12 +119,12 @@ func (s *Store) Plan(ctx context.Context, id int) (jobbus.Plan, error) {
 // must not grow it.
 const maxCachedPlans = 64
 
-// StoredResponse implements jobbus.Storer.
+// StoredResponse implements jobbus.IdempotencyStorer.
 func (s *Store) StoredResponse(ctx context.Context, keyID int64, key string, since time.Time) (jobbus.StoredResponse, error) {
 	return storedResponse(ctx, s.db, keyID, key, since)
 }
 
-// ClaimIdempotency implements jobbus.Storer: a transaction-scoped advisory
+// ClaimIdempotency implements jobbus.IdempotencyStorer: a transaction-scoped advisory
 // lock, then the key's expired record (if any) goes.
 func (s *Store) ClaimIdempotency(ctx context.Context, keyID int64, key string, since time.Time) (bool, error) {
 	var locked bool
@@ -135,7 +141,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, keyID int64, key string, s
 	return true, nil
 }
 
-// SaveResponse implements jobbus.Storer.
+// SaveResponse implements jobbus.IdempotencyStorer.
 func (s *Store) SaveResponse(ctx context.Context, idem jobbus.Idempotency, status int, body []byte, jobID int64) error {
 	if _, err := s.db.Exec(ctx, `INSERT INTO idempotency_keys (key_id, idem_key, request_hash, response_status, response_body, job_id)
 		VALUES ($1, $2, $3, $4, $5, $6)`, idem.KeyID, idem.Key, idem.RequestHash, status, body, jobID); err != nil {
@@ -170,17 +176,17 @@ func lockKey(keyID int64, key string) int64 {
 	return int64(h.Sum64())
 }
 
-// List implements jobbus.Storer.
+// List implements jobbus.ListStorer.
 func (s *Store) List(ctx context.Context, f jobbus.ListFilter) (jobbus.JobRows, error) {
 	return jobsearch.List(ctx, s.db, f)
 }
 
-// Page implements jobbus.Storer.
+// Page implements jobbus.ListStorer.
 func (s *Store) Page(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, int, error) {
 	return jobsearch.Page(ctx, s.db, f)
 }
 
-// Feed implements jobbus.Storer.
+// Feed implements jobbus.ListStorer.
 func (s *Store) Feed(ctx context.Context, f jobbus.ListFilter) ([]jobbus.Job, time.Time, error) {
 	return jobsearch.Latest(ctx, s.db, f)
 }

@@ -34,7 +34,7 @@ func scanDetail(row pgx.Row) (jobbus.Detail, error) {
 	return d, nil
 }
 
-// QueryByID implements jobbus.Storer: on the store's db, whoever reads.
+// QueryByID implements jobbus.JobStorer: on the store's db, whoever reads.
 func (s *Store) QueryByID(ctx context.Context, id int64, r jobbus.Reader) (jobbus.Detail, error) {
 	q := `SELECT ` + detailColumns + ` WHERE j.id = $1`
 	if r.Lock {
@@ -43,14 +43,14 @@ func (s *Store) QueryByID(ctx context.Context, id int64, r jobbus.Reader) (jobbu
 	return scanDetail(s.db.QueryRow(ctx, q, id))
 }
 
-// QueryByHash implements jobbus.Storer. The row is found by the hash's
+// QueryByHash implements jobbus.JobStorer. The row is found by the hash's
 // digest (jobs_hash_digest_key); the caller compares the hash itself.
 func (s *Store) QueryByHash(ctx context.Context, hash string) (jobbus.Detail, error) {
 	return scanDetail(s.db.QueryRow(ctx, `SELECT `+detailColumns+`
 		WHERE j.hash_digest = sha256(replace($1::text, '\', '\\')::bytea)`, hash))
 }
 
-// QueryBySpace implements jobbus.Storer (jobs_owner_fingerprint_key leads with space_id).
+// QueryBySpace implements jobbus.JobStorer (jobs_owner_fingerprint_key leads with space_id).
 func (s *Store) QueryBySpace(ctx context.Context, spaceID int64, limit int) ([]jobbus.Detail, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+detailColumns+` WHERE j.space_id = $1 ORDER BY j.id DESC LIMIT $2`, spaceID, limit)
 	if err != nil {
@@ -91,7 +91,7 @@ const applySQL = `WITH j AS (
 )
 SELECT id FROM j`
 
-// Apply implements jobbus.Storer.
+// Apply implements jobbus.JobStorer.
 func (s *Store) Apply(ctx context.Context, c jobbus.Change) (jobbus.Detail, error) {
 	var id int64
 	err := s.db.QueryRow(ctx, applySQL, c.JobID, c.From, c.To, c.MarkPaid(), c.Payment != nil, c.NewPeriod(),
@@ -105,7 +105,7 @@ func (s *Store) Apply(ctx context.Context, c jobbus.Change) (jobbus.Detail, erro
 	return s.QueryByID(ctx, c.JobID, jobbus.Reader{Latest: true})
 }
 
-// RecordPayment implements jobbus.Storer.
+// RecordPayment implements jobbus.JobStorer.
 func (s *Store) RecordPayment(ctx context.Context, p jobbus.Payment, action string) (bool, error) {
 	tag, err := s.db.Exec(ctx, `INSERT INTO payments (job_id, provider, reference, amount, currency, action)
 		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (provider, reference) DO NOTHING`,
@@ -116,7 +116,7 @@ func (s *Store) RecordPayment(ctx context.Context, p jobbus.Payment, action stri
 	return tag.RowsAffected() == 1, nil
 }
 
-// Edit implements jobbus.Storer.
+// Edit implements jobbus.JobStorer.
 func (s *Store) Edit(ctx context.Context, id int64, e jobbus.Edited) (jobbus.Detail, error) {
 	// The edit and its job.updated event, in one statement.
 	tag, err := s.db.Exec(ctx, `WITH j AS (
@@ -166,7 +166,7 @@ func (s *Store) SetCityCoords(ctx context.Context, cities []CityCoords) (int64, 
 	return tag.RowsAffected(), nil
 }
 
-// QueryByIDs implements jobbus.Storer.
+// QueryByIDs implements jobbus.JobStorer.
 func (s *Store) QueryByIDs(ctx context.Context, ids []int64) ([]jobbus.Detail, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+detailColumns+` WHERE j.id = ANY($1)`, ids)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobsearch"
 )
 
-// Active implements jobbus.Storer: a keyset batch over jobs_active_id_idx,
+// Active implements jobbus.ListStorer: a keyset batch over jobs_active_id_idx,
 // so a walk of every active job holds one batch at a time.
 func (s *Store) Active(ctx context.Context, a jobbus.ActiveWalk) ([]jobbus.Detail, error) {
 	w := &pg.Where{}
@@ -44,7 +44,7 @@ func (s *Store) Active(ctx context.Context, a jobbus.ActiveWalk) ([]jobbus.Detai
 	return out, nil
 }
 
-// SitemapParts implements jobbus.Storer.
+// SitemapParts implements jobbus.ListStorer.
 func (s *Store) SitemapParts(ctx context.Context, size int64) ([]jobbus.SitemapPart, error) {
 	rows, err := s.db.Query(ctx, `SELECT (id - 1) / $1 + 1 AS part, max(updated_at) FROM jobs
 		WHERE status = 'active' AND expiration_date > now() GROUP BY 1 ORDER BY 1`, size)
@@ -66,5 +66,5 @@ func (s *Store) SitemapParts(ctx context.Context, size int64) ([]jobbus.SitemapP
 	return parts, nil
 }
 
-// Changed implements jobbus.Storer.
+// Changed implements jobbus.ListStorer.
 func (s *Store) Changed(ctx context.Context) (time.Time, error) { return jobsearch.Changed(ctx, s.db) }

@@ -232,12 +232,12 @@ func upsert(ctx context.Context, q jobsearch.DB, nj jobbus.NewJob) (jobbus.Writt
 	}
 }
 
-// Upsert implements jobbus.Storer.
+// Upsert implements jobbus.JobStorer.
 func (s *Store) Upsert(ctx context.Context, nj jobbus.NewJob) (jobbus.Written, error) {
 	return upsert(ctx, s.db, nj)
 }
 
-// ReplaceCandidates implements jobbus.Storer, on jobs_owner_external_ref_key.
+// ReplaceCandidates implements jobbus.BatchStorer, on jobs_owner_external_ref_key.
 func (s *Store) ReplaceCandidates(ctx context.Context, spaceID, ownerKeyID int64, prefix string, keep []string) ([]jobbus.ReplaceCandidate, error) {
 	refSpace := int64(0)
 	if ownerKeyID == 0 {
