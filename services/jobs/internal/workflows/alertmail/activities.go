@@ -33,7 +33,7 @@ type StatsWriter interface {
 
 // TakeDigests is the digest clock's tick at the workflow's time at (never
 // the wall clock's: the tests skip time): the alerts due by then have
-// their pairs marked sent and a digest queued (alertdb.TakeDigests).
+// their pairs marked sent and a digest queued (alertbus.MailStorer.TakeDigests).
 func (a *Activities) TakeDigests(ctx context.Context, at time.Time) (TickResult, error) {
 	n, d, err := a.Mails.Store.TakeDigests(ctx, at.Truncate(time.Microsecond), DigestBatch)
 	return TickResult{Alerts: n, Digests: d}, err

@@ -25,12 +25,12 @@ func savedDigest(t *testing.T, r *Relay, email, search, frequency, tz string) al
 	if !ok {
 		t.Fatalf("search %q does not parse", search)
 	}
-	a, _, err := r.Store.Save(context.Background(), alertbus.Alert{Email: email, Search: search, Frequency: frequency,
+	a, _, err := db(r).Save(context.Background(), alertbus.Alert{Email: email, Search: search, Frequency: frequency,
 		TimeZone: tz, Nonce: alertbus.NewNonce()}, alertbus.PercolationKey(f), alertbus.ConfirmLimits{PerDay: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Store.Confirm(context.Background(), a.ID); err != nil {
+	if err := db(r).Confirm(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -143,7 +143,7 @@ func TestDigests(t *testing.T) {
 			t.Errorf("%s: digests queued at %v, want one at %v", c.name, got, c.want.UTC())
 		}
 	}
-	if next, err := r.Store.NextDigest(ctx, daily.ID); err != nil || next == nil || !next.Equal(at8(start, lisbon, 2)) {
+	if next, err := db(r).NextDigest(ctx, daily.ID); err != nil || next == nil || !next.Equal(at8(start, lisbon, 2)) {
 		t.Errorf("the daily alert's next digest %v (%v), want Tuesday's 08:00 (Monday's had nothing new)", next, err)
 	}
 	drain(t, r)

@@ -28,19 +28,19 @@ func TestAddressStoredOnceAndErased(t *testing.T) {
 	}
 	a1 := saved(t, r, strings.ToUpper(email), "city=lisbon-once&q=host", true) // the address in another case: the same row
 	a2 := saved(t, r, email, "city=lisbon-once&q=cook", false)
-	if got, err := r.Store.Get(ctx, a1.ID); err != nil || got.Email != email {
+	if got, err := db(r).Get(ctx, a1.ID); err != nil || got.Email != email {
 		t.Fatalf("Get: %q, %v; want the address filled in, normalised", got.Email, err)
 	}
 	if n := count(`SELECT count(*) FROM alert_addresses WHERE email = $1`, email); n != 1 {
 		t.Fatalf("%d address rows for two alerts, want 1", n)
 	}
-	if err := r.Store.Delete(ctx, a1.ID); err != nil {
+	if err := db(r).Delete(ctx, a1.ID); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(`SELECT count(*) FROM alert_addresses WHERE email = $1`, email); n != 1 {
 		t.Fatal("the address went while another alert holds it")
 	}
-	if err := r.Store.Delete(ctx, a2.ID); err != nil {
+	if err := db(r).Delete(ctx, a2.ID); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(`SELECT count(*) FROM alert_addresses WHERE email = $1`, email); n != 0 {
@@ -52,7 +52,7 @@ func TestAddressStoredOnceAndErased(t *testing.T) {
 	saved(t, r, email, "city=lisbon-once&q=cook", true)
 	tok := r.Privacy.Token(email)
 	before := count(`SELECT count(*) FROM privacy_outbox`)
-	n, err := r.Store.EraseAddress(ctx, email, tok)
+	n, err := db(r).EraseAddress(ctx, email, tok)
 	if err != nil || n != 2 {
 		t.Fatalf("EraseAddress: %d, %v; want 2", n, err)
 	}

@@ -69,7 +69,7 @@ func TestAlertMailWaitsForSMTP(t *testing.T) {
 	if err != nil || len(got) != 1 || !strings.Contains(got[0].Subject, "Confirm") {
 		t.Fatalf("%d mails after SMTP came back (%v)", len(got), err)
 	}
-	if err := r.Store.Confirm(context.Background(), a.ID); err != nil {
+	if err := db(r).Confirm(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := (&Activities{Mails: r}).SendAlertMail(context.Background(), in); err != nil || res != ResultSkipped {

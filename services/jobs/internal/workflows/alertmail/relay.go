@@ -1,6 +1,6 @@
 // Package alertmail matches job alerts off the request's path and mails
 // them: a loop reads job_events past the alerts' own position (the reader
-// "alerts" of the consumer kit, eventbus; alertdb.Match handles a batch),
+// "alerts" of the consumer kit, eventbus; the store's Match handles a batch),
 // and an outbox relay (libs/outbox) starts one Temporal workflow per mail
 // (confirmation, instant match, digest) whose activity sends it, retrying
 // while SMTP is away, as jobmail does. Daily and weekly digests are queued by
@@ -23,7 +23,6 @@ import (
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/libs/privacy"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/alertbus/stores/alertdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/eventbus"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
@@ -36,7 +35,7 @@ const MatchBatch = 500
 
 // Relay matches and mails.
 type Relay struct {
-	Store    *alertdb.Store
+	Store    alertbus.MailStorer
 	Readers  eventbus.Storer // the event log's readers
 	Starter  Starter         // where deliver hands the mails
 	Signer   *alertbus.Signer
@@ -58,8 +57,8 @@ func Parse(search string) (jobbus.ListFilter, bool) {
 	return f, len(p) == 0
 }
 
-func (r *Relay) relay() *outbox.Relay[alertdb.OutboxItem] {
-	return &outbox.Relay[alertdb.OutboxItem]{Table: r.Store.OutboxTable(), Deliver: r.deliver, Log: r.Log, Metrics: r.Metrics,
+func (r *Relay) relay() *outbox.Relay[alertbus.OutboxItem] {
+	return &outbox.Relay[alertbus.OutboxItem]{Table: r.Store.OutboxTable(), Deliver: r.deliver, Log: r.Log, Metrics: r.Metrics,
 		Interval: r.Interval}
 }
 
@@ -121,7 +120,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (outbox.Result, error) {
 
 // deliver hands one mail to Temporal (AlertMailWorkflow, whose activity
 // sends it, retrying while SMTP is away).
-func (r *Relay) deliver(ctx context.Context, m outbox.Message[alertdb.OutboxItem]) error {
+func (r *Relay) deliver(ctx context.Context, m outbox.Message[alertbus.OutboxItem]) error {
 	return r.Starter.StartMail(ctx, MailInput{OutboxID: m.ID, AlertID: m.Payload.AlertID, Kind: m.Payload.Kind,
 		JobID: m.Payload.JobID, DigestAt: m.Payload.DigestAt})
 }

@@ -2,7 +2,6 @@ package jobexpiry
 
 import (
 	"context"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -13,15 +12,9 @@ import (
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 )
 
-// Store is what the activities need from the jobs database.
-type Store interface {
-	ExpireIfDue(ctx context.Context, jobID int64) (expired bool, status string, expiresAt time.Time, found bool, err error)
-	ExpireOverdue(ctx context.Context, limit int) (int, error)
-}
-
 // Activities hold the dependencies of the expiry activities.
 type Activities struct {
-	Store Store
+	Store jobbus.ExpiryStorer
 	// Metrics counts expired jobs (nil: not counted).
 	Metrics *metrics.Counts
 	// Mail sends the poster's mails (nil: a worker that sends none).

@@ -8,16 +8,8 @@ import (
 
 	"github.com/coworkjobs/coworkjobs/libs/outbox"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
-	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus/stores/jobdb"
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/workflows/jobmail"
 )
-
-// Outbox is the relay's view of the jobs database.
-type Outbox interface {
-	OutboxTable() outbox.Table[jobdb.OutboxItem]
-	PurgeIdempotencyKeys(ctx context.Context, cutoff time.Time, limit int) (int64, error)
-	PurgeEvents(ctx context.Context, cutoff time.Time, limit int) (int64, error)
-}
 
 // purgeEvery is how often idempotency records past their replay window,
 // and job events past the retention, are deleted, at most purgeBatch at a time.
@@ -30,7 +22,7 @@ const (
 // mails) to Temporal through outbox.Relay, and purges idempotency records
 // past their replay window.
 type Relay struct {
-	Outbox   Outbox
+	Outbox   jobbus.OutboxStorer
 	Starter  Starter
 	Log      *slog.Logger
 	Metrics  *outbox.Metrics // nil: not counted
@@ -38,16 +30,16 @@ type Relay struct {
 	Batch    int             // intents per round; default outbox.DefaultBatch
 }
 
-func (r *Relay) relay() *outbox.Relay[jobdb.OutboxItem] {
-	return &outbox.Relay[jobdb.OutboxItem]{Table: r.Outbox.OutboxTable(), Deliver: r.deliver,
+func (r *Relay) relay() *outbox.Relay[jobbus.OutboxItem] {
+	return &outbox.Relay[jobbus.OutboxItem]{Table: r.Outbox.OutboxTable(), Deliver: r.deliver,
 		Log: r.Log, Metrics: r.Metrics, Interval: r.Interval, Batch: r.Batch}
 }
 
 // deliver starts the poster's mail or moves the job's timer
 // (signal-with-start).
-func (r *Relay) deliver(ctx context.Context, m outbox.Message[jobdb.OutboxItem]) error {
+func (r *Relay) deliver(ctx context.Context, m outbox.Message[jobbus.OutboxItem]) error {
 	it := m.Payload
-	if it.Kind == jobdb.KindCreatedMail {
+	if it.Kind == jobbus.KindCreatedMail {
 		return r.Starter.Mail(ctx, jobmail.Input{JobID: it.JobID, Kind: jobmail.KindCreated})
 	}
 	return r.Starter.Schedule(ctx, it.JobID, it.ExpiresAt)

@@ -238,10 +238,6 @@ func (s *Store) exec(ctx context.Context, what, sql string, args ...any) error {
 	return nil
 }
 
-// Parse turns a stored search back into its filter (jobbus.ParseQuery,
-// the listing's own validation); false for one no longer valid.
-type Parse func(search string) (jobbus.ListFilter, bool)
-
 // Match is the alert matcher's eventbus.Handler: the jobs that became
 // visible in a batch of events (published, resumed, relisted, or created
 // active: status active after, not before, whatever the event's name),
@@ -377,13 +373,13 @@ func ListIDs(ctx context.Context, tx jobsearch.DB, f jobbus.ListFilter) ([]int64
 	return ids, rows.Err()
 }
 
-// OutboxItem is one mail to send.
-type OutboxItem struct {
-	AlertID  int64
-	Kind     string
-	JobID    int64
-	DigestAt time.Time // a digest's: its pairs' sent_at
-}
+// OutboxItem and Parse are alertbus's (MailStorer).
+type (
+	OutboxItem = alertbus.OutboxItem
+	Parse      = alertbus.Parse
+)
+
+var _ alertbus.MailStorer = (*Store)(nil)
 
 // OutboxTable is alert_outbox for outbox.Relay (the mails keep no order).
 func (s *Store) OutboxTable() outbox.Table[OutboxItem] {

@@ -65,27 +65,18 @@ func (s *Store) ExpireOverdue(ctx context.Context, limit int) (int, error) {
 	return n, nil
 }
 
-// Outbox kinds: an expiry intent moves the job's timer, a creation mail
-// starts the poster's mail.
-const (
-	KindExpiry      = "expiry"
-	KindCreatedMail = "created_mail"
+var (
+	_ jobbus.ExpiryStorer = (*Store)(nil)
+	_ jobbus.OutboxStorer = (*Store)(nil)
 )
-
-// OutboxItem is one intent of the outbox.
-type OutboxItem struct {
-	JobID     int64
-	Kind      string
-	ExpiresAt time.Time
-}
 
 // OutboxTable is expiry_outbox for outbox.Relay. A job's intents keep their
 // order: its timer ends at the date written last.
-func (s *Store) OutboxTable() outbox.Table[OutboxItem] {
-	return outbox.Table[OutboxItem]{DB: s.pool, Name: "expiry_outbox", Due: "next_try_at",
+func (s *Store) OutboxTable() outbox.Table[jobbus.OutboxItem] {
+	return outbox.Table[jobbus.OutboxItem]{DB: s.pool, Name: "expiry_outbox", Due: "next_try_at",
 		Columns: []string{"job_id", "kind", "expires_at"},
-		Payload: func(it *OutboxItem) []any { return []any{&it.JobID, &it.Kind, &it.ExpiresAt} },
-		Key:     func(it OutboxItem) string { return strconv.FormatInt(it.JobID, 10) }}
+		Payload: func(it *jobbus.OutboxItem) []any { return []any{&it.JobID, &it.Kind, &it.ExpiresAt} },
+		Key:     func(it jobbus.OutboxItem) string { return strconv.FormatInt(it.JobID, 10) }}
 }
 
 // PurgeIdempotencyKeys deletes up to limit idempotency records created before cutoff.
