@@ -55,7 +55,7 @@ const base = "https://coworkjobs.example"
 // fake is Google: the OAuth2 token endpoint and the Indexing API's batch
 // endpoint, checking each request as Google documents it.
 type fake struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 	key *rsa.PrivateKey
 
@@ -71,7 +71,7 @@ type fake struct {
 
 type notice struct{ URL, Type string }
 
-func newFake(t *testing.T) *fake {
+func newFake(t testing.TB) *fake {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -241,6 +241,10 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Parallel()
+	return openEnv(t)
+}
+
+func openEnv(t testing.TB) *env {
 	schema := fmt.Sprintf("jobs_%s_%d", strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name())), mrand.IntN(1e6))
 	pool := pgtest.Open(t, dbURL, pgtest.Schema{Name: schema, Migrations: migrations.FS, Pool: pg.Options{MaxConns: 4}})
 	jobs := jobdb.New(pool)
@@ -249,7 +253,7 @@ func newEnv(t *testing.T) *env {
 		clock: &clock{now: time.Now().Add(time.Hour)}}
 }
 
-func (e *env) relay(t *testing.T, quota int) *Relay {
+func (e *env) relay(t testing.TB, quota int) *Relay {
 	c, err := NewClient(e.fake.credential(), e.fake.srv.URL, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +263,7 @@ func (e *env) relay(t *testing.T, quota int) *Relay {
 }
 
 // post creates a job in status (draft or active) and returns it.
-func (e *env) post(t *testing.T, title, status string) jobbus.Written {
+func (e *env) post(t testing.TB, title, status string) jobbus.Written {
 	from, to, refresh := jobbus.UpdateMoves(false)
 	w, err := e.jobs.Upsert(context.Background(), jobbus.NewJob{Title: title, Company: "Notice Coworking", Description: "<p>Host</p>",
 		JobType: "fulltime", Tags: "community", Slug: "host", City: jobbus.City{ID: 1, Name: "Berlin", Slug: "berlin"}, SpaceID: 0, KeyID: 1,
@@ -272,7 +276,7 @@ func (e *env) post(t *testing.T, title, status string) jobbus.Written {
 	return w
 }
 
-func (e *env) job(t *testing.T, id int64) jobbus.Detail {
+func (e *env) job(t testing.TB, id int64) jobbus.Detail {
 	d, err := e.jobs.QueryByID(context.Background(), id, jobbus.Reader{Latest: true})
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +289,7 @@ func pageURL(d jobbus.Detail) string { return base + "/jobs/" + jobbus.PageURL(d
 // dispatchAll runs dispatch rounds until every committed event has been
 // read. The commit horizon is the cluster's, so other tests' transactions
 // may hold it back a moment: it waits for it.
-func dispatchAll(t *testing.T, r *Relay) {
+func dispatchAll(t testing.TB, r *Relay) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
@@ -310,7 +314,7 @@ func dispatchAll(t *testing.T, r *Relay) {
 
 // drain reads every committed event and sends until nothing is due now;
 // it returns the last round.
-func drain(t *testing.T, r *Relay) indexdb.Round {
+func drain(t testing.TB, r *Relay) indexdb.Round {
 	t.Helper()
 	dispatchAll(t, r)
 	for {
@@ -593,4 +597,31 @@ func counterValue(c prometheus.Counter) float64 {
 	var m dto.Metric
 	_ = c.Write(&m)
 	return m.GetCounter().GetValue()
+}
+
+// BenchmarkNotices: 2 000 new active jobs, then every notice they owe read
+// from the job_events log at the reader's position and sent to the fake API
+// in batches of 100 (docs/benchmarks.md, "Index notices").
+func BenchmarkNotices(b *testing.B) {
+	const jobs = 2000
+	var read time.Duration // reading the log into notices, the rest is sending them
+	for range b.N {
+		b.StopTimer()
+		e := openEnv(b)
+		for i := range jobs {
+			e.post(b, fmt.Sprintf("Notice host %d", i), jobbus.StatusActive)
+		}
+		r := e.relay(b, 1_000_000)
+		b.StartTimer()
+		start := time.Now()
+		dispatchAll(b, r)
+		read += time.Since(start)
+		drain(b, r)
+		b.StopTimer()
+		if n := len(e.fake.received()); n != jobs {
+			b.Fatalf("%d notices sent, want %d", n, jobs)
+		}
+	}
+	b.ReportMetric(float64(jobs*b.N)/b.Elapsed().Seconds(), "notices/s")
+	b.ReportMetric(read.Seconds()/float64(b.N), "s-reading/op")
 }
