@@ -208,7 +208,9 @@ func (b *bench) batchPhase(ctx context.Context) (*batchResult, error) {
 	res.singlesLost += b.heard(ids(during), 2*time.Minute)
 	res.batchLost = b.heard(batchIDs, 2*time.Minute)
 	res.during = b.delays(during)
-	res.batchHeard = b.lastReceipt(batchIDs).Sub(began)
+	if last := b.lastReceipt(batchIDs); !last.IsZero() {
+		res.batchHeard = last.Sub(began)
+	}
 	note("batch: %d singles alone, max delay %v; %d during the batch (%v, all heard after %v), max delay %v; batch jobs not heard everywhere %d",
 		len(res.alone), pct(res.alone, 100), len(res.during), res.batchTook, res.batchHeard, pct(res.during, 100), res.batchLost)
 	return res, nil
