@@ -196,24 +196,15 @@ func cityCoord(v float64, c jobbus.City) *float64 {
 	return &v
 }
 
-// scanWritten reads the answer of upsertSQL and completes w's plan.
-func scanWritten(ctx context.Context, q jobsearch.DB, row pgx.Row, nj jobbus.NewJob) (jobbus.Written, error) {
-	var w jobbus.Written
-	var planID int
+// scanWritten reads the answer of upsertSQL.
+func scanWritten(row pgx.Row, nj jobbus.NewJob) (w jobbus.Written, planID int, err error) {
 	if err := row.Scan(&w.JobID, &w.HashIdentifier, &w.Slug, &w.Status, &w.Inserted, &w.IsPaid, &w.ExpirationDate, &w.ApplyURL,
 		&w.City.ID, &w.City.Name, &w.City.Slug, &planID, &w.Wrote, &w.Owed); err != nil {
-		return jobbus.Written{}, fmt.Errorf("upsert job: %w", err)
+		return jobbus.Written{}, 0, fmt.Errorf("upsert job: %w", err)
 	}
 	w.City.Confirmed = true
 	w.Plan = nj.Plan
-	// An update that keeps the job's plan answers with it.
-	if planID != nj.Plan.ID {
-		if err := q.QueryRow(ctx, `SELECT id, name, price, currency, expiration_days, active FROM plans WHERE id = $1`, planID).
-			Scan(&w.Plan.ID, &w.Plan.Name, &w.Plan.Price, &w.Plan.Currency, &w.Plan.ExpirationDays, &w.Plan.Active); err != nil {
-			return jobbus.Written{}, fmt.Errorf("select job plan: %w", err)
-		}
-	}
-	return w, nil
+	return w, planID, nil
 }
 
 // upsert runs upsertSQL. No row means the unchanged match was committed by a
@@ -225,11 +216,51 @@ func upsert(ctx context.Context, q jobsearch.DB, nj jobbus.NewJob) (jobbus.Writt
 		if nj.ExternalRef != nil {
 			stmt = upsertRefSQL
 		}
-		w, err := scanWritten(ctx, q, q.QueryRow(ctx, stmt, upsertArgs(nj)...), nj)
-		if !errors.Is(err, pgx.ErrNoRows) || attempt == 3 {
-			return w, err
+		w, planID, err := upsertGeneric(ctx, q, stmt, upsertArgs(nj), nj)
+		if errors.Is(err, pgx.ErrNoRows) && attempt < 3 {
+			continue
 		}
+		// An update that keeps the job's plan answers with it.
+		if err == nil && planID != nj.Plan.ID {
+			if err := q.QueryRow(ctx, `SELECT id, name, price, currency, expiration_days, active FROM plans WHERE id = $1`, planID).
+				Scan(&w.Plan.ID, &w.Plan.Name, &w.Plan.Price, &w.Plan.Currency, &w.Plan.ExpirationDays, &w.Plan.Active); err != nil {
+				return jobbus.Written{}, fmt.Errorf("select job plan: %w", err)
+			}
+		}
+		return w, err
 	}
+}
+
+// upsertGeneric runs the create's statement with a generic plan, in the same
+// round trip as the settings around it. Left to itself PostgreSQL keeps
+// choosing a custom plan for this prepared statement and plans its four CTEs
+// on every create (make bench row d, docs/benchmarks.md); the plan has no
+// choice a parameter could change. The setting is the session's for the
+// statement only: reset after it, and undone with the implicit transaction
+// when the statement fails (TestCreatePlanSettingDoesNotLeak).
+func upsertGeneric(ctx context.Context, q jobsearch.DB, stmt string, args []any, nj jobbus.NewJob) (jobbus.Written, int, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SET plan_cache_mode = force_generic_plan`)
+	b.Queue(stmt, args...)
+	b.Queue(`RESET plan_cache_mode`)
+	br := q.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return jobbus.Written{}, 0, fmt.Errorf("upsert job: %w", err)
+	}
+	w, planID, err := scanWritten(br.QueryRow(), nj)
+	if err != nil {
+		_ = br.Close()
+		return jobbus.Written{}, 0, err
+	}
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return jobbus.Written{}, 0, fmt.Errorf("upsert job: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return jobbus.Written{}, 0, fmt.Errorf("upsert job: %w", err)
+	}
+	return w, planID, nil
 }
 
 // Upsert implements jobbus.JobStorer.

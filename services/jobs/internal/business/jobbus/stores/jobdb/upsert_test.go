@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/coworkjobs/coworkjobs/services/jobs/internal/business/jobbus"
 )
 
@@ -104,5 +106,42 @@ func BenchmarkUpsertCreate(b *testing.B) {
 		if w, err := s.Upsert(ctx, nj); err != nil || !w.Inserted {
 			b.Fatalf("%+v %v", w, err)
 		}
+	}
+}
+
+// A create runs with generic plans (upsertGeneric) and leaves its
+// connection's setting as it was, whether the statement succeeds or fails:
+// the next statement on that connection, a search say, plans as before.
+func TestCreatePlanSettingDoesNotLeak(t *testing.T) {
+	ctx := context.Background()
+	cfg := pool.Config()
+	cfg.MaxConns = 1 // every statement below on the same connection
+	one, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(one.Close)
+	setting := func() string {
+		t.Helper()
+		var v string
+		if err := one.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	s := New(one)
+	if w, err := s.Upsert(ctx, newJob("Plan Setting Host", 0, 43)); err != nil || !w.Inserted {
+		t.Fatalf("create: %+v %v", w, err)
+	}
+	if v := setting(); v != "auto" {
+		t.Fatalf("after a create plan_cache_mode is %q, want auto", v)
+	}
+	bad := newJob("Plan Setting Refused", 0, 43)
+	bad.Status = "bogus" // refused by the status check: the statement fails
+	if _, err := s.Upsert(ctx, bad); err == nil {
+		t.Fatal("a job of status bogus was stored")
+	}
+	if v := setting(); v != "auto" {
+		t.Fatalf("after a failed create plan_cache_mode is %q, want auto", v)
 	}
 }
