@@ -11,10 +11,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"net/mail"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -276,42 +274,13 @@ func NewSecret() (string, error) {
 }
 
 func (b *Business) checkURL(raw string, p *[]string) string {
-	s := strings.TrimSpace(raw)
-	u, err := url.Parse(s)
-	scheme := ""
-	if err == nil {
-		scheme = u.Scheme
+	u, why := outbound.Target{MaxLen: MaxURLLen, AllowHTTP: b.cfg.AllowHTTP, Allow: b.cfg.Allow,
+		Empty: "url is required", Example: "https://example.com/hooks/coworkjobs",
+		PlainHTTP: "this server does not deliver over plain http", Refused: "deliveries are not sent there"}.CheckURL(raw)
+	if why != "" {
+		*p = append(*p, why)
 	}
-	switch {
-	case s == "":
-		*p = append(*p, "url is required")
-	case utf8.RuneCountInString(s) > MaxURLLen:
-		*p = append(*p, fmt.Sprintf("url must be at most %d characters", MaxURLLen))
-	case err != nil || !u.IsAbs() || u.Host == "" || u.Hostname() == "" || strings.ContainsFunc(s, unicode.IsSpace):
-		*p = append(*p, "url must be an absolute https URL, e.g. https://example.com/hooks/coworkjobs")
-	case scheme != "https" && !(scheme == "http" && b.cfg.AllowHTTP):
-		if scheme == "http" {
-			*p = append(*p, "url must use https (this server does not deliver over plain http)")
-		} else {
-			*p = append(*p, "url must be an http(s) URL")
-		}
-	case u.User != nil:
-		*p = append(*p, "url must not carry a user name or password")
-	case u.Fragment != "":
-		*p = append(*p, "url must not have a #fragment")
-	case u.Port() != "" && !validPort(u.Port()):
-		*p = append(*p, "url has an invalid port")
-	case outbound.RefusedHost(u.Hostname(), b.cfg.Allow):
-		*p = append(*p, "url must not name a private, loopback, link-local or metadata address (deliveries are not sent there)")
-	default:
-		return u.String()
-	}
-	return ""
-}
-
-func validPort(s string) bool {
-	_, err := net.LookupPort("tcp", s)
-	return err == nil && s != "0"
+	return u
 }
 
 func checkEvents(evs []string, p *[]string) []string {

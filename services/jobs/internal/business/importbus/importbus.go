@@ -11,13 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/coworkjobs/coworkjobs/libs/outbound"
@@ -304,42 +301,13 @@ func (b *Business) Runs(ctx context.Context, owner Owner, id, before int64, limi
 }
 
 func (b *Business) checkURL(raw string, p *[]string) string {
-	s := strings.TrimSpace(raw)
-	u, err := url.Parse(s)
-	scheme := ""
-	if err == nil {
-		scheme = u.Scheme
+	u, why := outbound.Target{MaxLen: MaxURLLen, AllowHTTP: b.cfg.AllowHTTP, Allow: b.cfg.Allow,
+		Empty: "url must not be empty", Example: "https://example.com/jobs.json",
+		PlainHTTP: "this server does not fetch feeds over plain http", Refused: "feeds are not fetched from there"}.CheckURL(raw)
+	if why != "" {
+		*p = append(*p, why)
 	}
-	switch {
-	case s == "":
-		*p = append(*p, "url must not be empty")
-	case utf8.RuneCountInString(s) > MaxURLLen:
-		*p = append(*p, fmt.Sprintf("url must be at most %d characters", MaxURLLen))
-	case err != nil || !u.IsAbs() || u.Host == "" || u.Hostname() == "" || strings.ContainsFunc(s, unicode.IsSpace):
-		*p = append(*p, "url must be an absolute https URL, e.g. https://example.com/jobs.json")
-	case scheme != "https" && !(scheme == "http" && b.cfg.AllowHTTP):
-		if scheme == "http" {
-			*p = append(*p, "url must use https (this server does not fetch feeds over plain http)")
-		} else {
-			*p = append(*p, "url must be an http(s) URL")
-		}
-	case u.User != nil:
-		*p = append(*p, "url must not carry a user name or password")
-	case u.Fragment != "":
-		*p = append(*p, "url must not have a #fragment")
-	case u.Port() != "" && !validPort(u.Port()):
-		*p = append(*p, "url has an invalid port")
-	case outbound.RefusedHost(u.Hostname(), b.cfg.Allow):
-		*p = append(*p, "url must not name a private, loopback, link-local or metadata address (feeds are not fetched from there)")
-	default:
-		return u.String()
-	}
-	return ""
-}
-
-func validPort(s string) bool {
-	_, err := net.LookupPort("tcp", s)
-	return err == nil && s != "0"
+	return u
 }
 
 // checkToken: a board's name as the boards spell them in their URLs.
